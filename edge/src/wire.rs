@@ -1,0 +1,70 @@
+//! Wire types shared by every endpoint.
+
+use serde::{Deserialize, Serialize};
+
+/// The one error shape of the API: `{ "error": { "code", "message", "details" } }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Machine-readable code (`budget_exceeds_window`, `unknown_model`...).
+    pub code: String,
+    /// For people.
+    pub message: String,
+    /// Structured facts (limits, remaining quota).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+impl ErrorBody {
+    /// An error without details.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            error: ErrorDetail {
+                code: code.into(),
+                message: message.into(),
+                details: serde_json::Value::Null,
+            },
+        }
+    }
+}
+
+/// `GET /healthz`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// Always `ok` when the process answers.
+    pub status: String,
+    /// Crate version.
+    pub version: String,
+    /// Index pack format this build reads.
+    pub index_format: u32,
+}
+
+impl Health {
+    /// The health of this build.
+    pub fn current() -> Self {
+        Self {
+            status: "ok".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            index_format: ctxgate_core::index::FORMAT_VERSION,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_shape() {
+        let json = serde_json::to_value(ErrorBody::new("unknown_model", "no such model")).unwrap();
+        assert_eq!(json["error"]["code"], "unknown_model");
+        assert!(json["error"].get("details").is_none());
+        assert_eq!(Health::current().status, "ok");
+    }
+}

@@ -1,0 +1,310 @@
+//! Answering a query with context from the current index of a repository.
+//!
+//! The steps are the core's; this module only supplies the bytes: it brings the index up to date
+//! (incrementally), searches it, reads the texts of the chosen chunks from their segments, and
+//! lets the composer hold the prompt to the budget with the target model's tokenizer. The
+//! tokenizer's tables are built on a second thread while the index is checked and opened, since
+//! building them is the longest single step of a short run.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, TokenizerSpec, resolve_budget};
+use ctxgate_core::compose::{Piece, fit, render};
+use ctxgate_core::index::IndexPack;
+use ctxgate_core::lexical::query_terms;
+use ctxgate_core::select::{Candidate, select_greedy};
+use ctxgate_core::tokens::Encoding;
+use serde::Serialize;
+
+use crate::IndexerError;
+use crate::pipeline::{IndexOptions, IndexStatus, Progress, index_repo, open_current};
+use crate::store::{LOCAL_ORG, Store, keys};
+
+/// A request for context.
+#[derive(Clone, Debug)]
+pub struct AssembleRequest {
+    /// The repository folder.
+    pub repo: PathBuf,
+    /// What the model will be asked.
+    pub query: String,
+    /// Hard limit on the prompt, in the model's tokens.
+    pub budget: Option<u32>,
+    /// Target model (id or alias).
+    pub model: Option<String>,
+    /// How a model's window is divided.
+    pub policy: BudgetPolicy,
+    /// How to (re-)index.
+    pub index: IndexOptions,
+}
+
+/// How the budget was spent and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    /// The model's window as divided, when a model was named.
+    pub window: Option<ModelBudget>,
+    /// Tokens in the whole indexed repository, in the target's tokens.
+    pub repo_tokens: u64,
+    /// Files and chunks indexed.
+    pub repo_files: usize,
+    /// Chunks indexed.
+    pub repo_chunks: usize,
+    /// Tokens of the prompt without any code (framing and the query).
+    pub frame_tokens: u32,
+    /// Tokens given to code pieces.
+    pub code_tokens: u32,
+    /// How pieces were chosen.
+    pub strategy: String,
+    /// Chunks that matched the query.
+    pub candidates: usize,
+    /// Relevant chunks that did not fit.
+    pub left_out: usize,
+    /// Index version used and whether this run published it.
+    pub index_version: u64,
+    /// Whether the index was rebuilt for this request.
+    pub index_status: IndexStatus,
+    /// Milliseconds spent indexing, retrieving and composing.
+    pub timings_ms: Timings,
+}
+
+/// Where the time went.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timings {
+    /// Checking and updating the index.
+    pub index: u64,
+    /// Opening the index and searching it.
+    pub retrieve: u64,
+    /// Reading texts, composing and counting.
+    pub compose: u64,
+}
+
+/// The assembled context.
+#[derive(Clone, Debug, Serialize)]
+pub struct AssembleReport {
+    /// The pieces in the prompt, in prompt order.
+    pub pieces: Vec<Piece>,
+    /// The prompt's count with the target tokenizer.
+    pub tokens_total: u32,
+    /// The budget it is held to.
+    pub budget: u32,
+    /// The model, when one was named.
+    pub model: Option<String>,
+    /// The tokenizer (`o200k_base`, or `estimate(...)`).
+    pub tokenizer: String,
+    /// Whether `tokens_total` is exact.
+    pub exact: bool,
+    /// The prompt.
+    pub prompt: String,
+    /// What the caller should know.
+    pub warnings: Vec<String>,
+    /// The budget analysis.
+    pub analysis: Analysis,
+}
+
+/// Assembles context for `req` from the embedded store.
+pub fn assemble(
+    store: &Store,
+    catalog: &Catalog,
+    req: &AssembleRequest,
+    progress: &dyn Progress,
+) -> Result<AssembleReport, IndexerError> {
+    let query = req.query.trim();
+    if query.is_empty() {
+        return Err(IndexerError::EmptyQuery);
+    }
+    let model = req
+        .model
+        .as_deref()
+        .map(|m| catalog.resolve(m))
+        .transpose()?;
+    let resolved = resolve_budget(model, req.budget, &req.policy, Encoding::O200kBase)?;
+    let spec = resolved.tokenizer;
+    // Build the tokenizer's tables while the index is checked and opened.
+    let preload = std::thread::spawn(move || spec.base().preload());
+
+    let t0 = Instant::now();
+    let report = index_repo(store, &req.repo, &req.index, progress)?;
+    let t1 = Instant::now();
+    let mut warnings = resolved.warnings.clone();
+    warnings.extend(report.warnings.iter().cloned());
+    let opened = open_current(store, LOCAL_ORG, &report.project.id)?
+        .ok_or_else(|| IndexerError::Corrupt("no current version after indexing".into()))?;
+    let pack = &opened.pack;
+    let hits = pack.lexical.search(&query_terms(query));
+    let _ = preload.join();
+    let frame_tokens = spec.count(&render(&[], query));
+    let slot = pack.encoding_slot(spec.base());
+    let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
+    let repo_tokens: u64 = match slot {
+        Some(s) => pack
+            .chunks
+            .iter()
+            .map(|c| u64::from(spec.scale(c.tokens[s])))
+            .sum(),
+        None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
+    };
+    let room = resolved.budget.saturating_sub(frame_tokens);
+    let mut strategy;
+    let mut scores: Vec<(u32, f32)> = hits;
+    if scores.is_empty() {
+        strategy = "query only: nothing in the repository matches the query".to_string();
+        warnings.push(
+            "no relevant code found for the query; the prompt carries the query alone (low confidence)".into(),
+        );
+    } else {
+        strategy = format!("ranked by BM25 ({} matching chunks)", scores.len());
+    }
+    // A repository that fits whole goes in whole (matching chunks keep their scores).
+    let whole_fits = repo_tokens + overhead_total(pack) <= u64::from(room);
+    if whole_fits && !scores.is_empty() {
+        let mut seen = vec![false; pack.chunks.len()];
+        for (i, _) in &scores {
+            seen[*i as usize] = true;
+        }
+        scores.extend(
+            (0..pack.chunks.len() as u32)
+                .filter(|i| !seen[*i as usize])
+                .map(|i| (i, 0.0)),
+        );
+        strategy = "whole repository: it fits in the budget".to_string();
+    }
+    let candidates_count = scores.len();
+    let mut texts: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    let mut cands = Vec::with_capacity(scores.len());
+    for &(i, score) in &scores {
+        let tokens = match token_of(i as usize) {
+            Some(t) => t,
+            None => {
+                // Encoding not counted at index time: count the text now.
+                let text = chunk_text(store, &report.project.id, pack, i as usize)?;
+                let t = spec.count(&text);
+                texts.insert(i, text);
+                t
+            }
+        };
+        cands.push(Candidate {
+            key: i,
+            tokens,
+            score: score.max(f32::MIN_POSITIVE),
+        });
+    }
+    let chosen: Vec<Candidate> = select_greedy(cands, room, 0)
+        .chosen
+        .into_iter()
+        .collect::<Vec<_>>();
+    // Headers are paid for here, piece by piece, best first.
+    let mut spent = 0u32;
+    let mut pieces = Vec::with_capacity(chosen.len());
+    let mut left_out = candidates_count.saturating_sub(chosen.len());
+    for c in chosen {
+        let cost = c.tokens + header_cost(pack, c.key as usize);
+        if spent + cost > room {
+            left_out += 1;
+            continue;
+        }
+        spent += cost;
+        let text = match texts.remove(&c.key) {
+            Some(t) => t,
+            None => chunk_text(store, &report.project.id, pack, c.key as usize)?,
+        };
+        pieces.push(piece(pack, c.key as usize, text, c.tokens, c.score));
+    }
+    let t2 = Instant::now();
+    let composition = fit(pieces, query, resolved.budget, &spec)?;
+    if composition.dropped > 0 {
+        left_out += composition.dropped;
+    }
+    let t3 = Instant::now();
+    let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    Ok(AssembleReport {
+        tokens_total: composition.tokens,
+        budget: resolved.budget,
+        model: resolved.model.clone(),
+        tokenizer: spec.label(),
+        exact: spec.is_exact(),
+        prompt: composition.prompt,
+        pieces: composition.pieces,
+        warnings,
+        analysis: Analysis {
+            window: resolved.window,
+            repo_tokens,
+            repo_files: pack.files.len(),
+            repo_chunks: pack.chunks.len(),
+            frame_tokens,
+            code_tokens,
+            strategy,
+            candidates: candidates_count,
+            left_out,
+            index_version: opened.version,
+            index_status: report.status,
+            timings_ms: Timings {
+                index: (t1 - t0).as_millis() as u64,
+                retrieve: (t2 - t1).as_millis() as u64,
+                compose: (t3 - t2).as_millis() as u64,
+            },
+        },
+    })
+}
+
+/// A conservative guess of a piece's header and fence in tokens (about three characters a
+/// token); the composer's exact count corrects any error.
+fn header_cost(pack: &IndexPack, i: usize) -> u32 {
+    let c = &pack.chunks[i];
+    let path = pack.files[c.file as usize].path.len();
+    let symbol = c.symbol.as_ref().map_or(0, String::len);
+    ((2 * path + symbol + 80) / 3) as u32
+}
+
+fn overhead_total(pack: &IndexPack) -> u64 {
+    (0..pack.chunks.len())
+        .map(|i| u64::from(header_cost(pack, i)))
+        .sum()
+}
+
+fn chunk_text(
+    store: &Store,
+    project: &str,
+    pack: &IndexPack,
+    i: usize,
+) -> Result<String, IndexerError> {
+    let c = &pack.chunks[i];
+    let key = keys::segment(LOCAL_ORG, project, &pack.segments[c.segment as usize]);
+    let bytes = store.get_range(&key, c.segment_offset, c.len() as usize)?;
+    String::from_utf8(bytes)
+        .map_err(|_| IndexerError::Corrupt(format!("chunk {} is not UTF-8", c.id)))
+}
+
+fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> Piece {
+    let c = &pack.chunks[i];
+    let f = &pack.files[c.file as usize];
+    Piece {
+        path: f.path.clone(),
+        language: f.language.clone(),
+        start_line: c.start_line,
+        end_line: c.end_line,
+        byte_start: c.byte_start,
+        byte_end: c.byte_end,
+        kind: c.kind.name().to_string(),
+        symbol: c.symbol.clone(),
+        chunk_id: c.id.clone(),
+        sha256: c.sha256.to_hex(),
+        text,
+        tokens,
+        score: if score <= f32::MIN_POSITIVE {
+            0.0
+        } else {
+            score
+        },
+    }
+}
+
+/// The tokenizer that a request for `model` / `budget` would use (for `count`).
+pub fn tokenizer_for(
+    catalog: &Catalog,
+    model: Option<&str>,
+) -> Result<TokenizerSpec, IndexerError> {
+    Ok(match model {
+        Some(m) => catalog.resolve(m)?.tokenizer,
+        None => TokenizerSpec::Exact(Encoding::O200kBase),
+    })
+}

@@ -1,0 +1,16 @@
+//! ctxgate's batch side: it reads repositories, hands their bytes to `ctxgate-core` for chunking,
+//! counting and indexing, and publishes immutable index versions to a store.
+//!
+//! - [`walk`] lists a repository's files with `.gitignore` rules;
+//! - [`pipeline`] indexes a repository incrementally and publishes a version atomically;
+//! - [`store`] is the embedded default store: a data directory of immutable objects laid out
+//!   like the S3 keys, and metadata in SQLite laid out like the DynamoDB items;
+//! - [`assemble`] answers a query from the current version within a budget.
+
+pub mod assemble;
+pub mod error;
+pub mod pipeline;
+pub mod store;
+pub mod walk;
+
+pub use error::IndexerError;

@@ -1,0 +1,758 @@
+//! Indexing a repository into a new published version, reusing everything unchanged.
+//!
+//! A file whose size and modification time match the previous version (and which was not
+//! modified in the racy instant around that indexing) is not read at all; a file whose content
+//! hash matches is not re-chunked or re-counted. When nothing changed no version is written.
+//! Otherwise the new version's objects are written first (new chunk texts as one
+//! content-addressed segment, then the pack, then the manifest) and the project's current
+//! version flips last, under a per-project lock so that two indexers of one repository never
+//! race: the second finds the first's version up to date and reuses it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use ctxgate_core::chunk::{ChunkOptions, FileClass, FilterOptions, Language, chunk_text, classify};
+use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::index::{
+    ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, chunk_id,
+};
+use ctxgate_core::lexical::{Bm25Builder, Bm25Params, doc_terms};
+use ctxgate_core::tokens::Encoding;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::IndexerError;
+use crate::store::{LOCAL_ORG, Manifest, ProjectItem, Store, VersionItem, keys};
+use crate::walk::{WalkOptions, walk};
+
+/// How to index.
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// Which skippable files to include, and the size limit.
+    pub filter: FilterOptions,
+    /// Walk settings.
+    pub walk: WalkOptions,
+    /// Chunk sizes.
+    pub chunk: ChunkOptions,
+    /// Encodings whose counts each chunk carries.
+    pub encodings: Vec<Encoding>,
+    /// Re-read and re-chunk every file.
+    pub force: bool,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self {
+            filter: FilterOptions::default(),
+            walk: WalkOptions::default(),
+            chunk: ChunkOptions::default(),
+            encodings: vec![Encoding::O200kBase, Encoding::Cl100kBase],
+            force: false,
+        }
+    }
+}
+
+impl IndexOptions {
+    fn settings(&self) -> String {
+        let c = &self.chunk;
+        let f = &self.filter;
+        format!(
+            "chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
+            c.max_bytes,
+            c.min_bytes,
+            c.window_lines,
+            c.overlap_lines,
+            f.include_lock,
+            f.include_minified,
+            f.include_generated,
+            f.max_file_bytes,
+            self.walk.hidden,
+            self.walk.follow_links,
+            self.encodings
+                .iter()
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join("+")
+        )
+    }
+}
+
+/// Receives progress while files are processed (a progress bar in the CLI).
+pub trait Progress: Sync {
+    /// Processing of `total` files starts.
+    fn start(&self, total: u64);
+    /// One file is done.
+    fn advance(&self);
+    /// All files are done.
+    fn finish(&self);
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64) {}
+    fn advance(&self) {}
+    fn finish(&self) {}
+}
+
+/// Whether indexing produced a new version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexStatus {
+    /// A new version was published.
+    Published,
+    /// Nothing changed; the current version stands.
+    UpToDate,
+}
+
+/// A file that was not chunked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Skipped {
+    /// Repo-relative path.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What an indexing run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct IndexReport {
+    /// The project.
+    pub project: ProjectItem,
+    /// The current version after the run.
+    pub version: u64,
+    /// Whether it is new.
+    pub status: IndexStatus,
+    /// Files the walk found.
+    pub files_seen: usize,
+    /// Files read and chunked in this run.
+    pub files_chunked: usize,
+    /// Files reused from the previous version.
+    pub files_reused: usize,
+    /// Files not chunked, and why.
+    pub skipped: Vec<Skipped>,
+    /// Chunks in the version.
+    pub chunks: usize,
+    /// Distinct chunk texts.
+    pub unique_chunks: usize,
+    /// Bytes of chunk text stored in this run.
+    pub stored_bytes: u64,
+    /// Total tokens per encoding.
+    pub tokens: BTreeMap<String, u64>,
+    /// Bytes of indexed text.
+    pub text_bytes: u64,
+    /// Problems met (unreadable files, links, invalid UTF-8).
+    pub warnings: Vec<String>,
+    /// Wall time.
+    pub elapsed_ms: u64,
+}
+
+/// The id of the local project for a repository folder: stable for its canonical path.
+pub fn local_project_id(canonical: &Path) -> String {
+    let digest = Sha256Digest::of(canonical.to_string_lossy().as_bytes());
+    format!("p{}", &digest.to_hex()[..16])
+}
+
+/// Checks that `repo` is an existing folder and returns its canonical path.
+pub fn canonical_repo(repo: &Path) -> Result<PathBuf, IndexerError> {
+    let meta =
+        std::fs::metadata(repo).map_err(|_| IndexerError::RepoMissing(repo.to_path_buf()))?;
+    if !meta.is_dir() {
+        return Err(IndexerError::RepoNotDir(repo.to_path_buf()));
+    }
+    repo.canonicalize()
+        .map_err(IndexerError::io("resolve", repo))
+}
+
+/// A published version, opened.
+pub struct OpenVersion {
+    /// Its number.
+    pub version: u64,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Its index.
+    pub pack: IndexPack,
+}
+
+/// Opens the current version of a project, if it has one.
+pub fn open_current(
+    store: &Store,
+    org: &str,
+    project: &str,
+) -> Result<Option<OpenVersion>, IndexerError> {
+    let Some(item) = store.project(org, project)? else {
+        return Ok(None);
+    };
+    let Some(version) = item.current_version else {
+        return Ok(None);
+    };
+    let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
+    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
+        .map_err(|e| IndexerError::Corrupt(format!("manifest: {e}")))?;
+    let bytes = store.get_object(&manifest.pack_key)?;
+    if bytes.len() as u64 != manifest.pack_bytes {
+        return Err(IndexerError::Corrupt(format!(
+            "pack `{}` has {} bytes, its manifest says {}",
+            manifest.pack_key,
+            bytes.len(),
+            manifest.pack_bytes
+        )));
+    }
+    let pack = IndexPack::decode(&bytes)?;
+    Ok(Some(OpenVersion {
+        version,
+        manifest,
+        pack,
+    }))
+}
+
+enum Outcome {
+    /// Same as before (index into the previous pack's files), possibly with a new stat.
+    Reused { prev: usize, stat: FileStat },
+    /// Read, and not chunked.
+    Skipped { entry: FileEntry },
+    /// Read and chunked.
+    Fresh {
+        entry: FileEntry,
+        chunks: Vec<NewChunk>,
+    },
+    /// Unreadable: left out with a warning.
+    Failed { warning: String },
+}
+
+struct NewChunk {
+    record: ChunkRecord,
+    text: String,
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn stat_of(meta: &std::fs::Metadata) -> FileStat {
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    FileStat {
+        size: meta.len(),
+        mtime_ns,
+    }
+}
+
+/// Indexes the local folder `repo` for the local organisation, publishing a new version when
+/// anything changed.
+pub fn index_repo(
+    store: &Store,
+    repo: &Path,
+    opts: &IndexOptions,
+    progress: &dyn Progress,
+) -> Result<IndexReport, IndexerError> {
+    let started = Instant::now();
+    let root = canonical_repo(repo)?;
+    if store.root().starts_with(&root) {
+        return Err(IndexerError::DataDirInsideRepo {
+            data: store.root().to_path_buf(),
+            repo: root,
+        });
+    }
+    let org = LOCAL_ORG;
+    let project_id = local_project_id(&root);
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into());
+    store.upsert_project(&ProjectItem {
+        id: project_id.clone(),
+        org: org.into(),
+        name: name.clone(),
+        source: root.to_string_lossy().into_owned(),
+        current_version: None,
+        updated_at_ns: now_ns(),
+    })?;
+    let _lock = store.lock_project(&project_id)?;
+    let indexed_at_ns = now_ns();
+    let settings = opts.settings();
+    let mut warnings = Vec::new();
+
+    let current_version = store
+        .project(org, &project_id)?
+        .and_then(|p| p.current_version);
+    let previous = match open_current(store, org, &project_id) {
+        Ok(p) => p,
+        Err(IndexerError::Pack(e @ PackError::Version { .. })) => {
+            warnings.push(format!("previous index ignored: {e}"));
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let reusable = previous
+        .as_ref()
+        .filter(|p| !opts.force && p.pack.meta.settings == settings);
+    let prev_by_path: HashMap<&str, usize> = reusable
+        .map(|p| {
+            p.pack
+                .files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.path.as_str(), i))
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let (found, walk_warnings) = walk(&root, &opts.walk);
+    warnings.extend(walk_warnings);
+    progress.start(found.len() as u64);
+    let outcomes: Vec<(String, Outcome)> = found
+        .par_iter()
+        .map(|f| {
+            let prev = prev_by_path
+                .get(f.rel.as_str())
+                .and_then(|&i| reusable.map(|p| (i, &p.pack)));
+            let outcome = process_file(&f.rel, &f.abs, prev, opts);
+            progress.advance();
+            (f.rel.clone(), outcome)
+        })
+        .collect();
+    progress.finish();
+
+    let files_seen = found.len();
+    let mut changed = previous.is_none() || reusable.is_none();
+    let mut seen_paths = 0usize;
+    for (_, o) in &outcomes {
+        match o {
+            Outcome::Reused { .. } => seen_paths += 1,
+            Outcome::Fresh { .. } | Outcome::Skipped { .. } => changed = true,
+            Outcome::Failed { .. } => {}
+        }
+    }
+    if let Some(p) = reusable
+        && seen_paths != p.pack.files.len()
+    {
+        changed = true; // files were removed or became unreadable
+    }
+    for (_, o) in &outcomes {
+        if let Outcome::Failed { warning } = o {
+            warnings.push(warning.clone());
+        }
+    }
+
+    if !changed && let Some(prev) = &previous {
+        let pack = &prev.pack;
+        let mut skipped = Vec::new();
+        for f in &pack.files {
+            if let Some(reason) = &f.skipped {
+                skipped.push(Skipped {
+                    path: f.path.clone(),
+                    reason: reason.clone(),
+                });
+            }
+        }
+        let project = store
+            .project(org, &project_id)?
+            .ok_or_else(|| IndexerError::Corrupt("project vanished".into()))?;
+        return Ok(IndexReport {
+            project,
+            version: prev.version,
+            status: IndexStatus::UpToDate,
+            files_seen,
+            files_chunked: 0,
+            files_reused: seen_paths,
+            skipped,
+            chunks: pack.chunks.len(),
+            unique_chunks: unique(&pack.chunks),
+            stored_bytes: 0,
+            tokens: totals(pack),
+            text_bytes: pack.meta.text_bytes,
+            warnings,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+        });
+    }
+
+    // Assemble the new pack: reused files keep their records, fresh ones bring new text.
+    let prev_pack = reusable.map(|p| &p.pack);
+    let mut files = Vec::with_capacity(outcomes.len());
+    let mut chunks: Vec<ChunkRecord> = Vec::new();
+    let mut texts: Vec<Option<String>> = Vec::new(); // text for fresh chunks, None for reused
+    let mut skipped = Vec::new();
+    let (mut files_chunked, mut files_reused) = (0, 0);
+    for (_, outcome) in outcomes {
+        let file_idx = files.len() as u32;
+        match outcome {
+            Outcome::Failed { .. } => continue,
+            Outcome::Reused { prev, stat } => {
+                let pack = prev_pack
+                    .ok_or_else(|| IndexerError::Corrupt("reuse without a previous pack".into()))?;
+                let mut entry = pack.files[prev].clone();
+                entry.stat = stat;
+                let first = entry.first_chunk as usize;
+                entry.first_chunk = chunks.len() as u32;
+                for c in &pack.chunks[first..first + entry.chunk_count as usize] {
+                    let mut c = c.clone();
+                    c.file = file_idx;
+                    chunks.push(c);
+                    texts.push(None);
+                }
+                if let Some(reason) = &entry.skipped {
+                    skipped.push(Skipped {
+                        path: entry.path.clone(),
+                        reason: reason.clone(),
+                    });
+                }
+                files_reused += 1;
+                files.push(entry);
+            }
+            Outcome::Skipped { entry } => {
+                skipped.push(Skipped {
+                    path: entry.path.clone(),
+                    reason: entry.skipped.clone().unwrap_or_default(),
+                });
+                let mut entry = entry;
+                entry.first_chunk = chunks.len() as u32;
+                files.push(entry);
+            }
+            Outcome::Fresh {
+                mut entry,
+                chunks: fresh,
+            } => {
+                entry.first_chunk = chunks.len() as u32;
+                entry.chunk_count = fresh.len() as u32;
+                for mut c in fresh {
+                    c.record.file = file_idx;
+                    chunks.push(c.record);
+                    texts.push(Some(c.text));
+                }
+                files_chunked += 1;
+                files.push(entry);
+            }
+        }
+    }
+    for f in &files {
+        if let Some(reason) = &f.skipped
+            && reason.starts_with("not valid UTF-8")
+        {
+            warnings.push(format!("skipped `{}`: {reason}", f.path));
+        }
+    }
+    if chunks.is_empty() {
+        return Err(IndexerError::RepoEmpty {
+            path: root,
+            seen: files_seen,
+        });
+    }
+
+    // Where every chunk text lives: previous segments for known texts, a new segment for the rest.
+    let mut segments: Vec<String> = prev_pack.map(|p| p.segments.clone()).unwrap_or_default();
+    let mut located: HashMap<Sha256Digest, (u32, u64)> = HashMap::new();
+    if let Some(p) = prev_pack {
+        for c in &p.chunks {
+            located
+                .entry(c.sha256)
+                .or_insert((c.segment, c.segment_offset));
+        }
+    }
+    let new_segment = segments.len() as u32;
+    let mut buffer: Vec<u8> = Vec::new();
+    for (c, text) in chunks.iter_mut().zip(&texts) {
+        if let Some(&(seg, off)) = located.get(&c.sha256) {
+            c.segment = seg;
+            c.segment_offset = off;
+        } else if let Some(text) = text {
+            let off = buffer.len() as u64;
+            buffer.extend_from_slice(text.as_bytes());
+            located.insert(c.sha256, (new_segment, off));
+            c.segment = new_segment;
+            c.segment_offset = off;
+        } else {
+            return Err(IndexerError::Corrupt(format!(
+                "chunk {} has no stored text",
+                c.id
+            )));
+        }
+    }
+    let stored_bytes = buffer.len() as u64;
+    if !buffer.is_empty() {
+        let sha = Sha256Digest::of(&buffer).to_hex();
+        let key = keys::segment(org, &project_id, &sha);
+        if !store.has_object(&key) {
+            store.put_object(&key, &buffer)?;
+        }
+        segments.push(sha);
+    }
+    // Keep only the segments still referenced.
+    let mut used = vec![false; segments.len()];
+    for c in &chunks {
+        used[c.segment as usize] = true;
+    }
+    let mut remap = vec![0u32; segments.len()];
+    let mut kept = Vec::new();
+    for (i, s) in segments.into_iter().enumerate() {
+        if used[i] {
+            remap[i] = kept.len() as u32;
+            kept.push(s);
+        }
+    }
+    for c in &mut chunks {
+        c.segment = remap[c.segment as usize];
+    }
+    let segments = kept;
+
+    // BM25 over every chunk; reused chunks' texts come back from their segments.
+    let segment_bytes: Vec<Option<Vec<u8>>> = {
+        let mut need = vec![false; segments.len()];
+        for (c, t) in chunks.iter().zip(&texts) {
+            if t.is_none() {
+                need[c.segment as usize] = true;
+            }
+        }
+        segments
+            .iter()
+            .zip(need)
+            .map(|(s, n)| {
+                if n {
+                    store
+                        .get_object(&keys::segment(org, &project_id, s))
+                        .map(Some)
+                } else {
+                    Ok(None)
+                }
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let terms: Vec<Vec<(String, u16)>> = chunks
+        .par_iter()
+        .zip(texts.par_iter())
+        .map(|(c, t)| {
+            let path = files[c.file as usize].path.as_str();
+            let text: &str = match t {
+                Some(t) => t,
+                None => segment_bytes[c.segment as usize]
+                    .as_deref()
+                    .and_then(|b| {
+                        b.get(c.segment_offset as usize..(c.segment_offset + c.len()) as usize)
+                    })
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .unwrap_or(""),
+            };
+            doc_terms(text, path)
+        })
+        .collect();
+    let mut builder = Bm25Builder::default();
+    for t in &terms {
+        builder.add(t);
+    }
+    let text_bytes = files
+        .iter()
+        .filter(|f| f.skipped.is_none())
+        .map(|f| f.stat.size)
+        .sum();
+    let pack = IndexPack {
+        meta: PackMeta {
+            project: name,
+            encodings: opts.encodings.clone(),
+            max_chunk_bytes: opts.chunk.max_bytes as u32,
+            text_bytes,
+            indexed_at_ns,
+            settings,
+        },
+        files,
+        chunks,
+        segments,
+        lexical: builder.finish(Bm25Params::default()),
+    };
+
+    let version = previous
+        .as_ref()
+        .map_or(0, |p| p.version)
+        .max(store.versions(&project_id)?.last().map_or(0, |v| v.version))
+        + 1;
+    let bytes = pack.encode()?;
+    let pack_key = keys::pack(org, &project_id, version);
+    store.put_object(&pack_key, &bytes)?;
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        org: org.into(),
+        project: project_id.clone(),
+        version,
+        pack_key,
+        pack_bytes: bytes.len() as u64,
+        pack_sha256: Sha256Digest::of(&bytes).to_hex(),
+        segment_keys: pack
+            .segments
+            .iter()
+            .map(|s| keys::segment(org, &project_id, s))
+            .collect(),
+        created_at_ns: indexed_at_ns,
+    };
+    let manifest_json =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;
+    store.put_object(&keys::manifest(org, &project_id, version), &manifest_json)?;
+    let item = VersionItem {
+        project: project_id.clone(),
+        version,
+        manifest_key: keys::manifest(org, &project_id, version),
+        files: pack.files.len() as u64,
+        chunks: pack.chunks.len() as u64,
+        created_at_ns: indexed_at_ns,
+    };
+    if !store.publish_version(org, &item, current_version)? {
+        return Err(IndexerError::Corrupt(
+            "another indexer published while this one held the lock".into(),
+        ));
+    }
+    let project = store
+        .project(org, &project_id)?
+        .ok_or_else(|| IndexerError::Corrupt("project vanished".into()))?;
+    Ok(IndexReport {
+        project,
+        version,
+        status: IndexStatus::Published,
+        files_seen,
+        files_chunked,
+        files_reused,
+        skipped,
+        chunks: pack.chunks.len(),
+        unique_chunks: unique(&pack.chunks),
+        stored_bytes,
+        tokens: totals(&pack),
+        text_bytes: pack.meta.text_bytes,
+        warnings,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+fn unique(chunks: &[ChunkRecord]) -> usize {
+    let mut shas: Vec<&Sha256Digest> = chunks.iter().map(|c| &c.sha256).collect();
+    shas.sort_unstable();
+    shas.dedup();
+    shas.len()
+}
+
+fn totals(pack: &IndexPack) -> BTreeMap<String, u64> {
+    pack.meta
+        .encodings
+        .iter()
+        .filter_map(|e| Some((e.name().to_string(), pack.total_tokens(*e)?)))
+        .collect()
+}
+
+/// Two seconds: files modified this close to (or after) the previous indexing are re-hashed,
+/// since their stat may not show a change made in the same instant.
+const RACY_NS: i64 = 2_000_000_000;
+
+fn process_file(
+    rel: &str,
+    abs: &Path,
+    prev: Option<(usize, &IndexPack)>,
+    opts: &IndexOptions,
+) -> Outcome {
+    let meta = match std::fs::metadata(abs) {
+        Ok(m) => m,
+        Err(e) => {
+            return Outcome::Failed {
+                warning: format!("skipped `{rel}`: cannot read metadata: {e}"),
+            };
+        }
+    };
+    let stat = stat_of(&meta);
+    if let Some((i, pack)) = prev {
+        let f = &pack.files[i];
+        if f.stat == stat && stat.mtime_ns < pack.meta.indexed_at_ns - RACY_NS {
+            return Outcome::Reused { prev: i, stat };
+        }
+    }
+    let language = Language::from_path(rel);
+    let label = language.label(rel);
+    let skipped_entry = |sha, reason: String| FileEntry {
+        path: rel.to_string(),
+        sha256: sha,
+        stat,
+        language: label.clone(),
+        skipped: Some(reason),
+        first_chunk: 0,
+        chunk_count: 0,
+    };
+    if stat.size > opts.filter.max_file_bytes {
+        let reason = format!(
+            "too large ({} bytes > {})",
+            stat.size, opts.filter.max_file_bytes
+        );
+        return Outcome::Skipped {
+            entry: skipped_entry(Sha256Digest([0; 32]), reason),
+        };
+    }
+    let bytes = match std::fs::read(abs) {
+        Ok(b) => b,
+        Err(e) => {
+            return Outcome::Failed {
+                warning: format!("skipped `{rel}`: cannot read: {e}"),
+            };
+        }
+    };
+    let sha = Sha256Digest::of(&bytes);
+    if let Some((i, pack)) = prev
+        && pack.files[i].sha256 == sha
+    {
+        return Outcome::Reused { prev: i, stat };
+    }
+    let class = classify(rel, &bytes, &opts.filter);
+    if class != FileClass::Text {
+        let reason = class.reason().unwrap_or_default();
+        return Outcome::Skipped {
+            entry: skipped_entry(sha, reason),
+        };
+    }
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Outcome::Skipped {
+            entry: skipped_entry(sha, "not valid UTF-8".into()),
+        };
+    };
+    let spans = chunk_text(&text, language, &opts.chunk);
+    let mut ordinals: HashMap<Sha256Digest, u32> = HashMap::new();
+    let chunks = spans
+        .into_iter()
+        .map(|s| {
+            let body = &text[s.byte_start..s.byte_end];
+            let csha = Sha256Digest::of(body.as_bytes());
+            let ordinal = ordinals.entry(csha).or_insert(0);
+            let id = chunk_id(rel, &csha, *ordinal);
+            *ordinal += 1;
+            NewChunk {
+                record: ChunkRecord {
+                    id,
+                    file: 0,
+                    kind: s.kind,
+                    symbol: s.symbol,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                    byte_start: s.byte_start as u64,
+                    byte_end: s.byte_end as u64,
+                    sha256: csha,
+                    tokens: opts.encodings.iter().map(|e| e.count(body)).collect(),
+                    segment: 0,
+                    segment_offset: 0,
+                },
+                text: body.to_string(),
+            }
+        })
+        .collect::<Vec<_>>();
+    Outcome::Fresh {
+        entry: FileEntry {
+            path: rel.to_string(),
+            sha256: sha,
+            stat,
+            language: label,
+            skipped: None,
+            first_chunk: 0,
+            chunk_count: 0,
+        },
+        chunks,
+    }
+}

@@ -1,0 +1,151 @@
+//! Metadata items: projects and their versions.
+
+use rusqlite::{TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::Store;
+use crate::IndexerError;
+
+/// A project: a repository known to an organisation. Key: `ORG#{org}` / `PROJECT#{id}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProjectItem {
+    /// Stable id.
+    pub id: String,
+    /// Owning organisation.
+    pub org: String,
+    /// Human name (the folder's name).
+    pub name: String,
+    /// Where the source lives (a local path).
+    pub source: String,
+    /// The published version readers see, if any.
+    pub current_version: Option<u64>,
+    /// Last change, nanoseconds since the epoch.
+    pub updated_at_ns: i64,
+}
+
+/// A published version. Key: `PROJECT#{id}` / `VERSION#{version:010}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VersionItem {
+    /// Project id.
+    pub project: String,
+    /// Version number, from 1.
+    pub version: u64,
+    /// Object key of the manifest.
+    pub manifest_key: String,
+    /// Files in the version.
+    pub files: u64,
+    /// Chunks in the version.
+    pub chunks: u64,
+    /// Created, nanoseconds since the epoch.
+    pub created_at_ns: i64,
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(data: &str) -> Result<T, IndexerError> {
+    serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+fn encode<T: Serialize>(item: &T) -> Result<String, IndexerError> {
+    serde_json::to_string(item).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+impl Store {
+    /// The project `id` of `org`.
+    pub fn project(&self, org: &str, id: &str) -> Result<Option<ProjectItem>, IndexerError> {
+        self.get_item(&format!("ORG#{org}"), &format!("PROJECT#{id}"))?
+            .map(|d| decode(&d))
+            .transpose()
+    }
+
+    /// All projects of `org`.
+    pub fn projects(&self, org: &str) -> Result<Vec<ProjectItem>, IndexerError> {
+        self.query_items(&format!("ORG#{org}"), "PROJECT#")?
+            .iter()
+            .map(|d| decode(d))
+            .collect()
+    }
+
+    /// Creates or updates a project's description (never its current version).
+    pub fn upsert_project(&self, item: &ProjectItem) -> Result<(), IndexerError> {
+        let pk = format!("ORG#{}", item.org);
+        let sk = format!("PROJECT#{}", item.id);
+        let tx = rusqlite::Transaction::new_unchecked(&self.db, TransactionBehavior::Immediate)?;
+        let current = tx
+            .query_row(
+                "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
+                params![pk, sk],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+            .map(|d| decode::<ProjectItem>(&d))
+            .transpose()?;
+        let mut next = item.clone();
+        next.current_version = current.and_then(|c| c.current_version);
+        tx.execute(
+            "INSERT INTO items (pk, sk, data) VALUES (?1, ?2, ?3)
+             ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data",
+            params![pk, sk, encode(&next)?],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records `version` and makes it current, if and only if the project's current version is
+    /// still `expected` (a conditional write, as on DynamoDB). Returns whether it was published.
+    pub fn publish_version(
+        &self,
+        org: &str,
+        version: &VersionItem,
+        expected: Option<u64>,
+    ) -> Result<bool, IndexerError> {
+        let pk = format!("ORG#{org}");
+        let sk = format!("PROJECT#{}", version.project);
+        let tx = rusqlite::Transaction::new_unchecked(&self.db, TransactionBehavior::Immediate)?;
+        let data: String = tx.query_row(
+            "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
+            params![pk, sk],
+            |r| r.get(0),
+        )?;
+        let mut project: ProjectItem = decode(&data)?;
+        if project.current_version != expected {
+            return Ok(false);
+        }
+        project.current_version = Some(version.version);
+        project.updated_at_ns = version.created_at_ns;
+        tx.execute(
+            "INSERT INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
+            params![
+                format!("PROJECT#{}", version.project),
+                format!("VERSION#{:010}", version.version),
+                encode(version)?
+            ],
+        )?;
+        tx.execute(
+            "UPDATE items SET data = ?3 WHERE pk = ?1 AND sk = ?2",
+            params![pk, sk, encode(&project)?],
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// A version's record.
+    pub fn version(
+        &self,
+        project: &str,
+        version: u64,
+    ) -> Result<Option<VersionItem>, IndexerError> {
+        self.get_item(
+            &format!("PROJECT#{project}"),
+            &format!("VERSION#{version:010}"),
+        )?
+        .map(|d| decode(&d))
+        .transpose()
+    }
+
+    /// All versions of a project, oldest first.
+    pub fn versions(&self, project: &str) -> Result<Vec<VersionItem>, IndexerError> {
+        self.query_items(&format!("PROJECT#{project}"), "VERSION#")?
+            .iter()
+            .map(|d| decode(d))
+            .collect()
+    }
+}

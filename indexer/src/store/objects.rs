@@ -1,0 +1,122 @@
+//! Immutable objects under `objects/`, addressed by the same keys as the S3 store.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::Store;
+use crate::IndexerError;
+
+/// The last object of a version: once it exists, every object it names exists too.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Index pack format version.
+    pub format_version: u32,
+    /// Organisation.
+    pub org: String,
+    /// Project id.
+    pub project: String,
+    /// Version number.
+    pub version: u64,
+    /// Key of the pack.
+    pub pack_key: String,
+    /// Size of the pack in bytes (checked on open).
+    pub pack_bytes: u64,
+    /// sha256 of the pack.
+    pub pack_sha256: String,
+    /// Keys of the segments the pack refers to.
+    pub segment_keys: Vec<String>,
+    /// Created, nanoseconds since the epoch.
+    pub created_at_ns: i64,
+}
+
+/// Object keys, shared with the S3 layout.
+pub mod keys {
+    /// Prefix of everything a project owns.
+    pub fn project(org: &str, project: &str) -> String {
+        format!("org/{org}/project/{project}")
+    }
+    /// A content-addressed segment of chunk texts.
+    pub fn segment(org: &str, project: &str, sha_hex: &str) -> String {
+        format!("{}/segments/{sha_hex}.seg", self::project(org, project))
+    }
+    /// A version's index pack.
+    pub fn pack(org: &str, project: &str, version: u64) -> String {
+        format!(
+            "{}/version/{version:010}/index.pack",
+            self::project(org, project)
+        )
+    }
+    /// A version's manifest.
+    pub fn manifest(org: &str, project: &str, version: u64) -> String {
+        format!(
+            "{}/version/{version:010}/manifest.json",
+            self::project(org, project)
+        )
+    }
+}
+
+impl Store {
+    fn object_path(&self, key: &str) -> PathBuf {
+        self.root.join("objects").join(key)
+    }
+
+    /// Whether an object exists.
+    pub fn has_object(&self, key: &str) -> bool {
+        self.object_path(key).is_file()
+    }
+
+    /// Writes an object atomically (temporary file, fsync, rename): readers see all of it or
+    /// nothing.
+    pub fn put_object(&self, key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
+        let path = self.object_path(key);
+        let dir = path
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.root.clone());
+        std::fs::create_dir_all(&dir).map_err(IndexerError::io("create folder", &dir))?;
+        let tmp = dir.join(format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ));
+        let mut f = std::fs::File::create(&tmp).map_err(IndexerError::io("create", &tmp))?;
+        f.write_all(bytes)
+            .map_err(IndexerError::io("write", &tmp))?;
+        f.sync_all().map_err(IndexerError::io("sync", &tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(IndexerError::io("publish", &path))?;
+        Ok(())
+    }
+
+    /// Reads a whole object.
+    pub fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError> {
+        let path = self.object_path(key);
+        std::fs::read(&path).map_err(IndexerError::io("read", &path))
+    }
+
+    /// Reads `len` bytes at `offset` of an object.
+    pub fn get_range(&self, key: &str, offset: u64, len: usize) -> Result<Vec<u8>, IndexerError> {
+        let path = self.object_path(key);
+        let f = std::fs::File::open(&path).map_err(IndexerError::io("open", &path))?;
+        let mut buf = vec![0u8; len];
+        read_exact_at(&f, &mut buf, offset).map_err(IndexerError::io("read", &path))?;
+        Ok(buf)
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(f: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = f;
+    f.seek(SeekFrom::Start(offset))?;
+    f.read_exact(buf)
+}

@@ -1,0 +1,248 @@
+//! How many tokens of context a request may use.
+//!
+//! The default policy is the 75 % rule: context takes at most three quarters of the model's
+//! window, which leaves the rest for the reply and the system prompt. Both the share and the
+//! reserves are configurable. An explicit budget is honoured as given, except that a budget
+//! larger than the model's whole window is refused: clipping it silently would break the
+//! caller's expectation that what they asked for is what they get.
+
+use serde::Serialize;
+
+use super::model::{Model, TokenizerSpec};
+use crate::tokens::Encoding;
+
+/// How a model's window is shared between context, reply and system prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BudgetPolicy {
+    /// Largest share of the window the context may take (0 < share ≤ 1).
+    pub context_share: f64,
+    /// Tokens kept free for the reply; `None` leaves it to `context_share`.
+    pub reserve_reply: Option<u32>,
+    /// Tokens the caller's own system prompt will take.
+    pub system_prompt_tokens: u32,
+}
+
+impl Default for BudgetPolicy {
+    fn default() -> Self {
+        Self {
+            context_share: 0.75,
+            reserve_reply: None,
+            system_prompt_tokens: 0,
+        }
+    }
+}
+
+/// A model's window as the policy divides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ModelBudget {
+    /// The whole window.
+    pub window: u32,
+    /// Tokens left for context.
+    pub usable: u32,
+    /// Tokens reserved for the reply.
+    pub reply_reserve: u32,
+    /// Tokens reserved for the system prompt.
+    pub system_prompt: u32,
+}
+
+impl BudgetPolicy {
+    /// Divides `model`'s window.
+    pub fn divide(&self, model: &Model) -> ModelBudget {
+        let window = model.context_window;
+        let share = self.context_share.clamp(0.0, 1.0);
+        let by_share = (f64::from(window) * share).floor() as u32;
+        let reply_reserve = match self.reserve_reply {
+            Some(r) => r.max(window - by_share.min(window)),
+            None => window - by_share.min(window),
+        };
+        let usable = window
+            .saturating_sub(reply_reserve)
+            .saturating_sub(self.system_prompt_tokens);
+        ModelBudget {
+            window,
+            usable,
+            reply_reserve,
+            system_prompt: self.system_prompt_tokens,
+        }
+    }
+}
+
+/// The budget a request will be held to, and how its tokens are counted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResolvedBudget {
+    /// The hard limit on the composed prompt, in the model's tokens.
+    pub budget: u32,
+    /// How tokens are counted.
+    pub tokenizer: TokenizerSpec,
+    /// The model, when one was named.
+    pub model: Option<String>,
+    /// The model's window as divided, when one was named.
+    pub window: Option<ModelBudget>,
+    /// Things the caller should know (over the usable share, estimated counts).
+    pub warnings: Vec<String>,
+}
+
+/// Why a budget cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BudgetError {
+    /// Neither a budget nor a model was given.
+    #[error(
+        "no budget: give a token budget (--budget N) or a model (--model ID) whose window sets it"
+    )]
+    Missing,
+    /// A zero budget.
+    #[error("budget must be at least 1 token")]
+    Zero,
+    /// More than the model can take.
+    #[error(
+        "budget {budget} exceeds the context window of {model} ({window} tokens); use --budget {usable} or less \
+         (its usable share after reserving the reply), or choose a model with a larger window"
+    )]
+    ExceedsWindow {
+        /// What was asked for.
+        budget: u32,
+        /// The model.
+        model: String,
+        /// Its window.
+        window: u32,
+        /// Its usable share.
+        usable: u32,
+    },
+    /// The policy leaves nothing for context.
+    #[error("the budget policy leaves no room for context in {model}'s {window}-token window")]
+    NothingUsable {
+        /// The model.
+        model: String,
+        /// Its window.
+        window: u32,
+    },
+}
+
+/// Turns a request's model and budget into the limit its prompt is held to.
+///
+/// Without a model, counts are exact `default_encoding` counts.
+pub fn resolve_budget(
+    model: Option<&Model>,
+    budget: Option<u32>,
+    policy: &BudgetPolicy,
+    default_encoding: Encoding,
+) -> Result<ResolvedBudget, BudgetError> {
+    if budget == Some(0) {
+        return Err(BudgetError::Zero);
+    }
+    let Some(model) = model else {
+        let budget = budget.ok_or(BudgetError::Missing)?;
+        return Ok(ResolvedBudget {
+            budget,
+            tokenizer: TokenizerSpec::Exact(default_encoding),
+            model: None,
+            window: None,
+            warnings: Vec::new(),
+        });
+    };
+    let divided = policy.divide(model);
+    let mut warnings = Vec::new();
+    let budget = match budget {
+        Some(b) if b > divided.window => {
+            return Err(BudgetError::ExceedsWindow {
+                budget: b,
+                model: model.id.clone(),
+                window: divided.window,
+                usable: divided.usable,
+            });
+        }
+        Some(b) => {
+            if b > divided.usable {
+                warnings.push(format!(
+                    "budget {b} is over {}'s usable share ({} of {} tokens); {} tokens remain for the reply",
+                    model.id,
+                    divided.usable,
+                    divided.window,
+                    divided.window - b
+                ));
+            }
+            b
+        }
+        None if divided.usable == 0 => {
+            return Err(BudgetError::NothingUsable {
+                model: model.id.clone(),
+                window: divided.window,
+            });
+        }
+        None => divided.usable,
+    };
+    if let TokenizerSpec::Estimate { base, ratio } = model.tokenizer {
+        warnings.push(format!(
+            "{} has no public tokenizer: counts are estimates ({} tokens x {ratio}, rounded up)",
+            model.id,
+            base.name()
+        ));
+    }
+    Ok(ResolvedBudget {
+        budget,
+        tokenizer: model.tokenizer,
+        model: Some(model.id.clone()),
+        window: Some(divided),
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn seventy_five_percent_rule() {
+        let c = Catalog::builtin();
+        let m = c.resolve("gpt-4o").unwrap();
+        let d = BudgetPolicy::default().divide(m);
+        assert_eq!(d.usable, m.context_window / 4 * 3);
+        let d = BudgetPolicy {
+            system_prompt_tokens: 1000,
+            ..Default::default()
+        }
+        .divide(m);
+        assert_eq!(d.usable, m.context_window / 4 * 3 - 1000);
+        let d = BudgetPolicy {
+            reserve_reply: Some(m.context_window / 2),
+            ..Default::default()
+        }
+        .divide(m);
+        assert_eq!(d.usable, m.context_window - m.context_window / 2);
+    }
+
+    #[test]
+    fn over_window_is_refused_with_the_limit() {
+        let c = Catalog::builtin();
+        let m = c.resolve("gpt-4o").unwrap();
+        let err = resolve_budget(
+            Some(m),
+            Some(m.context_window + 1),
+            &BudgetPolicy::default(),
+            Encoding::O200kBase,
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains(&m.context_window.to_string()), "{text}");
+        assert!(text.contains("--budget"), "{text}");
+        assert_eq!(
+            resolve_budget(None, Some(0), &BudgetPolicy::default(), Encoding::O200kBase),
+            Err(BudgetError::Zero)
+        );
+        assert_eq!(
+            resolve_budget(None, None, &BudgetPolicy::default(), Encoding::O200kBase),
+            Err(BudgetError::Missing)
+        );
+    }
+
+    #[test]
+    fn model_alone_gives_usable_and_estimates_warn() {
+        let c = Catalog::builtin();
+        let m = c.models().iter().find(|m| !m.tokenizer.is_exact()).unwrap();
+        let r =
+            resolve_budget(Some(m), None, &BudgetPolicy::default(), Encoding::O200kBase).unwrap();
+        assert_eq!(r.budget, BudgetPolicy::default().divide(m).usable);
+        assert!(r.warnings.iter().any(|w| w.contains("estimate")));
+    }
+}

@@ -1,0 +1,239 @@
+//! Cutting source files into chunks: the units ctxgate retrieves, counts and cites.
+//!
+//! A chunk is a contiguous byte range of one file that starts at a line start and ends at a line
+//! end, so a prompt can quote it verbatim and cite `path:start-end`. Source in a language with a
+//! grammar is cut along its syntax (functions, methods, classes and impls, each with its leading
+//! doc comments); definitions too large for one chunk are split at inner boundaries (methods,
+//! then statements), and runs of tiny siblings are merged so that no chunk is mostly header.
+//! Markdown is cut at headings, and everything else into overlapping line windows.
+//!
+//! Sizes are measured in bytes here (about four bytes a token in source code), because cutting
+//! must be cheap; exact token counts are taken afterwards, once per chunk, by the indexer.
+//!
+//! Every non-whitespace byte of a file lands in at least one chunk (a property test checks it).
+
+mod classify;
+mod language;
+mod lines;
+mod markdown;
+#[cfg(feature = "syntax")]
+mod syntax;
+
+pub use classify::{FileClass, FilterOptions, classify};
+pub use language::Language;
+pub use lines::LineIndex;
+
+use serde::{Deserialize, Serialize};
+
+/// What a chunk holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// A free function.
+    Function,
+    /// A function inside a class, impl or trait.
+    Method,
+    /// A class.
+    Class,
+    /// A Rust impl block (or its header when its methods are chunks of their own).
+    Impl,
+    /// A struct or union.
+    Struct,
+    /// An enum.
+    Enum,
+    /// A trait or interface.
+    Interface,
+    /// A module or namespace.
+    Module,
+    /// A type alias or definition.
+    Type,
+    /// Code between definitions (imports, constants, statements), or several small definitions.
+    Block,
+    /// A Markdown section, from a heading to the next.
+    Section,
+    /// A window of lines, for files without a grammar.
+    Window,
+}
+
+impl ChunkKind {
+    /// The snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChunkKind::Function => "function",
+            ChunkKind::Method => "method",
+            ChunkKind::Class => "class",
+            ChunkKind::Impl => "impl",
+            ChunkKind::Struct => "struct",
+            ChunkKind::Enum => "enum",
+            ChunkKind::Interface => "interface",
+            ChunkKind::Module => "module",
+            ChunkKind::Type => "type",
+            ChunkKind::Block => "block",
+            ChunkKind::Section => "section",
+            ChunkKind::Window => "window",
+        }
+    }
+}
+
+/// One chunk of a file, before it is counted and fingerprinted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkSpan {
+    /// First byte.
+    pub byte_start: usize,
+    /// One past the last byte.
+    pub byte_end: usize,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based, inclusive.
+    pub end_line: u32,
+    /// What it holds.
+    pub kind: ChunkKind,
+    /// The defined symbol, qualified by its container (`Parser::parse`), when there is one.
+    pub symbol: Option<String>,
+}
+
+/// Size limits for chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkOptions {
+    /// A chunk larger than this is split (about 1,500 tokens of code).
+    pub max_bytes: usize,
+    /// Adjacent chunks smaller than this are merged while the result stays under `max_bytes`.
+    pub min_bytes: usize,
+    /// Lines per window in the fallback.
+    pub window_lines: usize,
+    /// Lines shared by consecutive windows, so a reader of one sees the context of the next.
+    pub overlap_lines: usize,
+}
+
+impl Default for ChunkOptions {
+    fn default() -> Self {
+        Self {
+            max_bytes: 6000,
+            min_bytes: 400,
+            window_lines: 80,
+            overlap_lines: 10,
+        }
+    }
+}
+
+/// Cuts `text` (the contents of a file in `language`) into chunks.
+pub fn chunk_text(text: &str, language: Language, opts: &ChunkOptions) -> Vec<ChunkSpan> {
+    let lines = LineIndex::new(text);
+    let ranges: Vec<Draft> = match language {
+        Language::Markdown => markdown::sections(text, &lines, opts),
+        #[cfg(feature = "syntax")]
+        lang if lang.has_grammar() => syntax::chunk(text, lang, &lines, opts)
+            .unwrap_or_else(|| windows(text, &lines, 0, text.len(), opts)),
+        _ => windows(text, &lines, 0, text.len(), opts),
+    };
+    ranges
+        .into_iter()
+        .filter_map(|d| {
+            let (s, e) = trim_to_lines(text, d.start, d.end)?;
+            Some(ChunkSpan {
+                byte_start: s,
+                byte_end: e,
+                start_line: lines.line_of(s),
+                end_line: lines.line_of(e - 1),
+                kind: d.kind,
+                symbol: d.symbol,
+            })
+        })
+        .collect()
+}
+
+/// A chunk before trimming.
+#[derive(Clone, Debug)]
+pub(crate) struct Draft {
+    pub start: usize,
+    pub end: usize,
+    pub kind: ChunkKind,
+    pub symbol: Option<String>,
+}
+
+/// Shrinks `[start, end)` to whole lines without leading or trailing blank lines; `None` when
+/// nothing but whitespace is left.
+fn trim_to_lines(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let slice = &bytes[start..end];
+    let first = slice.iter().position(|b| !b.is_ascii_whitespace())? + start;
+    let last = slice.iter().rposition(|b| !b.is_ascii_whitespace())? + start;
+    // Back to the start of the first line, unless that crosses `start` (a window cut mid-line).
+    let line_start = bytes[start..first]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(start, |p| start + p + 1);
+    // On to the end of the last line, including its newline when inside the range.
+    let line_end = bytes[last..end]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(end, |p| last + p + 1);
+    Some((line_start, line_end))
+}
+
+/// Overlapping windows of lines over `[start, end)`; a line longer than `max_bytes` (minified
+/// code) is cut at character boundaries.
+pub(crate) fn windows(
+    text: &str,
+    lines: &LineIndex,
+    start: usize,
+    end: usize,
+    opts: &ChunkOptions,
+) -> Vec<Draft> {
+    let mut out = Vec::new();
+    let first_line = lines.line_of(start) as usize; // 1-based
+    let last_line = lines.line_of(end.saturating_sub(1).max(start)) as usize;
+    let mut line = first_line;
+    loop {
+        let w_start = lines.line_start(line).max(start);
+        let mut w_last = (line + opts.window_lines - 1).min(last_line);
+        // Keep windows under max_bytes by taking fewer lines.
+        while w_last > line && lines.line_end(w_last).min(end) - w_start > opts.max_bytes {
+            w_last = line + (w_last - line) / 2;
+        }
+        let w_end = lines.line_end(w_last).min(end);
+        if w_end - w_start > opts.max_bytes {
+            split_bytes(text, w_start, w_end, opts.max_bytes, &mut out);
+        } else if w_end > w_start {
+            out.push(Draft {
+                start: w_start,
+                end: w_end,
+                kind: ChunkKind::Window,
+                symbol: None,
+            });
+        }
+        if w_last >= last_line {
+            break;
+        }
+        // The next window repeats the last `overlap_lines` lines, but always moves forward.
+        line = (w_last + 1)
+            .saturating_sub(opts.overlap_lines)
+            .max(line + 1);
+    }
+    out
+}
+
+fn split_bytes(text: &str, start: usize, end: usize, max: usize, out: &mut Vec<Draft>) {
+    let mut s = start;
+    while s < end {
+        let mut e = (s + max).min(end);
+        while e < end && !text.is_char_boundary(e) {
+            e -= 1;
+        }
+        if e <= s {
+            e = (s + 1..=end)
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(end);
+        }
+        out.push(Draft {
+            start: s,
+            end: e,
+            kind: ChunkKind::Window,
+            symbol: None,
+        });
+        s = e;
+    }
+}
+
+#[cfg(test)]
+mod tests;

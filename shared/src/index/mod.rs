@@ -1,0 +1,275 @@
+//! The index pack: one immutable file per published index version.
+//!
+//! # Format (version 1)
+//!
+//! ```text
+//! offset  size  content
+//! 0       8     magic  b"CTXGPACK"
+//! 8       4     format version, u32 little-endian (FORMAT_VERSION)
+//! 12      ..    body: an `IndexPack` encoded with postcard (varint integers, length-prefixed
+//!               sequences and strings, fields in declaration order)
+//! ```
+//!
+//! The body holds, in order: the pack's metadata ([`PackMeta`]: project name, the tiktoken
+//! encodings counted, chunking options), the file table ([`FileEntry`]: path, sha256, size,
+//! the stat used to skip re-hashing, language, why it was skipped, its chunks), the chunk table
+//! ([`ChunkRecord`]: id, file, kind, symbol, lines, bytes, sha256, token counts per encoding,
+//! where its text is stored), the list of chunk segments, and the BM25 index whose document
+//! ids are chunk indexes.
+//!
+//! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
+//! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
+//! and a re-index stores only chunks that did not exist before.
+//!
+//! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
+//! with [`PackError::Version`], whose message tells the user to re-index.
+
+use serde::{Deserialize, Serialize};
+
+use crate::chunk::ChunkKind;
+use crate::hash::Sha256Digest;
+use crate::lexical::Bm25Index;
+use crate::tokens::Encoding;
+
+/// Magic bytes at the start of every pack.
+pub const MAGIC: &[u8; 8] = b"CTXGPACK";
+/// The body layout this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Pack-wide facts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PackMeta {
+    /// Project name (the folder's name for local repositories).
+    pub project: String,
+    /// Encodings whose counts each chunk carries, in the order of [`ChunkRecord::tokens`].
+    pub encodings: Vec<Encoding>,
+    /// Largest chunk in bytes at indexing time.
+    pub max_chunk_bytes: u32,
+    /// Bytes of the indexed text.
+    pub text_bytes: u64,
+    /// When indexing started, nanoseconds since the epoch; a file modified after this instant may
+    /// have changed without its stat showing it, so it is re-hashed next time.
+    pub indexed_at_ns: i64,
+    /// The indexing settings (filters, chunk sizes) in a canonical form; a re-index with other
+    /// settings cannot reuse this pack's files.
+    pub settings: String,
+}
+
+/// What the indexer saw of a file's metadata, to avoid re-reading unchanged files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStat {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+}
+
+/// One file of the repository.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Path relative to the repository root, `/`-separated.
+    pub path: String,
+    /// sha256 of the file's bytes.
+    pub sha256: Sha256Digest,
+    /// Stat at indexing time.
+    pub stat: FileStat,
+    /// Language label.
+    pub language: String,
+    /// Why the file was not chunked, if it was not.
+    pub skipped: Option<String>,
+    /// Its chunks: `chunks[first_chunk .. first_chunk + chunk_count]`.
+    pub first_chunk: u32,
+    /// Number of chunks.
+    pub chunk_count: u32,
+}
+
+/// One chunk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    /// Stable id: derived from path, content and position among identical chunks of the file,
+    /// so it survives edits elsewhere in the file.
+    pub id: String,
+    /// Index into the file table.
+    pub file: u32,
+    /// What it holds.
+    pub kind: ChunkKind,
+    /// The symbol it defines.
+    pub symbol: Option<String>,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+    /// First byte in the file.
+    pub byte_start: u64,
+    /// One past the last byte.
+    pub byte_end: u64,
+    /// sha256 of the chunk's text.
+    pub sha256: Sha256Digest,
+    /// Exact token counts, one per [`PackMeta::encodings`].
+    pub tokens: Vec<u32>,
+    /// Index into [`IndexPack::segments`].
+    pub segment: u32,
+    /// Offset of the text in its segment.
+    pub segment_offset: u64,
+}
+
+impl ChunkRecord {
+    /// Length of the text in bytes.
+    pub fn len(&self) -> u64 {
+        self.byte_end - self.byte_start
+    }
+
+    /// Whether the chunk is empty (never, for chunks the indexer writes).
+    pub fn is_empty(&self) -> bool {
+        self.byte_end == self.byte_start
+    }
+}
+
+/// A published index version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexPack {
+    /// Pack-wide facts.
+    pub meta: PackMeta,
+    /// Files, sorted by path.
+    pub files: Vec<FileEntry>,
+    /// Chunks, grouped by file in file order.
+    pub chunks: Vec<ChunkRecord>,
+    /// Segment names (sha256 hex of each segment's bytes).
+    pub segments: Vec<String>,
+    /// BM25 over chunks (document id = chunk index).
+    pub lexical: Bm25Index,
+}
+
+/// Why a pack cannot be opened.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PackError {
+    /// Not a pack at all.
+    #[error("not a ctxgate index pack (bad magic bytes)")]
+    Magic,
+    /// Written by another format version.
+    #[error(
+        "index format version {found} is not supported by this ctxgate (it reads version {expected}); \
+         re-index the repository with `ctxgate index --force DIR`"
+    )]
+    Version {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        expected: u32,
+    },
+    /// The body does not decode.
+    #[error("index pack is corrupt: {0}")]
+    Corrupt(String),
+}
+
+impl IndexPack {
+    /// Serializes the pack with its header.
+    pub fn encode(&self) -> Result<Vec<u8>, PackError> {
+        let mut out = Vec::with_capacity(1 << 20);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let body = postcard::to_allocvec(self).map_err(|e| PackError::Corrupt(e.to_string()))?;
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// Reads the header of `bytes` and returns the format version it declares.
+    pub fn peek_version(bytes: &[u8]) -> Result<u32, PackError> {
+        if bytes.len() < 12 || &bytes[..8] != MAGIC {
+            return Err(PackError::Magic);
+        }
+        let mut v = [0u8; 4];
+        v.copy_from_slice(&bytes[8..12]);
+        Ok(u32::from_le_bytes(v))
+    }
+
+    /// Opens a pack, refusing other format versions.
+    pub fn decode(bytes: &[u8]) -> Result<Self, PackError> {
+        let found = Self::peek_version(bytes)?;
+        if found != FORMAT_VERSION {
+            return Err(PackError::Version {
+                found,
+                expected: FORMAT_VERSION,
+            });
+        }
+        postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))
+    }
+
+    /// Position of `encoding` among the counted encodings.
+    pub fn encoding_slot(&self, encoding: Encoding) -> Option<usize> {
+        self.meta.encodings.iter().position(|e| *e == encoding)
+    }
+
+    /// Total tokens of all chunks in `encoding`, if it was counted.
+    pub fn total_tokens(&self, encoding: Encoding) -> Option<u64> {
+        let slot = self.encoding_slot(encoding)?;
+        Some(self.chunks.iter().map(|c| u64::from(c.tokens[slot])).sum())
+    }
+}
+
+/// A stable chunk id: 24 hex characters of sha256(path, content digest, ordinal among identical
+/// chunks of the same file).
+pub fn chunk_id(path: &str, sha: &Sha256Digest, ordinal: u32) -> String {
+    let mut buf = Vec::with_capacity(path.len() + 40);
+    buf.extend_from_slice(path.as_bytes());
+    buf.push(0);
+    buf.extend_from_slice(&sha.0);
+    buf.extend_from_slice(&ordinal.to_le_bytes());
+    crate::hash::hex(&Sha256Digest::of(&buf).0[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexical::{Bm25Builder, Bm25Params};
+
+    fn tiny() -> IndexPack {
+        IndexPack {
+            meta: PackMeta {
+                project: "p".into(),
+                encodings: vec![Encoding::O200kBase],
+                max_chunk_bytes: 6000,
+                text_bytes: 3,
+                indexed_at_ns: 0,
+                settings: String::new(),
+            },
+            files: vec![],
+            chunks: vec![],
+            segments: vec![],
+            lexical: Bm25Builder::default().finish(Bm25Params::default()),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_version_refusal() {
+        let pack = tiny();
+        let mut bytes = pack.encode().unwrap();
+        assert_eq!(IndexPack::decode(&bytes).unwrap(), pack);
+        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let err = IndexPack::decode(&bytes).unwrap_err();
+        assert_eq!(
+            err,
+            PackError::Version {
+                found: 2,
+                expected: FORMAT_VERSION
+            }
+        );
+        assert!(err.to_string().contains("re-index"));
+        assert_eq!(IndexPack::decode(b"hello world!!"), Err(PackError::Magic));
+        let mut truncated = pack.encode().unwrap();
+        truncated.truncate(14);
+        assert!(matches!(
+            IndexPack::decode(&truncated),
+            Err(PackError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn ids_are_stable_and_distinct() {
+        let d = Sha256Digest::of(b"x");
+        assert_eq!(chunk_id("a.rs", &d, 0), chunk_id("a.rs", &d, 0));
+        assert_ne!(chunk_id("a.rs", &d, 0), chunk_id("a.rs", &d, 1));
+        assert_ne!(chunk_id("a.rs", &d, 0), chunk_id("b.rs", &d, 0));
+        assert_eq!(chunk_id("a.rs", &d, 0).len(), 24);
+    }
+}

@@ -1,0 +1,23 @@
+//! ctxgate's core: every decision ctxgate makes, with no I/O.
+//!
+//! This crate never touches a socket, a file or a clock, so the same code runs in the batch
+//! indexer (natively) and in the Cloudflare Worker (`wasm32-unknown-unknown`). The adapters in
+//! `indexer/` and `edge/` read bytes and hand them here; what comes back is data they write out.
+//!
+//! The pieces, in the order a request meets them:
+//! - [`tokens`]: exact token counts with the tiktoken encodings, loaded once per process;
+//! - [`catalog`]: the model catalog and the budget a model leaves for context;
+//! - [`chunk`]: syntax-aware chunking of source files (tree-sitter behind the `syntax` feature);
+//! - [`lexical`]: code-aware terms and the BM25 index;
+//! - [`index`]: the versioned on-disk index pack that the indexer writes and readers open;
+//! - [`select`] and [`compose`]: choosing pieces within a budget and composing the prompt,
+//!   whose exact count never exceeds the budget.
+
+pub mod catalog;
+pub mod chunk;
+pub mod compose;
+pub mod hash;
+pub mod index;
+pub mod lexical;
+pub mod select;
+pub mod tokens;

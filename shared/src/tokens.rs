@@ -1,0 +1,112 @@
+//! Exact token counts with OpenAI's tiktoken encodings (through `tiktoken-rs`).
+//!
+//! Each encoding's tables are built at most once per process, on first use, and shared
+//! (`tiktoken-rs` keeps them in process-wide singletons). Building `o200k_base` is the single most
+//! expensive start-up step of a short command, so callers that know which encoding they will need
+//! should call [`Encoding::preload`] early, off the main thread.
+
+use serde::{Deserialize, Serialize};
+use tiktoken_rs::CoreBPE;
+
+/// A tiktoken encoding ctxgate can count exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// GPT-4o, GPT-4.1, o-series, GPT-5.
+    O200kBase,
+    /// gpt-oss (o200k plus the harmony chat tokens; ordinary text counts like o200k).
+    O200kHarmony,
+    /// GPT-4, GPT-3.5-turbo, text-embedding-3.
+    Cl100kBase,
+    /// Codex and text-davinci-002/003.
+    P50kBase,
+    /// GPT-3 (davinci).
+    R50kBase,
+}
+
+impl Encoding {
+    /// Every encoding, in a stable order.
+    pub const ALL: [Encoding; 5] = [
+        Encoding::O200kBase,
+        Encoding::O200kHarmony,
+        Encoding::Cl100kBase,
+        Encoding::P50kBase,
+        Encoding::R50kBase,
+    ];
+
+    /// The encoding's tiktoken name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::O200kHarmony => "o200k_harmony",
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::P50kBase => "p50k_base",
+            Encoding::R50kBase => "r50k_base",
+        }
+    }
+
+    /// Parses a tiktoken name such as `o200k_base`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The tables, built on first use and shared by the whole process.
+    pub fn bpe(self) -> &'static CoreBPE {
+        match self {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Encoding::P50kBase => tiktoken_rs::p50k_base_singleton(),
+            Encoding::R50kBase => tiktoken_rs::r50k_base_singleton(),
+        }
+    }
+
+    /// Builds the tables now, so that a later count does not pay for it.
+    pub fn preload(self) {
+        let _ = self.bpe();
+    }
+
+    /// Exact number of tokens in `text`, special-token strings counted as ordinary text (which is
+    /// how a chat API treats them when they arrive inside a message).
+    pub fn count(self, text: &str) -> u32 {
+        let n = self.bpe().count_ordinary(text);
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// Encodes to token ids (for tests and `count --explain`).
+    pub fn encode(self, text: &str) -> Vec<u32> {
+        self.bpe().encode_ordinary(text)
+    }
+}
+
+impl std::fmt::Display for Encoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_counts() {
+        // Reference values from OpenAI's tiktoken.
+        assert_eq!(Encoding::O200kBase.count("hello world"), 2);
+        assert_eq!(Encoding::Cl100kBase.count("hello world"), 2);
+        assert_eq!(Encoding::Cl100kBase.count("tiktoken is great!"), 6);
+        assert_eq!(Encoding::O200kBase.count(""), 0);
+        assert_eq!(
+            Encoding::O200kBase.count("<|endoftext|>"),
+            Encoding::O200kBase.encode("<|endoftext|>").len() as u32
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for e in Encoding::ALL {
+            assert_eq!(Encoding::from_name(e.name()), Some(e));
+        }
+        assert_eq!(Encoding::from_name("gpt2"), None);
+    }
+}

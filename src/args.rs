@@ -1,0 +1,173 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 success, 2 invalid usage or input (bad repository, unknown model, budget over the \
+window...), 1 any other failure (I/O, a damaged data directory).
+
+Data directory: --data-dir, else $CTXGATE_HOME, else the user's data folder. ctxgate never writes \
+inside the repositories it indexes.";
+
+/// ctxgate: the smallest, most relevant context for an LLM request, within an exact token budget,
+/// with provenance for every piece.
+#[derive(Parser, Debug)]
+#[command(name = "ctxgate", version, about, long_about = None, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options for every command.
+#[derive(Args, Debug)]
+pub struct Global {
+    /// Where indexes and metadata are kept.
+    #[arg(long, global = true, env = "CTXGATE_HOME", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// A model catalog (TOML) laid over the built-in one; default: <data dir>/models.toml when present.
+    #[arg(long, global = true, env = "CTXGATE_CATALOG", value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// More logs on stderr (-v info, -vv debug, -vvv trace); CTXGATE_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr, no progress bars.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Index a folder (incrementally: unchanged files are not re-read).
+    Index(IndexArgs),
+    /// Assemble the context for a query within a token budget.
+    Assemble(AssembleArgs),
+    /// Count tokens of files or stdin, exactly, per model or encoding.
+    Count(CountArgs),
+    /// List the model catalog: windows, usable budgets, tokenizers, prices.
+    Models(ModelsArgs),
+}
+
+impl Command {
+    /// The output format the command was asked for.
+    pub fn format(&self) -> Format {
+        match self {
+            Command::Index(a) => a.format,
+            Command::Assemble(a) => a.format,
+            Command::Count(a) => a.format,
+            Command::Models(a) => a.format,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// For people.
+    #[default]
+    Text,
+    /// For scripts: one JSON document on stdout (errors too).
+    Json,
+}
+
+/// What to index and how.
+#[derive(Args, Debug, Clone)]
+pub struct IndexFlags {
+    /// Re-read and re-chunk every file, ignoring the previous version.
+    #[arg(long)]
+    pub force: bool,
+    /// Index lock files (Cargo.lock, package-lock.json...).
+    #[arg(long)]
+    pub include_lock: bool,
+    /// Index minified files.
+    #[arg(long)]
+    pub include_minified: bool,
+    /// Index generated files (marked `@generated` / `DO NOT EDIT`, *.pb.go...).
+    #[arg(long)]
+    pub include_generated: bool,
+    /// Index hidden files and folders.
+    #[arg(long)]
+    pub hidden: bool,
+    /// Follow symbolic links (loops are detected and reported).
+    #[arg(long)]
+    pub follow_links: bool,
+    /// Skip files larger than this many bytes.
+    #[arg(long, default_value_t = 2 * 1024 * 1024, value_name = "BYTES")]
+    pub max_file_size: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct IndexArgs {
+    /// The folder to index.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub flags: IndexFlags,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("q").required(true).args(["query", "query_file"])))]
+#[command(group(clap::ArgGroup::new("limit").required(true).multiple(true).args(["budget", "model"])))]
+pub struct AssembleArgs {
+    /// The repository folder (indexed first if needed).
+    #[arg(long, value_name = "DIR")]
+    pub repo: PathBuf,
+    /// The request, in words.
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+    /// Read the request from a file (`-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub query_file: Option<PathBuf>,
+    /// Hard limit on the prompt in tokens (with --model: must fit its window).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<u32>,
+    /// Target model (id or alias, see `ctxgate models`); sets the tokenizer, and the budget when --budget is absent.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Largest share of the model's window the context may take.
+    #[arg(long, default_value_t = 0.75, value_name = "SHARE")]
+    pub context_share: f64,
+    /// Tokens to keep free for the reply (default: what the context share leaves).
+    #[arg(long, value_name = "TOKENS")]
+    pub reserve_reply: Option<u32>,
+    /// Tokens your own system prompt will take.
+    #[arg(long, default_value_t = 0, value_name = "TOKENS")]
+    pub system_prompt_tokens: u32,
+    /// Print only the prompt (text format).
+    #[arg(long)]
+    pub prompt_only: bool,
+    #[command(flatten)]
+    pub flags: IndexFlags,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    /// Files to count; stdin when none.
+    pub files: Vec<PathBuf>,
+    /// Count for this model (repeatable).
+    #[arg(long = "model", value_name = "ID")]
+    pub models: Vec<String>,
+    /// Count with this tiktoken encoding (repeatable): o200k_base, o200k_harmony, cl100k_base, p50k_base, r50k_base.
+    #[arg(long = "encoding", value_name = "NAME")]
+    pub encodings: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ModelsArgs {
+    /// Only this provider's models.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}

@@ -1,0 +1,123 @@
+//! `ctxgate count`.
+
+use std::io::Read;
+
+use ctxgate_core::catalog::TokenizerSpec;
+use ctxgate_core::tokens::Encoding;
+use serde::Serialize;
+
+use super::{catalog, print_json, thousands};
+use crate::CmdResult;
+use crate::args::{CountArgs, Format, Global};
+use crate::failure::Failure;
+
+#[derive(Serialize)]
+struct Counted {
+    input: String,
+    bytes: usize,
+    counts: Vec<Count>,
+}
+
+#[derive(Serialize)]
+struct Count {
+    target: String,
+    tokenizer: String,
+    tokens: u32,
+    exact: bool,
+}
+
+pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
+    let catalog = catalog(global)?;
+    let mut targets: Vec<(String, TokenizerSpec)> = Vec::new();
+    for m in &args.models {
+        let model = catalog.resolve(m)?;
+        targets.push((model.id.clone(), model.tokenizer));
+    }
+    for e in &args.encodings {
+        let enc = Encoding::from_name(e).ok_or_else(|| {
+            Failure::input(
+                "unknown_encoding",
+                format!("unknown encoding `{e}` (use o200k_base, o200k_harmony, cl100k_base, p50k_base or r50k_base)"),
+            )
+        })?;
+        targets.push((enc.name().to_string(), TokenizerSpec::Exact(enc)));
+    }
+    if targets.is_empty() {
+        targets.push((
+            "o200k_base".into(),
+            TokenizerSpec::Exact(Encoding::O200kBase),
+        ));
+    }
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    if args.files.is_empty() {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
+        let text = String::from_utf8(buf).map_err(|e| {
+            Failure::input(
+                "invalid_utf8",
+                format!(
+                    "stdin is not valid UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        inputs.push(("-".into(), text));
+    }
+    for f in &args.files {
+        let bytes = std::fs::read(f).map_err(|e| {
+            Failure::input(
+                "file_unreadable",
+                format!("cannot read `{}`: {e}", f.display()),
+            )
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Failure::input(
+                "invalid_utf8",
+                format!(
+                    "`{}` is not valid UTF-8 (byte {})",
+                    f.display(),
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        inputs.push((f.display().to_string(), text));
+    }
+    let results: Vec<Counted> = inputs
+        .iter()
+        .map(|(name, text)| Counted {
+            input: name.clone(),
+            bytes: text.len(),
+            counts: targets
+                .iter()
+                .map(|(target, spec)| Count {
+                    target: target.clone(),
+                    tokenizer: spec.label(),
+                    tokens: spec.count(text),
+                    exact: spec.is_exact(),
+                })
+                .collect(),
+        })
+        .collect();
+    if args.format == Format::Json {
+        return print_json(&results);
+    }
+    for r in &results {
+        for c in &r.counts {
+            let approx = if c.exact { "" } else { " (estimate)" };
+            if results.len() == 1 && r.counts.len() == 1 {
+                println!("{}{approx}", c.tokens);
+            } else {
+                println!(
+                    "{:>12}{approx}  {}  {} ({})",
+                    thousands(u64::from(c.tokens)),
+                    r.input,
+                    c.target,
+                    c.tokenizer
+                );
+            }
+        }
+    }
+    Ok(())
+}

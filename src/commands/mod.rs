@@ -1,0 +1,98 @@
+//! One module per subcommand, plus what they share: the data directory, the catalog and the
+//! indexing flags.
+
+pub mod assemble;
+pub mod count;
+pub mod index;
+pub mod models;
+
+use std::path::PathBuf;
+
+use ctxgate_core::catalog::Catalog;
+use ctxgate_core::chunk::FilterOptions;
+use ctxgate_indexer::pipeline::IndexOptions;
+use ctxgate_indexer::store::Store;
+use ctxgate_indexer::walk::WalkOptions;
+
+use crate::args::{Global, IndexFlags};
+use crate::failure::Failure;
+
+/// The data directory: --data-dir / CTXGATE_HOME, else the platform's data folder.
+pub fn data_dir(global: &Global) -> Result<PathBuf, Failure> {
+    if let Some(d) = &global.data_dir {
+        return Ok(d.clone());
+    }
+    directories::ProjectDirs::from("dev", "ctxgate", "ctxgate")
+        .map(|p| p.data_dir().to_path_buf())
+        .ok_or_else(|| {
+            Failure::input(
+                "no_data_dir",
+                "cannot find a home folder; set --data-dir or CTXGATE_HOME",
+            )
+        })
+}
+
+pub fn open_store(global: &Global) -> Result<Store, Failure> {
+    Ok(Store::open(&data_dir(global)?)?)
+}
+
+/// The built-in catalog, with the user's file laid over it.
+pub fn catalog(global: &Global) -> Result<Catalog, Failure> {
+    let builtin = Catalog::builtin();
+    let path = match &global.catalog {
+        Some(p) => Some(p.clone()),
+        None => data_dir(global)
+            .ok()
+            .map(|d| d.join("models.toml"))
+            .filter(|p| p.is_file()),
+    };
+    let Some(path) = path else { return Ok(builtin) };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Failure::input(
+            "catalog_unreadable",
+            format!("cannot read catalog `{}`: {e}", path.display()),
+        )
+    })?;
+    let user = Catalog::from_toml(&text)
+        .map_err(|e| Failure::input("invalid_catalog", format!("{}: {e}", path.display())))?;
+    Ok(builtin.merge(user)?)
+}
+
+pub fn index_options(flags: &IndexFlags) -> IndexOptions {
+    IndexOptions {
+        filter: FilterOptions {
+            include_lock: flags.include_lock,
+            include_minified: flags.include_minified,
+            include_generated: flags.include_generated,
+            max_file_bytes: flags.max_file_size,
+        },
+        walk: WalkOptions {
+            follow_links: flags.follow_links,
+            hidden: flags.hidden,
+            exclude: Vec::new(),
+        },
+        force: flags.force,
+        ..IndexOptions::default()
+    }
+}
+
+/// Prints `value` as one JSON document.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::internal("json", e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Thousands separators for people.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,95 @@
+//! How a failed command ends: a message for people or JSON for scripts, and an exit code.
+
+use std::process::ExitCode;
+
+use ctxgate_core::catalog::{BudgetError, CatalogError};
+use ctxgate_core::compose::ComposeError;
+use ctxgate_core::index::PackError;
+use ctxgate_indexer::IndexerError;
+
+use crate::args::Format;
+
+/// A command's failure: a machine-readable code, a message, and whether the input was at fault.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: &'static str,
+    pub message: String,
+    pub user_error: bool,
+}
+
+impl Failure {
+    pub fn input(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            user_error: true,
+        }
+    }
+
+    pub fn internal(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            user_error: false,
+        }
+    }
+
+    pub fn report(self, format: Format) -> ExitCode {
+        match format {
+            Format::Json => {
+                let doc =
+                    serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+                println!("{doc}");
+            }
+            Format::Text => eprintln!("error: {}", self.message),
+        }
+        ExitCode::from(if self.user_error { 2 } else { 1 })
+    }
+}
+
+impl From<IndexerError> for Failure {
+    fn from(e: IndexerError) -> Self {
+        let code = match &e {
+            IndexerError::RepoMissing(_) => "repo_not_found",
+            IndexerError::RepoNotDir(_) => "repo_not_a_directory",
+            IndexerError::RepoEmpty { .. } => "repo_empty",
+            IndexerError::DataDirInsideRepo { .. } => "data_dir_inside_repo",
+            IndexerError::Io { .. } => "io_error",
+            IndexerError::Db(_) => "store_error",
+            IndexerError::Corrupt(_) => "store_corrupt",
+            IndexerError::Pack(PackError::Version { .. }) => "index_version_mismatch",
+            IndexerError::Pack(_) => "index_corrupt",
+            IndexerError::Catalog(c) => catalog_code(c),
+            IndexerError::Budget(b) => budget_code(b),
+            IndexerError::Compose(ComposeError::QueryTooLarge { .. }) => "query_too_large",
+            IndexerError::EmptyQuery => "query_empty",
+        };
+        Self {
+            code,
+            user_error: e.is_user_error(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<CatalogError> for Failure {
+    fn from(e: CatalogError) -> Self {
+        Failure::input(catalog_code(&e), e.to_string())
+    }
+}
+
+fn catalog_code(e: &CatalogError) -> &'static str {
+    match e {
+        CatalogError::UnknownModel { .. } => "unknown_model",
+        _ => "invalid_catalog",
+    }
+}
+
+fn budget_code(e: &BudgetError) -> &'static str {
+    match e {
+        BudgetError::Missing => "budget_missing",
+        BudgetError::Zero => "budget_zero",
+        BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
+        BudgetError::NothingUsable { .. } => "budget_nothing_usable",
+    }
+}

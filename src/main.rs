@@ -1,0 +1,62 @@
+//! `ctxgate`: the smallest, most relevant context for an LLM request, within an exact token
+//! budget, with provenance for every piece.
+
+mod args;
+mod commands;
+mod failure;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::failure::Failure;
+
+fn main() -> ExitCode {
+    restore_sigpipe();
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose, cli.global.quiet);
+    let format = cli.command.format();
+    let result = match &cli.command {
+        Command::Index(a) => commands::index::run(&cli.global, a),
+        Command::Assemble(a) => commands::assemble::run(&cli.global, a),
+        Command::Count(a) => commands::count::run(&cli.global, a),
+        Command::Models(a) => commands::models::run(&cli.global, a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.report(format),
+    }
+}
+
+/// Rust ignores SIGPIPE, which turns `ctxgate assemble ... | head` into a panic on the first
+/// write after `head` exits; like other Unix filters, ctxgate should just stop.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTXGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+/// Keeps `Failure` reachable for commands.
+pub(crate) type CmdResult = Result<(), Failure>;

@@ -1,0 +1,347 @@
+//! `ctxgate assemble` end to end through the real binary on the embedded store.
+
+mod common;
+
+use common::{Env, json, snapshot, stderr, stdout};
+use ctxgate_core::catalog::Catalog;
+use ctxgate_core::tokens::Encoding;
+
+#[test]
+fn json_pieces_carry_full_provenance_and_respect_the_budget() {
+    let env = Env::new();
+    env.sample();
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "where is the config parsed? parse_config",
+        "--budget",
+        "200",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    for field in [
+        "pieces",
+        "tokens_total",
+        "budget",
+        "model",
+        "tokenizer",
+        "prompt",
+        "warnings",
+    ] {
+        assert!(v.get(field).is_some(), "missing {field}: {v}");
+    }
+    assert_eq!(v["budget"], 200);
+    assert_eq!(v["tokenizer"], "o200k_base");
+    let prompt = v["prompt"].as_str().unwrap();
+    let recount = Encoding::O200kBase.count(prompt);
+    assert_eq!(u64::from(recount), v["tokens_total"].as_u64().unwrap());
+    assert!(recount <= 200);
+    let pieces = v["pieces"].as_array().unwrap();
+    assert!(!pieces.is_empty());
+    assert!(pieces.iter().any(|p| p["path"] == "src/config.rs"), "{v}");
+    for p in pieces {
+        let path = p["path"].as_str().unwrap();
+        assert!(
+            !path.starts_with('/'),
+            "paths are relative to the repo root"
+        );
+        let file = std::fs::read_to_string(env.repo().join(path)).unwrap();
+        let (bs, be) = (
+            p["byte_start"].as_u64().unwrap() as usize,
+            p["byte_end"].as_u64().unwrap() as usize,
+        );
+        let (sl, el) = (
+            p["start_line"].as_u64().unwrap() as usize,
+            p["end_line"].as_u64().unwrap() as usize,
+        );
+        let text = &file[bs..be];
+        let lines: Vec<&str> = file.lines().collect();
+        assert_eq!(
+            text.trim_end_matches('\n'),
+            lines[sl - 1..el].join("\n"),
+            "lines are 1-based inclusive"
+        );
+        assert!(
+            prompt.contains(text.trim_end()),
+            "the piece is in the prompt verbatim"
+        );
+        assert_eq!(
+            p["sha256"].as_str().unwrap(),
+            ctxgate_core::hash::Sha256Digest::of(text.as_bytes()).to_hex()
+        );
+        assert_eq!(
+            p["tokens"].as_u64().unwrap(),
+            u64::from(Encoding::O200kBase.count(text))
+        );
+        assert_eq!(p["chunk_id"].as_str().unwrap().len(), 24);
+        assert!(p["score"].as_f64().unwrap() >= 0.0);
+        assert!(
+            prompt.contains(&format!("{path}:{sl}-{el}")),
+            "provenance header"
+        );
+    }
+}
+
+#[test]
+fn model_sets_tokenizer_and_budget_and_text_mode_prints_analysis() {
+    let env = Env::new();
+    env.sample();
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "render page",
+        "--model",
+        "gpt-4o",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("ctxgate budget analysis"), "{text}");
+    assert!(text.contains("gpt-4o"));
+    assert!(text.contains("usable 96,000"), "{text}");
+    assert!(text.contains("render_page"));
+
+    let catalog = Catalog::builtin();
+    let estimated = catalog
+        .models()
+        .iter()
+        .find(|m| !m.tokenizer.is_exact())
+        .unwrap();
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "render page",
+        "--model",
+        &estimated.id,
+        "--budget",
+        "90",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["exact"], false);
+    assert!(v["warnings"].to_string().contains("estimate"));
+    let count = estimated.tokenizer.count(v["prompt"].as_str().unwrap());
+    assert!(count <= 90);
+    assert_eq!(u64::from(count), v["tokens_total"].as_u64().unwrap());
+}
+
+#[test]
+fn whole_repo_goes_in_when_it_fits_and_no_match_passes_the_query_through() {
+    let env = Env::new();
+    env.sample();
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "config",
+        "--budget",
+        "50000",
+        "--format",
+        "json",
+    ]);
+    let v = json(&out);
+    assert!(v["pieces"].as_array().unwrap().len() >= 5, "{v}");
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "zzqx",
+        "--budget",
+        "500",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let v = json(&out);
+    assert!(v["pieces"].as_array().unwrap().is_empty());
+    assert!(v["warnings"].to_string().contains("no relevant code"));
+    assert!(v["prompt"].as_str().unwrap().contains("zzqx"));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code_2() {
+    let env = Env::new();
+    env.sample();
+    let repo = env.repo_arg();
+    let empty = tempfile::tempdir().unwrap();
+    let empty_arg = empty.path().to_string_lossy().into_owned();
+    let missing_file = env.home.path().join("nope.txt");
+    let long_query = "word ".repeat(50);
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (
+            vec![
+                "--repo",
+                "/definitely/not/here",
+                "--query",
+                "x",
+                "--budget",
+                "10",
+            ],
+            "repo_not_found",
+            "does not exist",
+        ),
+        (
+            vec!["--repo", &empty_arg, "--query", "x", "--budget", "10"],
+            "repo_empty",
+            "no text files",
+        ),
+        (
+            vec!["--repo", &repo, "--query", "x", "--budget", "0"],
+            "budget_zero",
+            "at least 1",
+        ),
+        (
+            vec![
+                "--repo", &repo, "--query", "x", "--model", "gpt-4o", "--budget", "999999",
+            ],
+            "budget_exceeds_window",
+            "128000",
+        ),
+        (
+            vec!["--repo", &repo, "--query", "x", "--model", "gpt-4oo"],
+            "unknown_model",
+            "did you mean",
+        ),
+        (
+            vec![
+                "--repo",
+                &repo,
+                "--query-file",
+                missing_file.to_str().unwrap(),
+                "--budget",
+                "10",
+            ],
+            "query_file_unreadable",
+            "nope.txt",
+        ),
+        (
+            vec!["--repo", &repo, "--query", "   ", "--budget", "10"],
+            "query_empty",
+            "empty",
+        ),
+        (
+            vec!["--repo", &repo, "--query", &long_query, "--budget", "5"],
+            "query_too_large",
+            "raise the budget",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let mut full = vec!["assemble"];
+        full.extend(&args);
+        let out = env.run(&full);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        full.extend(["--format", "json"]);
+        let out = env.run(&full);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(json(&out)["error"]["code"], code, "{args:?}");
+    }
+    // A file given as the repository.
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &format!("{repo}/README.md"),
+        "--query",
+        "x",
+        "--budget",
+        "10",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a directory"));
+    // Neither budget nor model: usage error from clap.
+    let out = env.run(&["assemble", "--repo", &repo, "--query", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn never_writes_inside_the_repository() {
+    let env = Env::new();
+    env.sample();
+    let before = snapshot(env.repo());
+    for _ in 0..2 {
+        let out = env.run(&[
+            "assemble",
+            "--repo",
+            &env.repo_arg(),
+            "--query",
+            "config",
+            "--budget",
+            "300",
+        ]);
+        assert!(out.status.success());
+    }
+    assert_eq!(before, snapshot(env.repo()));
+    // A data directory inside the repository is refused.
+    let out = env
+        .cmd()
+        .env("CTXGATE_HOME", env.repo().join(".ctxgate"))
+        .args(["index", &env.repo_arg()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("never writes inside"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn concurrent_assembles_both_succeed() {
+    let env = Env::new();
+    env.sample();
+    for i in 0..40 {
+        env.write(
+            &format!("gen/mod{i}.rs"),
+            format!("pub fn handler_{i}(x: u32) -> u32 {{ x + {i} }}\n"),
+        );
+    }
+    let spawn = || {
+        env.cmd()
+            .args([
+                "assemble",
+                "--repo",
+                &env.repo_arg(),
+                "--query",
+                "handler",
+                "--budget",
+                "400",
+                "--format",
+                "json",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (0..4).map(|_| spawn()).collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let mut versions = Vec::new();
+    for o in &outs {
+        assert!(o.status.success(), "{}", stderr(o));
+        let v = json(o);
+        assert!(v["tokens_total"].as_u64().unwrap() <= 400);
+        versions.push(v["pieces"].as_array().unwrap().len());
+    }
+    let out = env.run(&["index", &env.repo_arg(), "--format", "json"]);
+    let v = json(&out);
+    assert_eq!(
+        v["version"], 1,
+        "one version: the losers reused the winner's"
+    );
+    assert_eq!(v["status"], "up_to_date");
+}

@@ -1,0 +1,107 @@
+//! Helpers for the CLI tests: sample repositories and running the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub home: tempfile::TempDir,
+    pub repo: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            repo: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn repo(&self) -> &Path {
+        self.repo.path()
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.repo.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+        c.env("CTXGATE_HOME", self.home.path())
+            .env_remove("CTXGATE_CATALOG")
+            .env_remove("CTXGATE_LOG");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    pub fn repo_arg(&self) -> String {
+        self.repo.path().to_string_lossy().into_owned()
+    }
+
+    /// A small multi-language repository with a known answer to "parse the config".
+    pub fn sample(&self) {
+        self.write(
+            "src/config.rs",
+            "//! Configuration.\n\nuse std::path::Path;\n\n/// Reads and parses the configuration file.\npub fn parse_config(path: &Path) -> Config {\n    let text = std::fs::read_to_string(path).unwrap_or_default();\n    Config { text }\n}\n\n/// The parsed configuration.\npub struct Config {\n    pub text: String,\n}\n",
+        );
+        self.write(
+            "src/render.rs",
+            "/// Renders a page to HTML.\npub fn render_page(title: &str) -> String {\n    format!(\"<h1>{title}</h1>\")\n}\n",
+        );
+        self.write(
+            "app/server.py",
+            "import os\n\n\nclass Server:\n    \"\"\"Serves pages.\"\"\"\n\n    def start(self, port):\n        return port\n",
+        );
+        self.write(
+            "web/app.ts",
+            "export function greet(name: string): string {\n  return `hi ${name}`;\n}\n",
+        );
+        self.write(
+            "README.md",
+            "# Sample\n\nA sample project.\n\n## Config\n\nSee parse_config.\n",
+        );
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+/// Every file under `dir` with its bytes and modification time.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                stack.push(p.clone());
+            }
+            let bytes = if meta.is_file() {
+                std::fs::read(&p).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            out.push((p, bytes, meta.modified().unwrap()));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
