@@ -332,9 +332,16 @@ fn concurrent_assembles_both_succeed() {
         .collect();
     let mut versions = Vec::new();
     for o in &outs {
-        assert!(o.status.success(), "{}", stderr(o));
+        assert!(
+            o.status.success(),
+            "{:?}: {} {}",
+            o.status,
+            stderr(o),
+            stdout(o)
+        );
         let v = json(o);
         assert!(v["tokens_total"].as_u64().unwrap() <= 400);
+
         versions.push(v["pieces"].as_array().unwrap().len());
     }
     let out = env.run(&["index", &env.repo_arg(), "--format", "json"]);

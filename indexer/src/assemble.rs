@@ -119,8 +119,9 @@ pub fn assemble(
         .transpose()?;
     let resolved = resolve_budget(model, req.budget, &req.policy, Encoding::O200kBase)?;
     let spec = resolved.tokenizer;
-    // Build the tokenizer's tables while the index is checked and opened.
-    let preload = std::thread::spawn(move || spec.base().preload());
+    // Ready the tokenizer while the index is checked and opened.
+    let data_dir = store.root().to_path_buf();
+    let preload = std::thread::spawn(move || crate::token_tables::install(&data_dir, spec.base()));
 
     let t0 = Instant::now();
     let report = index_repo(store, &req.repo, &req.index, progress)?;

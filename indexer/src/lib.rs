@@ -5,12 +5,14 @@
 //! - [`pipeline`] indexes a repository incrementally and publishes a version atomically;
 //! - [`store`] is the embedded default store: a data directory of immutable objects laid out
 //!   like the S3 keys, and metadata in SQLite laid out like the DynamoDB items;
-//! - [`assemble`] answers a query from the current version within a budget.
+//! - [`assemble`] answers a query from the current version within a budget;
+//! - [`token_tables`] keeps fast exact token tables in the data directory.
 
 pub mod assemble;
 pub mod error;
 pub mod pipeline;
 pub mod store;
+pub mod token_tables;
 pub mod walk;
 
 pub use error::IndexerError;

@@ -278,6 +278,13 @@ pub fn index_repo(
         updated_at_ns: now_ns(),
     })?;
     let _lock = store.lock_project(&project_id)?;
+    // Counting is most of a cold index; make sure every encoding has its fast table.
+    std::thread::scope(|s| {
+        for &e in &opts.encodings {
+            let dir = store.root();
+            s.spawn(move || crate::token_tables::install(dir, e));
+        }
+    });
     let indexed_at_ns = now_ns();
     let settings = opts.settings();
     let mut warnings = Vec::new();

@@ -48,6 +48,14 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
             TokenizerSpec::Exact(Encoding::O200kBase),
         ));
     }
+    if let Ok(dir) = super::data_dir(global) {
+        let mut encodings: Vec<Encoding> = targets.iter().map(|(_, s)| s.base()).collect();
+        encodings.sort();
+        encodings.dedup();
+        for e in encodings {
+            ctxgate_indexer::token_tables::install(&dir, e);
+        }
+    }
     let mut inputs: Vec<(String, String)> = Vec::new();
     if args.files.is_empty() {
         let mut buf = Vec::new();

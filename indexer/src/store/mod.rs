@@ -55,16 +55,19 @@ impl Store {
             .map_err(IndexerError::io("open data directory", root))?;
         let db = Connection::open(root.join("meta.db"))?;
         db.busy_timeout(std::time::Duration::from_secs(30))?;
-        db.pragma_update(None, "journal_mode", "WAL")?;
-        db.pragma_update(None, "synchronous", "NORMAL")?;
-        db.execute_batch(
-            "CREATE TABLE IF NOT EXISTS items (
-                pk TEXT NOT NULL,
-                sk TEXT NOT NULL,
-                data TEXT NOT NULL,
-                PRIMARY KEY (pk, sk)
-            ) WITHOUT ROWID;",
-        )?;
+        // Switching to WAL and creating the table can report "busy" without waiting when two
+        // processes create the database at once, so the setup retries on its own.
+        let mut attempt = 0;
+        loop {
+            match setup(&db) {
+                Ok(()) => break,
+                Err(e) if is_busy(&e) && attempt < 200 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(Self { root, db })
     }
 
@@ -105,4 +108,25 @@ impl Store {
         let rows = stmt.query_map(params![pk, prefix, end], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
+}
+
+fn setup(db: &Connection) -> rusqlite::Result<()> {
+    db.pragma_update(None, "journal_mode", "WAL")?;
+    db.pragma_update(None, "synchronous", "NORMAL")?;
+    db.execute_batch(
+        "CREATE TABLE IF NOT EXISTS items (
+            pk TEXT NOT NULL,
+            sk TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (pk, sk)
+        ) WITHOUT ROWID;",
+    )
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

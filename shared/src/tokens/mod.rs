@@ -1,12 +1,23 @@
 //! Exact token counts with OpenAI's tiktoken encodings (through `tiktoken-rs`).
 //!
 //! Each encoding's tables are built at most once per process, on first use, and shared
-//! (`tiktoken-rs` keeps them in process-wide singletons). Building `o200k_base` is the single most
-//! expensive start-up step of a short command, so callers that know which encoding they will need
-//! should call [`Encoding::preload`] early, off the main thread.
+//! (`tiktoken-rs` keeps them in process-wide singletons). Building `o200k_base` that way is the
+//! single most expensive start-up step of a short command (about 250 ms), so a host that keeps
+//! files can install a [`RankTable`] exported from tiktoken-rs once and loaded in milliseconds
+//! afterwards; counts are identical (see [`table`]). Callers that know which encoding they will
+//! need should call [`Encoding::preload`] early, off the main thread.
+
+pub mod table;
+
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
+
+pub use table::{RankTable, TableError};
+
+/// Fast tables installed by the host, one slot per encoding.
+static INSTALLED: [OnceLock<RankTable>; 5] = [const { OnceLock::new() }; 5];
 
 /// A tiktoken encoding ctxgate can count exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -50,8 +61,9 @@ impl Encoding {
         Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
-    /// The tables, built on first use and shared by the whole process.
-    pub fn bpe(self) -> &'static CoreBPE {
+    /// tiktoken-rs's tables, built on first use and shared by the whole process: the reference
+    /// every count agrees with.
+    pub fn reference(self) -> &'static CoreBPE {
         match self {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Encoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
@@ -61,21 +73,37 @@ impl Encoding {
         }
     }
 
-    /// Builds the tables now, so that a later count does not pay for it.
+    /// Makes `table` this process's counter for its encoding; false when one is already
+    /// installed.
+    pub fn install(table: RankTable) -> bool {
+        INSTALLED[table.encoding() as usize].set(table).is_ok()
+    }
+
+    /// The installed fast table, if any.
+    pub fn installed(self) -> Option<&'static RankTable> {
+        INSTALLED[self as usize].get()
+    }
+
+    /// Makes sure a later count does not pay for building tables.
     pub fn preload(self) {
-        let _ = self.bpe();
+        if self.installed().is_none() {
+            let _ = self.reference();
+        }
     }
 
     /// Exact number of tokens in `text`, special-token strings counted as ordinary text (which is
     /// how a chat API treats them when they arrive inside a message).
     pub fn count(self, text: &str) -> u32 {
-        let n = self.bpe().count_ordinary(text);
+        let n = match self.installed() {
+            Some(t) => t.count(text),
+            None => self.reference().count_ordinary(text),
+        };
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 
-    /// Encodes to token ids (for tests and `count --explain`).
+    /// Encodes to token ids with tiktoken-rs.
     pub fn encode(self, text: &str) -> Vec<u32> {
-        self.bpe().encode_ordinary(text)
+        self.reference().encode_ordinary(text)
     }
 }
 
