@@ -82,11 +82,13 @@ impl TokenizerSpec {
         }
     }
 
-    /// A short label: `o200k_base` or `estimate(cl100k_base×1.25)`.
+    /// A short label: `o200k_base` or `estimate(cl100k_base*1.25)`.
     pub fn label(&self) -> String {
         match *self {
             TokenizerSpec::Exact(e) => e.name().to_string(),
-            TokenizerSpec::Estimate { base, ratio } => format!("estimate({}x{ratio})", base.name()),
+            TokenizerSpec::Estimate { base, ratio } => {
+                format!("estimate({}*{ratio:.2})", base.name())
+            }
         }
     }
 }
