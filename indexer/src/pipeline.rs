@@ -54,11 +54,14 @@ impl Default for IndexOptions {
 }
 
 impl IndexOptions {
+    /// Everything that decides how files become chunks; `rules` changes when the chunker or the
+    /// file classifier changes, so that no file keeps chunks cut by older rules.
     fn settings(&self) -> String {
+
         let c = &self.chunk;
         let f = &self.filter;
         format!(
-            "chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
+            "rules=2;chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
             c.max_bytes,
             c.min_bytes,
             c.window_lines,

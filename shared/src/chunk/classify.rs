@@ -145,8 +145,13 @@ fn is_minified(name: &str, bytes: &[u8]) -> bool {
         lines += 1;
     }
     let average = bytes.len() / lines.max(1);
-    longest > 2000 && average > 300
+    // One line longer than any chunk could only be cut mid-line, and a cut line cannot be cited
+    // by line numbers; such lines are data (bundles, fixtures, captured output), not code.
+    longest > LONG_LINE || (longest > 2000 && average > 300)
 }
+
+/// A line longer than this makes a file count as minified.
+pub const LONG_LINE: usize = 5000;
 
 #[cfg(test)]
 mod tests {
@@ -178,7 +183,13 @@ mod tests {
             classify("app.js", minified.as_bytes(), &o),
             FileClass::Minified
         );
+        let one_long_line = format!("{}{}\n", "short line\n".repeat(500), "z".repeat(6000));
+        assert_eq!(
+            classify("out.txt", one_long_line.as_bytes(), &o),
+            FileClass::Minified
+        );
         let big = FilterOptions {
+
             max_file_bytes: 3,
             ..o
         };
