@@ -57,7 +57,6 @@ impl IndexOptions {
     /// Everything that decides how files become chunks; `rules` changes when the chunker or the
     /// file classifier changes, so that no file keeps chunks cut by older rules.
     fn settings(&self) -> String {
-
         let c = &self.chunk;
         let f = &self.filter;
         format!(

@@ -18,6 +18,8 @@ pub mod chunk;
 pub mod compose;
 pub mod hash;
 pub mod index;
+pub mod intent;
+
 pub mod lexical;
 pub mod select;
 pub mod tokens;

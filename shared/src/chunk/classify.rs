@@ -189,7 +189,6 @@ mod tests {
             FileClass::Minified
         );
         let big = FilterOptions {
-
             max_file_bytes: 3,
             ..o
         };
