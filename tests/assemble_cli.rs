@@ -352,3 +352,42 @@ fn concurrent_assembles_both_succeed() {
     );
     assert_eq!(v["status"], "up_to_date");
 }
+
+#[test]
+fn response_explains_intent_and_each_piece() {
+    let env = Env::new();
+    env.sample();
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "fix: the title is not escaped in render.rs, see `render_page` and Server.start",
+        "--budget",
+        "2000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["intent"]["intent"], "bug_fix");
+    assert_eq!(v["intent"]["entities"]["paths"][0], "render.rs");
+    assert!(
+        v["intent"]["entities"]["symbols"]
+            .to_string()
+            .contains("render_page")
+    );
+    let pieces = v["pieces"].as_array().unwrap();
+    let render = pieces
+        .iter()
+        .find(|p| p["path"] == "src/render.rs")
+        .expect("the mentioned file");
+    assert_eq!(render["reasoning"]["mention"], 1.0);
+    assert_eq!(render["reasoning"]["symbol"], 1.0);
+    for p in pieces {
+        let r = &p["reasoning"];
+        for signal in ["lexical", "file", "symbol", "mention"] {
+            assert!(r[signal].as_f64().is_some(), "{signal} missing in {p}");
+        }
+    }
+}

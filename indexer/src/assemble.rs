@@ -12,7 +12,9 @@ use std::time::Instant;
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, TokenizerSpec, resolve_budget};
 use ctxgate_core::compose::{Piece, fit, render};
 use ctxgate_core::index::IndexPack;
+use ctxgate_core::intent::{QueryAnalysis, analyze};
 use ctxgate_core::lexical::query_terms;
+use ctxgate_core::rank::{Signals, Weights, rank};
 use ctxgate_core::select::{Candidate, select_greedy};
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
@@ -97,6 +99,8 @@ pub struct AssembleReport {
     pub prompt: String,
     /// What the caller should know.
     pub warnings: Vec<String>,
+    /// What the request was understood to be.
+    pub intent: QueryAnalysis,
     /// The budget analysis.
     pub analysis: Analysis,
 }
@@ -132,6 +136,12 @@ pub fn assemble(
         .ok_or_else(|| IndexerError::Corrupt("no current version after indexing".into()))?;
     let pack = &opened.pack;
     let hits = pack.lexical.search(&query_terms(query));
+    let intent = analyze(query);
+    let ranked = rank(pack, &hits, &intent, &weights());
+    let reasons: std::collections::HashMap<u32, Signals> =
+        ranked.iter().map(|r| (r.chunk, r.signals)).collect();
+    let hits: Vec<(u32, f32)> = ranked.iter().map(|r| (r.chunk, r.score)).collect();
+
     let _ = preload.join();
     let frame_tokens = spec.count(&render(&[], query));
     let slot = pack.encoding_slot(spec.base());
@@ -208,7 +218,11 @@ pub fn assemble(
             Some(t) => t,
             None => chunk_text(store, &report.project.id, pack, c.key as usize)?,
         };
-        pieces.push(piece(pack, c.key as usize, text, c.tokens, c.score));
+        let mut p = piece(pack, c.key as usize, text, c.tokens, c.score);
+        // Pieces added because the whole repository fits have no signal: all zeros.
+        p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
+
+        pieces.push(p);
     }
     let t2 = Instant::now();
     let composition = fit(pieces, query, resolved.budget, &spec)?;
@@ -226,6 +240,8 @@ pub fn assemble(
         prompt: composition.prompt,
         pieces: composition.pieces,
         warnings,
+        intent,
+
         analysis: Analysis {
             window: resolved.window,
             repo_tokens,
@@ -296,7 +312,30 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         } else {
             score
         },
+        reasoning: None,
     }
+}
+
+/// The ranking weights: the tuned defaults, or `CTXGATE_RANK_WEIGHTS=lexical,file,symbol,mention`
+/// (for tuning experiments; not a supported setting).
+fn weights() -> Weights {
+    let mut w = Weights::default();
+    if let Ok(spec) = std::env::var("CTXGATE_RANK_WEIGHTS") {
+        let v: Vec<f32> = spec
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        if let [l, f, s, m, rest @ ..] = v.as_slice() {
+            w.lexical = *l;
+            w.file = *f;
+            w.symbol = *s;
+            w.mention = *m;
+            if let Some(spread) = rest.first() {
+                w.file_spread = *spread;
+            }
+        }
+    }
+    w
 }
 
 /// The tokenizer that a request for `model` / `budget` would use (for `count`).

@@ -40,6 +40,9 @@ pub struct Piece {
     pub tokens: u32,
     /// Retrieval score.
     pub score: f32,
+    /// The signals behind the score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<crate::rank::Signals>,
 }
 
 /// A composed prompt.
@@ -219,6 +222,7 @@ mod tests {
             text: text.into(),
             tokens: Encoding::O200kBase.count(text),
             score,
+            reasoning: None,
         }
     }
 

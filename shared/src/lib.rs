@@ -21,5 +21,7 @@ pub mod index;
 pub mod intent;
 
 pub mod lexical;
+pub mod rank;
+
 pub mod select;
 pub mod tokens;
