@@ -135,9 +135,13 @@ pub fn assemble(
     let opened = open_current(store, LOCAL_ORG, &report.project.id)?
         .ok_or_else(|| IndexerError::Corrupt("no current version after indexing".into()))?;
     let pack = &opened.pack;
-    let hits = pack.lexical.search(&query_terms(query));
+    // The shipped parameters apply at query time, whatever a pack was built with.
+    let params = bm25_override().unwrap_or_default();
+    let hits = pack.lexical.search_with(&query_terms(query), params);
     let intent = analyze(query);
-    let ranked = rank(pack, &hits, &intent, &weights());
+    let weights = weights();
+    let ranked = rank(pack, &hits, &intent, &weights);
+    let mut original: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
     let reasons: std::collections::HashMap<u32, Signals> =
         ranked.iter().map(|r| (r.chunk, r.signals)).collect();
     let hits: Vec<(u32, f32)> = ranked.iter().map(|r| (r.chunk, r.score)).collect();
@@ -196,8 +200,9 @@ pub fn assemble(
         cands.push(Candidate {
             key: i,
             tokens,
-            score: score.max(f32::MIN_POSITIVE),
+            score: weights.priority(score.max(f32::MIN_POSITIVE), tokens),
         });
+        original.insert(i, score);
     }
     let chosen: Vec<Candidate> = select_greedy(cands, room, 0)
         .chosen
@@ -218,7 +223,8 @@ pub fn assemble(
             Some(t) => t,
             None => chunk_text(store, &report.project.id, pack, c.key as usize)?,
         };
-        let mut p = piece(pack, c.key as usize, text, c.tokens, c.score);
+        let score = original.get(&c.key).copied().unwrap_or(c.score);
+        let mut p = piece(pack, c.key as usize, text, c.tokens, score);
         // Pieces added because the whole repository fits have no signal: all zeros.
         p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
 
@@ -316,6 +322,19 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
     }
 }
 
+/// `CTXGATE_BM25=k1,b` for tuning experiments (not a supported setting).
+fn bm25_override() -> Option<ctxgate_core::lexical::Bm25Params> {
+    let spec = std::env::var("CTXGATE_BM25").ok()?;
+    let v: Vec<f32> = spec
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    match v.as_slice() {
+        [k1, b] => Some(ctxgate_core::lexical::Bm25Params { k1: *k1, b: *b }),
+        _ => None,
+    }
+}
+
 /// The ranking weights: the tuned defaults, or `CTXGATE_RANK_WEIGHTS=lexical,file,symbol,mention`
 /// (for tuning experiments; not a supported setting).
 fn weights() -> Weights {
@@ -332,6 +351,9 @@ fn weights() -> Weights {
             w.mention = *m;
             if let Some(spread) = rest.first() {
                 w.file_spread = *spread;
+            }
+            if let Some(penalty) = rest.get(1) {
+                w.size_penalty = *penalty;
             }
         }
     }

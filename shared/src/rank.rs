@@ -41,6 +41,9 @@ pub struct Weights {
     pub mention: f32,
     /// Share of a file's other chunks' evidence added to its best chunk's.
     pub file_spread: f32,
+    /// How strongly size counts against a piece when the budget is filled: pieces are taken in
+    /// order of `score / tokens^size_penalty` (0 = by score alone).
+    pub size_penalty: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -54,11 +57,21 @@ impl Default for Weights {
             symbol: 0.6,
             mention: 1.0,
             file_spread: 0.3,
+            size_penalty: 0.0,
         }
     }
 }
 
 impl Weights {
+    /// The order in which a piece of `tokens` tokens with `score` is considered for the budget.
+    pub fn priority(&self, score: f32, tokens: u32) -> f32 {
+        if self.size_penalty == 0.0 {
+            score
+        } else {
+            score / ((tokens + 50) as f32).powf(self.size_penalty)
+        }
+    }
+
     /// The combined score.
     pub fn score(&self, s: &Signals) -> f32 {
         self.lexical * s.lexical
