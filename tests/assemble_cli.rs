@@ -391,3 +391,39 @@ fn response_explains_intent_and_each_piece() {
         }
     }
 }
+
+#[test]
+fn encodings_not_counted_at_index_time_are_counted_on_the_fly() {
+    let env = Env::new();
+    env.sample();
+    // davinci uses r50k_base, which the index does not carry counts for.
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "parse config render",
+        "--model",
+        "davinci",
+        "--budget",
+        "150",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["tokenizer"], "r50k_base");
+    let recount = Encoding::R50kBase.count(v["prompt"].as_str().unwrap());
+    assert!(recount <= 150);
+    assert_eq!(u64::from(recount), v["tokens_total"].as_u64().unwrap());
+    for p in v["pieces"].as_array().unwrap() {
+        let path = p["path"].as_str().unwrap();
+        let file = std::fs::read_to_string(env.repo().join(path)).unwrap();
+        let text = &file
+            [p["byte_start"].as_u64().unwrap() as usize..p["byte_end"].as_u64().unwrap() as usize];
+        assert_eq!(
+            p["tokens"].as_u64().unwrap(),
+            u64::from(Encoding::R50kBase.count(text))
+        );
+    }
+}

@@ -186,13 +186,19 @@ pub fn assemble(
     let candidates_count = scores.len();
     let mut texts: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     let mut cands = Vec::with_capacity(scores.len());
+    // Counting texts on the fly (an encoding the index did not count) stops once the candidates
+    // counted so far could fill the budget several times over: the rest could not be chosen.
+    let mut counted_on_the_fly = 0u64;
     for &(i, score) in &scores {
         let tokens = match token_of(i as usize) {
             Some(t) => t,
             None => {
-                // Encoding not counted at index time: count the text now.
+                if counted_on_the_fly > 4 * u64::from(room) {
+                    break;
+                }
                 let text = chunk_text(store, &report.project.id, pack, i as usize)?;
                 let t = spec.count(&text);
+                counted_on_the_fly += u64::from(t);
                 texts.insert(i, text);
                 t
             }
