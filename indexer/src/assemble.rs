@@ -361,6 +361,12 @@ fn weights() -> Weights {
             if let Some(penalty) = rest.get(1) {
                 w.size_penalty = *penalty;
             }
+            if let Some(t) = rest.get(2) {
+                w.test_prior = *t;
+            }
+            if let Some(d) = rest.get(3) {
+                w.doc_prior = *d;
+            }
         }
     }
     w

@@ -13,10 +13,10 @@
 use serde::Serialize;
 
 use crate::index::IndexPack;
-use crate::intent::QueryAnalysis;
+use crate::intent::{Intent, QueryAnalysis};
 
 /// Per-signal scores of one candidate.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Signals {
     /// Chunk BM25, scaled by the best chunk's.
     pub lexical: f32,
@@ -26,6 +26,21 @@ pub struct Signals {
     pub symbol: f32,
     /// 1 when the chunk's file is named in the request.
     pub mention: f32,
+    /// Multiplier for the kind of file: tests and documentation count less unless the intent
+    /// asks for them (`test`, `explain`).
+    pub prior: f32,
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Self {
+            lexical: 0.0,
+            file: 0.0,
+            symbol: 0.0,
+            mention: 0.0,
+            prior: 1.0,
+        }
+    }
 }
 
 /// How much each signal counts.
@@ -41,6 +56,10 @@ pub struct Weights {
     pub mention: f32,
     /// Share of a file's other chunks' evidence added to its best chunk's.
     pub file_spread: f32,
+    /// Multiplier for test files when the intent is not `test`.
+    pub test_prior: f32,
+    /// Multiplier for documentation when the intent is not `explain`.
+    pub doc_prior: f32,
     /// How strongly size counts against a piece when the budget is filled: pieces are taken in
     /// order of `score / tokens^size_penalty` (0 = by score alone).
     pub size_penalty: f32,
@@ -49,6 +68,9 @@ pub struct Weights {
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
 /// results are in the README). The file signal lowered every score there (it drags in whole
 /// large files that match everywhere, such as changelogs), so it is reported but not weighted.
+/// Tests and documentation count 0.3 unless the intent asks for them or the request names the
+/// file: a request to fix or add something wants the implementation first. (That benchmark's
+/// gold is never a test or a document, so its gain there overstates the general one.)
 impl Default for Weights {
     fn default() -> Self {
         Self {
@@ -57,6 +79,8 @@ impl Default for Weights {
             symbol: 0.6,
             mention: 1.0,
             file_spread: 0.3,
+            test_prior: 0.3,
+            doc_prior: 0.3,
             size_penalty: 0.0,
         }
     }
@@ -74,10 +98,11 @@ impl Weights {
 
     /// The combined score.
     pub fn score(&self, s: &Signals) -> f32 {
-        self.lexical * s.lexical
-            + self.file * s.file
-            + self.symbol * s.symbol
-            + self.mention * s.mention
+        s.prior
+            * (self.lexical * s.lexical
+                + self.file * s.file
+                + self.symbol * s.symbol
+                + self.mention * s.mention)
     }
 }
 
@@ -142,9 +167,30 @@ pub fn rank(
         .map(|s| last_segment(s).to_lowercase())
         .filter(|s| s.len() >= 3)
         .collect();
+    let priors: Vec<f32> = pack
+        .files
+        .iter()
+        .map(|f| {
+            let named = analysis
+                .entities
+                .paths
+                .iter()
+                .any(|p| path_matches(&f.path, p));
+            if named {
+                1.0
+            } else if is_test_path(&f.path) && analysis.intent != Intent::Test {
+                weights.test_prior
+            } else if is_doc_path(&f.path) && analysis.intent != Intent::Explain {
+                weights.doc_prior
+            } else {
+                1.0
+            }
+        })
+        .collect();
     for (i, chunk) in pack.chunks.iter().enumerate() {
         let f = chunk.file as usize;
         let s = &mut signals[i];
+        s.prior = priors[f];
         if file_max > 0.0 && touched[i] {
             s.file = file_raw[f] / file_max;
         }
@@ -184,6 +230,45 @@ pub fn rank(
     out
 }
 
+/// Test code by the usual conventions of the indexed languages.
+pub fn is_test_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let dirs = [
+        "test/",
+        "tests/",
+        "testing/",
+        "__tests__/",
+        "spec/",
+        "specs/",
+        "testdata/",
+        "fixtures/",
+        "e2e/",
+    ];
+    dirs.iter()
+        .any(|d| lower.starts_with(d) || lower.contains(&format!("/{d}")))
+        || name.starts_with("test_")
+        || name.ends_with("_test.go")
+        || name.ends_with("_test.py")
+        || name.ends_with("_tests.rs")
+        || name == "tests.rs"
+        || name == "conftest.py"
+        || [".test.", ".spec."].iter().any(|m| name.contains(m))
+}
+
+/// Prose rather than code: Markdown, text, changelogs.
+pub fn is_doc_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    [".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc"]
+        .iter()
+        .any(|e| name.ends_with(e))
+        || name.starts_with("changelog")
+        || name.starts_with("changes")
+        || lower.starts_with("docs/")
+        || lower.contains("/docs/")
+}
+
 fn last_segment(symbol: &str) -> &str {
     symbol
         .rsplit(|c| c == ':' || c == '.')
@@ -211,5 +296,26 @@ mod tests {
         assert!(!path_matches("src/mycontext.go", "context.go"));
         assert_eq!(last_segment("HttpClient::send"), "send");
         assert_eq!(last_segment("a.b.c"), "c");
+    }
+
+    #[test]
+    fn test_and_doc_paths() {
+        for p in [
+            "tests/cli.rs",
+            "src/foo_test.go",
+            "pkg/__tests__/a.js",
+            "lib/a.spec.ts",
+            "test_core.py",
+            "a/testdata/x.json",
+        ] {
+            assert!(is_test_path(p), "{p}");
+        }
+        for p in ["src/testing_utils_impl.rs", "src/contest.rs", "latest/x.go"] {
+            assert!(!is_test_path(p), "{p}");
+        }
+        for p in ["README.md", "CHANGELOG", "docs/guide.html", "notes.txt"] {
+            assert!(is_doc_path(p), "{p}");
+        }
+        assert!(!is_doc_path("src/main.rs"));
     }
 }
