@@ -427,3 +427,59 @@ fn encodings_not_counted_at_index_time_are_counted_on_the_fly() {
         );
     }
 }
+
+#[test]
+fn small_budgets_get_signatures_with_exact_provenance() {
+    let env = Env::new();
+    env.sample();
+    let mut body =
+        String::from("/// Loads everything.\npub fn load_everything(path: &str) -> usize {\n");
+    for i in 0..60 {
+        body.push_str(&format!("    let step_{i} = path.len() + {i};\n"));
+    }
+    body.push_str("    0\n}\n");
+    env.write("src/load.rs", &body);
+    let out = env.run(&[
+        "assemble",
+        "--repo",
+        &env.repo_arg(),
+        "--query",
+        "load everything from a path",
+        "--budget",
+        "300",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(
+        v["analysis"]["strategy"]
+            .as_str()
+            .unwrap()
+            .starts_with("signatures only"),
+        "{v}"
+    );
+    let pieces = v["pieces"].as_array().unwrap();
+    let load = pieces
+        .iter()
+        .find(|p| p["path"] == "src/load.rs")
+        .expect("the loader's signature");
+    assert_eq!(load["form"], "signature");
+    assert_eq!(
+        (load["start_line"].as_u64(), load["end_line"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let file = std::fs::read_to_string(env.repo().join("src/load.rs")).unwrap();
+    let text = &file[load["byte_start"].as_u64().unwrap() as usize
+        ..load["byte_end"].as_u64().unwrap() as usize];
+    assert_eq!(
+        text,
+        "/// Loads everything.\npub fn load_everything(path: &str) -> usize {\n"
+    );
+    assert_eq!(
+        load["sha256"].as_str().unwrap(),
+        ctxgate_core::hash::Sha256Digest::of(text.as_bytes()).to_hex()
+    );
+    assert!(v["tokens_total"].as_u64().unwrap() <= 300);
+    assert!(!v["prompt"].as_str().unwrap().contains("step_30"));
+}

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, TokenizerSpec, resolve_budget};
-use ctxgate_core::compose::{Piece, fit, render};
+use ctxgate_core::chunk::{ChunkKind, signature_len};
+use ctxgate_core::compose::{Piece, PieceForm, fit, render};
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::intent::{QueryAnalysis, analyze};
 use ctxgate_core::lexical::query_terms;
@@ -160,6 +161,7 @@ pub fn assemble(
     };
     let room = resolved.budget.saturating_sub(frame_tokens);
     let mut strategy;
+    let mut texts: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     let mut scores: Vec<(u32, f32)> = hits;
     if scores.is_empty() {
         strategy = "query only: nothing in the repository matches the query".to_string();
@@ -183,14 +185,44 @@ pub fn assemble(
         );
         strategy = "whole repository: it fits in the budget".to_string();
     }
+    // Small budgets get signatures of the best definitions instead of bodies.
+    let signatures_only = resolved.budget < SIGNATURES_BELOW && !scores.is_empty();
+    let mut signatures: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    if signatures_only {
+        let mut kept = Vec::new();
+        for &(i, score) in scores.iter().take(300) {
+            let kind = pack.chunks[i as usize].kind;
+            if matches!(
+                kind,
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+            ) {
+                continue;
+            }
+            let text = chunk_text(store, &report.project.id, pack, i as usize)?;
+            if let Some(n) = signature_len(&text) {
+                signatures.insert(i, n);
+            }
+            texts.insert(i, text);
+            kept.push((i, score));
+        }
+        if !kept.is_empty() {
+            scores = kept;
+            strategy = format!(
+                "signatures only: the budget is under {SIGNATURES_BELOW} tokens ({} definitions considered)",
+                scores.len()
+            );
+        }
+    }
     let candidates_count = scores.len();
-    let mut texts: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
     let mut cands = Vec::with_capacity(scores.len());
     // Counting texts on the fly (an encoding the index did not count) stops once the candidates
     // counted so far could fill the budget several times over: the rest could not be chosen.
     let mut counted_on_the_fly = 0u64;
     for &(i, score) in &scores {
-        let tokens = match token_of(i as usize) {
+        let signature = signatures
+            .get(&i)
+            .and_then(|&n| texts.get(&i).map(|t| spec.count(&t[..n])));
+        let tokens = match signature.or_else(|| token_of(i as usize)) {
             Some(t) => t,
             None => {
                 if counted_on_the_fly > 4 * u64::from(room) {
@@ -231,6 +263,9 @@ pub fn assemble(
         };
         let score = original.get(&c.key).copied().unwrap_or(c.score);
         let mut p = piece(pack, c.key as usize, text, c.tokens, score);
+        if let Some(&n) = signatures.get(&c.key) {
+            p = to_signature(p, n, &spec);
+        }
         // Pieces added because the whole repository fits have no signal: all zeros.
         p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
 
@@ -324,8 +359,24 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         } else {
             score
         },
+        form: PieceForm::Full,
         reasoning: None,
     }
+}
+
+/// Below this budget, pieces are signatures only: a few declarations tell a model more than
+/// one body.
+pub const SIGNATURES_BELOW: u32 = 1000;
+
+/// Cuts a piece down to its signature, fixing its provenance.
+fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
+    p.text.truncate(len);
+    p.byte_end = p.byte_start + len as u64;
+    p.end_line = p.start_line + p.text.trim_end_matches('\n').matches('\n').count() as u32;
+    p.sha256 = ctxgate_core::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
+    p.tokens = spec.count(&p.text);
+    p.form = PieceForm::Signature;
+    p
 }
 
 /// `CTXGATE_BM25=k1,b` for tuning experiments (not a supported setting).

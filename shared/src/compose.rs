@@ -40,9 +40,21 @@ pub struct Piece {
     pub tokens: u32,
     /// Retrieval score.
     pub score: f32,
+    /// Whether the piece is the whole chunk or only its signature (small budgets).
+    pub form: PieceForm,
     /// The signals behind the score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::rank::Signals>,
+}
+
+/// How much of a chunk a piece carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PieceForm {
+    /// The whole chunk.
+    Full,
+    /// Doc comments and declaration only.
+    Signature,
 }
 
 /// A composed prompt.
@@ -222,6 +234,7 @@ mod tests {
             text: text.into(),
             tokens: Encoding::O200kBase.count(text),
             score,
+            form: PieceForm::Full,
             reasoning: None,
         }
     }

@@ -16,12 +16,14 @@ mod classify;
 mod language;
 mod lines;
 mod markdown;
+mod signature;
 #[cfg(feature = "syntax")]
 mod syntax;
 
 pub use classify::{FileClass, FilterOptions, classify};
 pub use language::Language;
 pub use lines::LineIndex;
+pub use signature::signature_len;
 
 use serde::{Deserialize, Serialize};
 
