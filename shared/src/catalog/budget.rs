@@ -57,6 +57,7 @@ impl BudgetPolicy {
         };
         let usable = window
             .saturating_sub(reply_reserve)
+            .min(model.max_input.unwrap_or(u32::MAX))
             .saturating_sub(self.system_prompt_tokens);
         ModelBudget {
             window,
@@ -95,8 +96,9 @@ pub enum BudgetError {
     Zero,
     /// More than the model can take.
     #[error(
-        "budget {budget} exceeds the context window of {model} ({window} tokens); use --budget {usable} or less \
-         (its usable share after reserving the reply), or choose a model with a larger window"
+        "budget {budget} exceeds the {window}-token limit of {model} (its context window, or its input limit \
+         when lower); use --budget {usable} or less (its usable share after reserving the reply), or choose a \
+         model with a larger window"
     )]
     ExceedsWindow {
         /// What was asked for.
@@ -143,11 +145,11 @@ pub fn resolve_budget(
     let divided = policy.divide(model);
     let mut warnings = Vec::new();
     let budget = match budget {
-        Some(b) if b > divided.window => {
+        Some(b) if b > model.max_input.unwrap_or(divided.window) => {
             return Err(BudgetError::ExceedsWindow {
                 budget: b,
                 model: model.id.clone(),
-                window: divided.window,
+                window: model.max_input.unwrap_or(divided.window),
                 usable: divided.usable,
             });
         }
@@ -210,6 +212,27 @@ mod tests {
         }
         .divide(m);
         assert_eq!(d.usable, m.context_window - m.context_window / 2);
+    }
+
+    #[test]
+    fn input_limit_caps_usable_and_budget() {
+        let c = Catalog::builtin();
+        let m = c.resolve("gpt-5").unwrap();
+        assert_eq!(m.max_input, Some(272_000));
+        assert_eq!(BudgetPolicy::default().divide(m).usable, 272_000);
+        let err = resolve_budget(
+            Some(m),
+            Some(300_000),
+            &BudgetPolicy::default(),
+            Encoding::O200kBase,
+        );
+        assert!(matches!(
+            err,
+            Err(BudgetError::ExceedsWindow {
+                window: 272_000,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct Model {
     pub context_window: u32,
     /// Longest reply the model can produce.
     pub max_output: u32,
+    /// The most it accepts as input, when that is less than the window.
+    pub max_input: Option<u32>,
     /// How to count its tokens.
     pub tokenizer: TokenizerSpec,
     /// Why the estimate ratio was chosen, when there is one.
@@ -179,6 +181,8 @@ pub(super) struct ModelRecord {
     aliases: Vec<String>,
     context_window: u32,
     max_output: u32,
+    #[serde(default)]
+    max_input: Option<u32>,
     tokenizer: String,
     #[serde(default)]
     estimate_base: Option<String>,
@@ -246,6 +250,7 @@ impl TryFrom<ModelRecord> for Model {
             aliases: r.aliases,
             context_window: r.context_window,
             max_output: r.max_output,
+            max_input: r.max_input.filter(|&m| m < r.context_window),
             tokenizer,
             estimate_note: r.estimate_note,
             input_price_per_mtok: r.input_price_per_mtok,
