@@ -169,7 +169,10 @@ pub fn assemble(
             "no relevant code found for the query; the prompt carries the query alone (low confidence)".into(),
         );
     } else {
-        strategy = format!("ranked by BM25, named symbols and mentioned files ({} candidates)", scores.len());
+        strategy = format!(
+            "ranked by BM25, named symbols and mentioned files ({} candidates)",
+            scores.len()
+        );
     }
     // A repository that fits whole goes in whole (matching chunks keep their scores).
     let whole_fits = repo_tokens + overhead_total(pack) <= u64::from(room);
