@@ -221,6 +221,7 @@ pub fn assemble(
     // Counting texts on the fly (an encoding the index did not count) stops once the candidates
     // counted so far could fill the budget several times over: the rest could not be chosen.
     let mut counted_on_the_fly = 0u64;
+    let mut piece_tokens: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
     for &(i, score) in &scores {
         let signature = signatures
             .get(&i)
@@ -238,34 +239,29 @@ pub fn assemble(
                 t
             }
         };
+        // Selection plans with each piece's header included, so the budget it fills is real.
         cands.push(Candidate {
             key: i,
-            tokens,
+            tokens: tokens + header_cost(pack, i as usize),
             score: weights.priority(score.max(f32::MIN_POSITIVE), tokens),
         });
         original.insert(i, score);
+        piece_tokens.insert(i, tokens);
     }
     let chosen: Vec<Candidate> = select_greedy(cands, room, 0)
         .chosen
         .into_iter()
         .collect::<Vec<_>>();
-    // Headers are paid for here, piece by piece, best first.
-    let mut spent = 0u32;
     let mut pieces = Vec::with_capacity(chosen.len());
     let mut left_out = candidates_count.saturating_sub(chosen.len());
     for c in chosen {
-        let cost = c.tokens + header_cost(pack, c.key as usize);
-        if spent + cost > room {
-            left_out += 1;
-            continue;
-        }
-        spent += cost;
         let text = match texts.remove(&c.key) {
             Some(t) => t,
             None => chunk_text(store, &report.project.id, pack, c.key as usize)?,
         };
         let score = original.get(&c.key).copied().unwrap_or(c.score);
-        let mut p = piece(pack, c.key as usize, text, c.tokens, score);
+        let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+        let mut p = piece(pack, c.key as usize, text, tokens, score);
         if let Some(&n) = signatures.get(&c.key) {
             p = to_signature(p, n, &spec);
         }
