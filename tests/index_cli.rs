@@ -233,3 +233,31 @@ fn walk_find(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
     }
     None
 }
+
+#[test]
+fn a_same_size_edit_with_a_pinned_mtime_is_still_seen() {
+    let env = Env::new();
+    env.sample();
+    let path = env.repo().join("src/render.rs");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let pin = |p: &std::path::Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    };
+    pin(&path);
+    let first = json(&env.run(&["index", &env.repo_arg(), "--format", "json"]));
+    assert_eq!(first["version"], 1);
+    // Leave the racy window, then edit without changing the size and put the mtime back,
+    // as `rsync -a`, `touch -r` or reproducible checkouts do.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("render_page", "render_PAGE")).unwrap();
+    pin(&path);
+    let second = json(&env.run(&["index", &env.repo_arg(), "--format", "json"]));
+    assert_eq!(second["status"], "published", "{second}");
+    assert_eq!(second["files_chunked"], 1);
+}

@@ -243,9 +243,18 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
+    #[cfg(unix)]
+    let (ctime_ns, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.ctime() * 1_000_000_000 + meta.ctime_nsec(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, inode) = (0, 0);
     FileStat {
         size: meta.len(),
         mtime_ns,
+        ctime_ns,
+        inode,
     }
 }
 
@@ -298,6 +307,11 @@ pub fn index_repo(
         Ok(p) => p,
         Err(IndexerError::Pack(e @ PackError::Version { .. })) => {
             warnings.push(format!("previous index ignored: {e}"));
+            None
+        }
+        // A damaged or missing previous version must not block every later run: rebuild.
+        Err(e @ (IndexerError::Pack(_) | IndexerError::Corrupt(_) | IndexerError::Io { .. })) => {
+            warnings.push(format!("previous index unreadable, rebuilding: {e}"));
             None
         }
         Err(e) => return Err(e),
@@ -542,17 +556,25 @@ pub fn index_repo(
             let path = files[c.file as usize].path.as_str();
             let text: &str = match t {
                 Some(t) => t,
-                None => segment_bytes[c.segment as usize]
+                None => match segment_bytes[c.segment as usize]
                     .as_deref()
                     .and_then(|b| {
                         b.get(c.segment_offset as usize..(c.segment_offset + c.len()) as usize)
                     })
                     .and_then(|b| std::str::from_utf8(b).ok())
-                    .unwrap_or(""),
+                {
+                    Some(t) => t,
+                    None => {
+                        return Err(IndexerError::Corrupt(format!(
+                            "chunk {} has no stored text",
+                            c.id
+                        )));
+                    }
+                },
             };
-            doc_terms(text, path)
+            Ok(doc_terms(text, path))
         })
-        .collect();
+        .collect::<Result<_, IndexerError>>()?;
     let mut builder = Bm25Builder::default();
     for t in &terms {
         builder.add(t);
@@ -673,7 +695,7 @@ fn process_file(
     let stat = stat_of(&meta);
     if let Some((i, pack)) = prev {
         let f = &pack.files[i];
-        if f.stat == stat && stat.mtime_ns < pack.meta.indexed_at_ns - RACY_NS {
+        if f.stat == stat && stat.mtime_ns.max(stat.ctime_ns) < pack.meta.indexed_at_ns - RACY_NS {
             return Outcome::Reused { prev: i, stat };
         }
     }

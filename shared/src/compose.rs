@@ -159,7 +159,13 @@ fn fence_for(text: &str) -> String {
 fn fence_language(label: &str) -> &str {
     match label {
         "text" => "",
-        l => l,
+        l if l
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '_') =>
+        {
+            l
+        }
+        _ => "",
     }
 }
 
@@ -259,6 +265,14 @@ mod tests {
     fn fences_outgrow_backticks_in_code() {
         let out = render(&[piece("a.md", 1, "```\ncode\n```\n", 1.0)], "q");
         assert!(out.contains("````rust\n```\ncode\n```\n````\n"));
+    }
+
+    #[test]
+    fn odd_language_labels_do_not_break_fences() {
+        let mut p = piece("a.x`y", 1, "code\n", 1.0);
+        p.language = "x`y".into();
+        let out = render(&[p], "q");
+        assert!(out.contains("```\ncode\n```\n"), "{out}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Metadata items: projects and their versions.
 
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
@@ -75,7 +75,7 @@ impl Store {
                 params![pk, sk],
                 |r| r.get::<_, String>(0),
             )
-            .ok()
+            .optional()?
             .map(|d| decode::<ProjectItem>(&d))
             .transpose()?;
         let mut next = item.clone();

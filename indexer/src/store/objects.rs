@@ -89,6 +89,11 @@ impl Store {
         f.sync_all().map_err(IndexerError::io("sync", &tmp))?;
         drop(f);
         std::fs::rename(&tmp, &path).map_err(IndexerError::io("publish", &path))?;
+        // The rename itself must survive a power loss before anything points at the object.
+        #[cfg(unix)]
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
         Ok(())
     }
 

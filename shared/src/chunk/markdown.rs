@@ -6,18 +6,21 @@ use super::{ChunkKind, ChunkOptions, Draft, LineIndex, windows};
 /// sections that are too large.
 pub(crate) fn sections(text: &str, lines: &LineIndex, opts: &ChunkOptions) -> Vec<Draft> {
     let mut starts: Vec<(usize, Option<String>)> = vec![(0, None)];
-    let mut fence: Option<&str> = None;
+    // An open fence: its character and length; only a fence of the same character at least as
+    // long closes it.
+    let mut fence: Option<(u8, usize)> = None;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        if let Some(f) = fence {
-            if trimmed.starts_with(f) {
+        let run = |c: u8| trimmed.bytes().take_while(|&b| b == c).count();
+        if let Some((c, len)) = fence {
+            if run(c) >= len {
                 fence = None;
             }
-        } else if trimmed.starts_with("```") {
-            fence = Some("```");
-        } else if trimmed.starts_with("~~~") {
-            fence = Some("~~~");
+        } else if run(b'`') >= 3 {
+            fence = Some((b'`', run(b'`')));
+        } else if run(b'~') >= 3 {
+            fence = Some((b'~', run(b'~')));
         } else if let Some(title) = heading(line) {
             if offset == 0 {
                 starts[0].1 = Some(title);

@@ -262,3 +262,15 @@ proptest! {
         assert_covers(&src, &spans);
     }
 }
+
+#[test]
+fn markdown_fences_close_only_on_a_matching_fence() {
+    let src = "# A\n\n````md\n```\n# not a heading\n```\n````\n\n# B\n\ntext\n";
+    let opts = ChunkOptions {
+        min_bytes: 0,
+        ..ChunkOptions::default()
+    };
+    let spans = chunk_text(src, Language::Markdown, &opts);
+    let titles: Vec<_> = spans.iter().filter_map(|s| s.symbol.clone()).collect();
+    assert_eq!(titles, ["A", "B"]);
+}

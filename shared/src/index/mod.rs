@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 1)
+//! # Format (version 2; version 1 had no ctime or inode in the file stat)
 //!
 //! ```text
 //! offset  size  content
@@ -34,7 +34,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,6 +62,11 @@ pub struct FileStat {
     pub size: u64,
     /// Modification time, nanoseconds since the epoch.
     pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the epoch (0 where the platform has none): it moves
+    /// even when a tool pins the modification time.
+    pub ctime_ns: i64,
+    /// Inode number (0 where the platform has none): a file replaced by another differs.
+    pub inode: u64,
 }
 
 /// One file of the repository.
@@ -245,12 +250,13 @@ mod tests {
         let pack = tiny();
         let mut bytes = pack.encode().unwrap();
         assert_eq!(IndexPack::decode(&bytes).unwrap(), pack);
-        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let future = FORMAT_VERSION + 1;
+        bytes[8..12].copy_from_slice(&future.to_le_bytes());
         let err = IndexPack::decode(&bytes).unwrap_err();
         assert_eq!(
             err,
             PackError::Version {
-                found: 2,
+                found: future,
                 expected: FORMAT_VERSION
             }
         );

@@ -96,7 +96,10 @@ impl Encoding {
     pub fn count(self, text: &str) -> u32 {
         let n = match self.installed() {
             Some(t) => t.count(text),
-            None => self.reference().count_ordinary(text),
+            // tiktoken-rs unwraps a regex error (its backtracking limit, hit by megabyte-long
+            // runs of one character); one token per byte over-counts, which keeps budgets safe.
+            None => std::panic::catch_unwind(|| self.reference().count_ordinary(text))
+                .unwrap_or(text.len()),
         };
         u32::try_from(n).unwrap_or(u32::MAX)
     }
