@@ -10,10 +10,7 @@ use ctxgate_core::tokens::Encoding;
 fn json_pieces_carry_full_provenance_and_respect_the_budget() {
     let env = Env::new();
     env.sample();
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
+    let out = env.assemble(&[
         "--query",
         "where is the config parsed? parse_config",
         "--budget",
@@ -90,15 +87,7 @@ fn json_pieces_carry_full_provenance_and_respect_the_budget() {
 fn model_sets_tokenizer_and_budget_and_text_mode_prints_analysis() {
     let env = Env::new();
     env.sample();
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
-        "--query",
-        "render page",
-        "--model",
-        "gpt-4o",
-    ]);
+    let out = env.assemble(&["--query", "render page", "--model", "gpt-4o"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.starts_with("ctxgate budget analysis"), "{text}");
@@ -112,10 +101,7 @@ fn model_sets_tokenizer_and_budget_and_text_mode_prints_analysis() {
         .iter()
         .find(|m| !m.tokenizer.is_exact())
         .unwrap();
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
+    let out = env.assemble(&[
         "--query",
         "render page",
         "--model",
@@ -138,30 +124,10 @@ fn model_sets_tokenizer_and_budget_and_text_mode_prints_analysis() {
 fn whole_repo_goes_in_when_it_fits_and_no_match_passes_the_query_through() {
     let env = Env::new();
     env.sample();
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
-        "--query",
-        "config",
-        "--budget",
-        "50000",
-        "--format",
-        "json",
-    ]);
+    let out = env.assemble(&["--query", "config", "--budget", "50000", "--format", "json"]);
     let v = json(&out);
     assert!(v["pieces"].as_array().unwrap().len() >= 5, "{v}");
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
-        "--query",
-        "zzqx",
-        "--budget",
-        "500",
-        "--format",
-        "json",
-    ]);
+    let out = env.assemble(&["--query", "zzqx", "--budget", "500", "--format", "json"]);
     assert!(out.status.success());
     let v = json(&out);
     assert!(v["pieces"].as_array().unwrap().is_empty());
@@ -270,15 +236,7 @@ fn never_writes_inside_the_repository() {
     env.sample();
     let before = snapshot(env.repo());
     for _ in 0..2 {
-        let out = env.run(&[
-            "assemble",
-            "--repo",
-            &env.repo_arg(),
-            "--query",
-            "config",
-            "--budget",
-            "300",
-        ]);
+        let out = env.assemble(&["--query", "config", "--budget", "300"]);
         assert!(out.status.success());
     }
     assert_eq!(before, snapshot(env.repo()));
@@ -357,10 +315,7 @@ fn concurrent_assembles_both_succeed() {
 fn response_explains_intent_and_each_piece() {
     let env = Env::new();
     env.sample();
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
+    let out = env.assemble(&[
         "--query",
         "fix: the title is not escaped in render.rs, see `render_page` and Server.start",
         "--budget",
@@ -397,10 +352,7 @@ fn encodings_not_counted_at_index_time_are_counted_on_the_fly() {
     let env = Env::new();
     env.sample();
     // davinci uses r50k_base, which the index does not carry counts for.
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
+    let out = env.assemble(&[
         "--query",
         "parse config render",
         "--model",
@@ -439,10 +391,7 @@ fn small_budgets_get_signatures_with_exact_provenance() {
     }
     body.push_str("    0\n}\n");
     env.write("src/load.rs", &body);
-    let out = env.run(&[
-        "assemble",
-        "--repo",
-        &env.repo_arg(),
+    let out = env.assemble(&[
         "--query",
         "load everything from a path",
         "--budget",

@@ -248,10 +248,7 @@ pub fn assemble(
         original.insert(i, score);
         piece_tokens.insert(i, tokens);
     }
-    let chosen: Vec<Candidate> = select_greedy(cands, room, 0)
-        .chosen
-        .into_iter()
-        .collect::<Vec<_>>();
+    let chosen = select_greedy(cands, room, 0).chosen;
     let mut pieces = Vec::with_capacity(chosen.len());
     let mut left_out = candidates_count.saturating_sub(chosen.len());
     for c in chosen {
@@ -420,15 +417,4 @@ fn weights() -> Weights {
         }
     }
     w
-}
-
-/// The tokenizer that a request for `model` / `budget` would use (for `count`).
-pub fn tokenizer_for(
-    catalog: &Catalog,
-    model: Option<&str>,
-) -> Result<TokenizerSpec, IndexerError> {
-    Ok(match model {
-        Some(m) => catalog.resolve(m)?.tokenizer,
-        None => TokenizerSpec::Exact(Encoding::O200kBase),
-    })
 }

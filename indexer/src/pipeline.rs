@@ -289,13 +289,6 @@ pub fn index_repo(
         updated_at_ns: now_ns(),
     })?;
     let _lock = store.lock_project(&project_id)?;
-    // Counting is most of a cold index; make sure every encoding has its fast table.
-    std::thread::scope(|s| {
-        for &e in &opts.encodings {
-            let dir = store.root();
-            s.spawn(move || crate::token_tables::install(dir, e));
-        }
-    });
     let indexed_at_ns = now_ns();
     let settings = opts.settings();
     let mut warnings = Vec::new();
@@ -333,13 +326,14 @@ pub fn index_repo(
     let (found, walk_warnings) = walk(&root, &opts.walk);
     warnings.extend(walk_warnings);
     progress.start(found.len() as u64);
+    let data_dir = store.root();
     let outcomes: Vec<(String, Outcome)> = found
         .par_iter()
         .map(|f| {
             let prev = prev_by_path
                 .get(f.rel.as_str())
                 .and_then(|&i| reusable.map(|p| (i, &p.pack)));
-            let outcome = process_file(&f.rel, &f.abs, prev, opts);
+            let outcome = process_file(&f.rel, &f.abs, prev, opts, data_dir);
             progress.advance();
             (f.rel.clone(), outcome)
         })
@@ -683,6 +677,7 @@ fn process_file(
     abs: &Path,
     prev: Option<(usize, &IndexPack)>,
     opts: &IndexOptions,
+    data_dir: &Path,
 ) -> Outcome {
     let meta = match std::fs::metadata(abs) {
         Ok(m) => m,
@@ -745,6 +740,10 @@ fn process_file(
             entry: skipped_entry(sha, "not valid UTF-8".into()),
         };
     };
+    // Tables are loaded only when something is counted: an unchanged re-index never pays.
+    for &e in &opts.encodings {
+        crate::token_tables::install(data_dir, e);
+    }
     let spans = chunk_text(&text, language, &opts.chunk);
     let mut ordinals: HashMap<Sha256Digest, u32> = HashMap::new();
     let chunks = spans

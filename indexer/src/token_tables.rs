@@ -37,6 +37,14 @@ pub fn install(data_dir: &Path, encoding: Encoding) -> TableSource {
     if encoding.installed().is_some() {
         return TableSource::AlreadyInstalled;
     }
+    // One loader per encoding: concurrent callers wait for it instead of loading twice.
+    static LOADING: [std::sync::Mutex<()>; 5] = [const { std::sync::Mutex::new(()) }; 5];
+    let _guard = LOADING[encoding as usize]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if encoding.installed().is_some() {
+        return TableSource::AlreadyInstalled;
+    }
     if std::env::var_os("CTXGATE_TIKTOKEN_ONLY").is_some_and(|v| v != "0") {
         encoding.preload();
         return TableSource::Reference;

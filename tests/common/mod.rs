@@ -40,6 +40,16 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// `ctxgate assemble --repo <the repo> ARGS...`
+    pub fn assemble(&self, args: &[&str]) -> Output {
+        self.cmd()
+            .args(["assemble", "--repo"])
+            .arg(self.repo.path())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
     pub fn repo_arg(&self) -> String {
         self.repo.path().to_string_lossy().into_owned()
     }
