@@ -122,6 +122,9 @@ pub struct AssembleArgs {
     /// Read the request from a file (`-` for stdin).
     #[arg(long, value_name = "FILE")]
     pub query_file: Option<PathBuf>,
+    /// A file the user has open or recently edited (relative to the repository); repeatable.
+    #[arg(long = "hot", value_name = "PATH")]
+    pub hot: Vec<String>,
     /// Hard limit on the prompt in tokens (with --model: must fit its window).
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u32>,

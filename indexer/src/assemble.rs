@@ -9,14 +9,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, TokenizerSpec, resolve_budget};
-use ctxgate_core::chunk::{ChunkKind, signature_len};
-use ctxgate_core::compose::{Piece, PieceForm, fit, render};
+use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions};
+use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
+use ctxgate_core::compose::Piece;
 use ctxgate_core::index::IndexPack;
-use ctxgate_core::intent::{QueryAnalysis, analyze};
-use ctxgate_core::lexical::query_terms;
-use ctxgate_core::rank::{Signals, Weights, rank};
-use ctxgate_core::select::{Candidate, select_greedy};
+use ctxgate_core::intent::QueryAnalysis;
+use ctxgate_core::rank::Weights;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
@@ -39,6 +37,8 @@ pub struct AssembleRequest {
     pub policy: BudgetPolicy,
     /// How to (re-)index.
     pub index: IndexOptions,
+    /// Files the client has open or recently edited.
+    pub hot_paths: Vec<String>,
 }
 
 /// How the budget was spent and why.
@@ -131,170 +131,48 @@ pub fn assemble(
     let t0 = Instant::now();
     let report = index_repo(store, &req.repo, &req.index, progress)?;
     let t1 = Instant::now();
-    let mut warnings = resolved.warnings.clone();
-    warnings.extend(report.warnings.iter().cloned());
+    let mut warnings = report.warnings.clone();
     let opened = open_current(store, LOCAL_ORG, &report.project.id)?
         .ok_or_else(|| IndexerError::Corrupt("no current version after indexing".into()))?;
     let pack = &opened.pack;
     // The shipped parameters apply at query time, whatever a pack was built with.
-    let params = bm25_override().unwrap_or_default();
-    let hits = pack.lexical.search_with(&query_terms(query), params);
-    let intent = analyze(query);
-    let weights = weights();
-    let ranked = rank(pack, &hits, &intent, &weights);
-    let mut original: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
-    let reasons: std::collections::HashMap<u32, Signals> =
-        ranked.iter().map(|r| (r.chunk, r.signals)).collect();
-    let hits: Vec<(u32, f32)> = ranked.iter().map(|r| (r.chunk, r.score)).collect();
-
-    let _ = preload.join();
-    let frame_tokens = spec.count(&render(&[], query));
-    let slot = pack.encoding_slot(spec.base());
-    let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
-    let repo_tokens: u64 = match slot {
-        Some(s) => pack
-            .chunks
-            .iter()
-            .map(|c| u64::from(spec.scale(c.tokens[s])))
-            .sum(),
-        None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
+    let options = QueryOptions {
+        weights: weights(),
+        // The shipped parameters apply at query time, whatever a pack was built with.
+        bm25: bm25_override().unwrap_or_default(),
+        hot_paths: req.hot_paths.clone(),
+        exclude: Vec::new(),
     };
-    let room = resolved.budget.saturating_sub(frame_tokens);
-    let mut strategy;
-    let mut texts: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
-    let mut scores: Vec<(u32, f32)> = hits;
-    if scores.is_empty() {
-        strategy = "query only: nothing in the repository matches the query".to_string();
-        warnings.push(
-            "no relevant code found for the query; the prompt carries the query alone (low confidence)".into(),
-        );
-    } else {
-        strategy = format!(
-            "ranked by BM25, named symbols and mentioned files ({} candidates)",
-            scores.len()
-        );
-    }
-    // A repository that fits whole goes in whole (matching chunks keep their scores).
-    let whole_fits = repo_tokens + overhead_total(pack) <= u64::from(room);
-    if whole_fits && !scores.is_empty() {
-        let mut seen = vec![false; pack.chunks.len()];
-        for (i, _) in &scores {
-            seen[*i as usize] = true;
-        }
-        scores.extend(
-            (0..pack.chunks.len() as u32)
-                .filter(|i| !seen[*i as usize])
-                .map(|i| (i, 0.0)),
-        );
-        strategy = "whole repository: it fits in the budget".to_string();
-    }
-    // Small budgets get signatures of the best definitions instead of bodies.
-    let signatures_only = resolved.budget < SIGNATURES_BELOW && !scores.is_empty();
-    let mut signatures: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-    if signatures_only {
-        let mut kept = Vec::new();
-        for &(i, score) in scores.iter().take(300) {
-            let kind = pack.chunks[i as usize].kind;
-            if matches!(
-                kind,
-                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
-            ) {
-                continue;
-            }
-            let text = chunk_text(store, &report.project.id, pack, i as usize)?;
-            if let Some(n) = signature_len(&text) {
-                signatures.insert(i, n);
-            }
-            texts.insert(i, text);
-            kept.push((i, score));
-        }
-        if !kept.is_empty() {
-            scores = kept;
-            strategy = format!(
-                "signatures only: the budget is under {SIGNATURES_BELOW} tokens ({} definitions considered)",
-                scores.len()
-            );
-        }
-    }
-    let candidates_count = scores.len();
-    let mut cands = Vec::with_capacity(scores.len());
-    // Counting texts on the fly (an encoding the index did not count) stops once the candidates
-    // counted so far could fill the budget several times over: the rest could not be chosen.
-    let mut counted_on_the_fly = 0u64;
-    let mut piece_tokens: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-    for &(i, score) in &scores {
-        let signature = signatures
-            .get(&i)
-            .and_then(|&n| texts.get(&i).map(|t| spec.count(&t[..n])));
-        let tokens = match signature.or_else(|| token_of(i as usize)) {
-            Some(t) => t,
-            None => {
-                if counted_on_the_fly > 4 * u64::from(room) {
-                    break;
-                }
-                let text = chunk_text(store, &report.project.id, pack, i as usize)?;
-                let t = spec.count(&text);
-                counted_on_the_fly += u64::from(t);
-                texts.insert(i, text);
-                t
-            }
-        };
-        // Selection plans with each piece's header included, so the budget it fills is real.
-        cands.push(Candidate {
-            key: i,
-            tokens: tokens + header_cost(pack, i as usize),
-            score: weights.priority(score.max(f32::MIN_POSITIVE), tokens),
-        });
-        original.insert(i, score);
-        piece_tokens.insert(i, tokens);
-    }
-    let chosen = select_greedy(cands, room, 0).chosen;
-    let mut pieces = Vec::with_capacity(chosen.len());
-    let mut left_out = candidates_count.saturating_sub(chosen.len());
-    for c in chosen {
-        let text = match texts.remove(&c.key) {
-            Some(t) => t,
-            None => chunk_text(store, &report.project.id, pack, c.key as usize)?,
-        };
-        let score = original.get(&c.key).copied().unwrap_or(c.score);
-        let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
-        let mut p = piece(pack, c.key as usize, text, tokens, score);
-        if let Some(&n) = signatures.get(&c.key) {
-            p = to_signature(p, n, &spec);
-        }
-        // Pieces added because the whole repository fits have no signal: all zeros.
-        p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
-
-        pieces.push(p);
-    }
+    let _ = preload.join();
     let t2 = Instant::now();
-    let composition = fit(pieces, query, resolved.budget, &spec)?;
-    if composition.dropped > 0 {
-        left_out += composition.dropped;
-    }
+    let source = StoreChunks {
+        store,
+        org: LOCAL_ORG,
+        project: &report.project.id,
+    };
+    let done = ctxgate_core::assemble::assemble(pack, &source, query, &resolved, &options)?;
     let t3 = Instant::now();
-    let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    warnings.extend(done.warnings.iter().cloned());
     Ok(AssembleReport {
-        tokens_total: composition.tokens,
+        tokens_total: done.tokens_total,
         budget: resolved.budget,
         model: resolved.model.clone(),
         tokenizer: spec.label(),
         exact: spec.is_exact(),
-        prompt: composition.prompt,
-        pieces: composition.pieces,
+        prompt: done.prompt,
+        pieces: done.pieces,
         warnings,
-        intent,
-
+        intent: done.intent,
         analysis: Analysis {
             window: resolved.window,
-            repo_tokens,
+            repo_tokens: done.repo_tokens,
             repo_files: pack.files.len(),
             repo_chunks: pack.chunks.len(),
-            frame_tokens,
-            code_tokens,
-            strategy,
-            candidates: candidates_count,
-            left_out,
+            frame_tokens: done.frame_tokens,
+            code_tokens: done.code_tokens,
+            strategy: done.strategy,
+            candidates: done.candidates,
+            left_out: done.left_out,
             index_version: opened.version,
             index_status: report.status,
             timings_ms: Timings {
@@ -306,73 +184,27 @@ pub fn assemble(
     })
 }
 
-/// A conservative guess of a piece's header and fence in tokens (about three characters a
-/// token); the composer's exact count corrects any error.
-fn header_cost(pack: &IndexPack, i: usize) -> u32 {
-    let c = &pack.chunks[i];
-    let path = pack.files[c.file as usize].path.len();
-    let symbol = c.symbol.as_ref().map_or(0, String::len);
-    ((2 * path + symbol + 80) / 3) as u32
+/// Chunk texts read from their segments in the embedded store.
+pub struct StoreChunks<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The owning organisation.
+    pub org: &'a str,
+    /// The project.
+    pub project: &'a str,
 }
 
-fn overhead_total(pack: &IndexPack) -> u64 {
-    (0..pack.chunks.len())
-        .map(|i| u64::from(header_cost(pack, i)))
-        .sum()
-}
-
-fn chunk_text(
-    store: &Store,
-    project: &str,
-    pack: &IndexPack,
-    i: usize,
-) -> Result<String, IndexerError> {
-    let c = &pack.chunks[i];
-    let key = keys::segment(LOCAL_ORG, project, &pack.segments[c.segment as usize]);
-    let bytes = store.get_range(&key, c.segment_offset, c.len() as usize)?;
-    String::from_utf8(bytes)
-        .map_err(|_| IndexerError::Corrupt(format!("chunk {} is not UTF-8", c.id)))
-}
-
-fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> Piece {
-    let c = &pack.chunks[i];
-    let f = &pack.files[c.file as usize];
-    Piece {
-        path: f.path.clone(),
-        language: f.language.clone(),
-        start_line: c.start_line,
-        end_line: c.end_line,
-        byte_start: c.byte_start,
-        byte_end: c.byte_end,
-        kind: c.kind.name().to_string(),
-        symbol: c.symbol.clone(),
-        chunk_id: c.id.clone(),
-        sha256: c.sha256.to_hex(),
-        text,
-        tokens,
-        score: if score <= f32::MIN_POSITIVE {
-            0.0
-        } else {
-            score
-        },
-        form: PieceForm::Full,
-        reasoning: None,
+impl ChunkSource for StoreChunks<'_> {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+        let c = &pack.chunks[i];
+        let key = keys::segment(self.org, self.project, &pack.segments[c.segment as usize]);
+        let bytes = self
+            .store
+            .get_range(&key, c.segment_offset, c.len() as usize)
+            .map_err(|e| AssembleError::Source(e.to_string()))?;
+        String::from_utf8(bytes)
+            .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
-}
-
-/// Below this budget, pieces are signatures only: a few declarations tell a model more than
-/// one body.
-pub const SIGNATURES_BELOW: u32 = 1000;
-
-/// Cuts a piece down to its signature, fixing its provenance.
-fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
-    p.text.truncate(len);
-    p.byte_end = p.byte_start + len as u64;
-    p.end_line = p.start_line + p.text.trim_end_matches('\n').matches('\n').count() as u32;
-    p.sha256 = ctxgate_core::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
-    p.tokens = spec.count(&p.text);
-    p.form = PieceForm::Signature;
-    p
 }
 
 /// `CTXGATE_BM25=k1,b` for tuning experiments (not a supported setting).

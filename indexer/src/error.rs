@@ -69,6 +69,17 @@ pub enum IndexerError {
     EmptyQuery,
 }
 
+impl From<ctxgate_core::assemble::AssembleError> for IndexerError {
+    fn from(e: ctxgate_core::assemble::AssembleError) -> Self {
+        use ctxgate_core::assemble::AssembleError as A;
+        match e {
+            A::EmptyQuery => IndexerError::EmptyQuery,
+            A::Compose(c) => IndexerError::Compose(c),
+            A::Source(s) => IndexerError::Corrupt(s),
+        }
+    }
+}
+
 impl IndexerError {
     /// Wraps an I/O error with what was being done to which path.
     pub fn io(

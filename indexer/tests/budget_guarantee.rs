@@ -86,6 +86,7 @@ proptest! {
             model: model.clone(),
             policy: BudgetPolicy::default(),
             index: IndexOptions::default(),
+            hot_paths: Vec::new(),
         };
         match assemble(&store, &catalog, &req, &NoProgress) {
             Ok(report) => {

@@ -13,6 +13,7 @@
 //! - [`select`] and [`compose`]: choosing pieces within a budget and composing the prompt,
 //!   whose exact count never exceeds the budget.
 
+pub mod assemble;
 pub mod catalog;
 pub mod chunk;
 pub mod compose;

@@ -70,6 +70,7 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
             system_prompt_tokens: args.system_prompt_tokens,
         },
         index,
+        hot_paths: args.hot.clone(),
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;

@@ -1,0 +1,321 @@
+//! Answering a query from one opened index: retrieval, ranking, selection and composition.
+//!
+//! Both hosts run this: the CLI over the embedded store and the edge API over whatever backend
+//! holds the pack. Chunk texts come through [`ChunkSource`], because the pack stores only where
+//! each text lives; the caller decides how to read it (a file range, an object already in
+//! memory). Nothing here counts time or touches storage.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::catalog::{ResolvedBudget, TokenizerSpec};
+use crate::chunk::{ChunkKind, signature_len};
+use crate::compose::{ComposeError, Piece, PieceForm, fit, render};
+use crate::index::IndexPack;
+use crate::intent::{QueryAnalysis, analyze};
+use crate::lexical::{Bm25Params, query_terms};
+use crate::rank::{Signals, Weights, rank};
+use crate::select::{Candidate, select_greedy};
+
+/// Below this budget, pieces are signatures only: a few declarations tell a model more than
+/// one body.
+pub const SIGNATURES_BELOW: u32 = 1000;
+
+/// Reads the text of chunk `i` of the pack being answered from.
+pub trait ChunkSource {
+    /// The chunk's exact text.
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
+}
+
+/// Why a query could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// The query has no words.
+    #[error("the query is empty")]
+    EmptyQuery,
+    /// A chunk's text could not be read.
+    #[error("chunk text unavailable: {0}")]
+    Source(String),
+    /// The prompt could not be held to the budget.
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+}
+
+/// How to search and rank: the tuned defaults unless an experiment overrides them.
+#[derive(Clone, Debug, Default)]
+pub struct QueryOptions {
+    /// Signal weights.
+    pub weights: Weights,
+    /// BM25 parameters used at query time, whatever the pack was built with.
+    pub bm25: Bm25Params,
+    /// Paths the client has open or recently edited: they count as mentioned.
+    pub hot_paths: Vec<String>,
+    /// Chunks already delivered (a continuation): never chosen again.
+    pub exclude: Vec<u32>,
+}
+
+/// The assembled context and how it was chosen.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assembled {
+    /// The pieces in the prompt, in prompt order.
+    pub pieces: Vec<Piece>,
+    /// The prompt's count with the target tokenizer.
+    pub tokens_total: u32,
+    /// The prompt.
+    pub prompt: String,
+    /// What the caller should know.
+    pub warnings: Vec<String>,
+    /// What the request was understood to be.
+    pub intent: QueryAnalysis,
+    /// Tokens in the whole index, in the target's tokens.
+    pub repo_tokens: u64,
+    /// Tokens of the prompt without any code (framing and the query).
+    pub frame_tokens: u32,
+    /// Tokens given to code pieces.
+    pub code_tokens: u32,
+    /// How pieces were chosen.
+    pub strategy: String,
+    /// Chunks that matched the query.
+    pub candidates: usize,
+    /// Relevant chunks that did not fit (a continuation can deliver them).
+    pub left_out: usize,
+    /// Pack indices of the chunks in the prompt (for continuations and audit).
+    #[serde(skip)]
+    pub chosen: Vec<u32>,
+}
+
+/// Answers `query` from `pack` within `resolved.budget`, counted by `resolved.tokenizer`.
+///
+/// The guarantee: `tokens_total` is the exact count of `prompt` (or the documented estimate
+/// for models without a public tokenizer) and never exceeds the budget.
+pub fn assemble(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    query: &str,
+    resolved: &ResolvedBudget,
+    options: &QueryOptions,
+) -> Result<Assembled, AssembleError> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(AssembleError::EmptyQuery);
+    }
+    let spec = &resolved.tokenizer;
+    let mut warnings = resolved.warnings.clone();
+    let hits = pack.lexical.search_with(&query_terms(query), options.bm25);
+    let mut intent = analyze(query);
+    for p in &options.hot_paths {
+        if !intent.entities.paths.contains(p) {
+            intent.entities.paths.push(p.clone());
+        }
+    }
+    let weights = &options.weights;
+    let excluded: std::collections::HashSet<u32> = options.exclude.iter().copied().collect();
+    let ranked = rank(pack, &hits, &intent, weights);
+    let reasons: HashMap<u32, Signals> = ranked.iter().map(|r| (r.chunk, r.signals)).collect();
+    let mut scores: Vec<(u32, f32)> = ranked
+        .iter()
+        .filter(|r| !excluded.contains(&r.chunk))
+        .map(|r| (r.chunk, r.score))
+        .collect();
+
+    let frame_tokens = spec.count(&render(&[], query));
+    let slot = pack.encoding_slot(spec.base());
+    let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
+    let repo_tokens: u64 = match slot {
+        Some(s) => pack
+            .chunks
+            .iter()
+            .map(|c| u64::from(spec.scale(c.tokens[s])))
+            .sum(),
+        None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
+    };
+    let room = resolved.budget.saturating_sub(frame_tokens);
+    let mut strategy;
+    let mut texts: HashMap<u32, String> = HashMap::new();
+    if scores.is_empty() {
+        strategy = "query only: nothing in the repository matches the query".to_string();
+        warnings.push(
+            "no relevant code found for the query; the prompt carries the query alone (low confidence)"
+                .into(),
+        );
+    } else {
+        strategy = format!(
+            "ranked by BM25, named symbols and mentioned files ({} candidates)",
+            scores.len()
+        );
+    }
+    // A repository that fits whole goes in whole (matching chunks keep their scores).
+    let whole_fits = excluded.is_empty() && repo_tokens + overhead_total(pack) <= u64::from(room);
+    if whole_fits && !scores.is_empty() {
+        let mut seen = vec![false; pack.chunks.len()];
+        for (i, _) in &scores {
+            seen[*i as usize] = true;
+        }
+        scores.extend(
+            (0..pack.chunks.len() as u32)
+                .filter(|i| !seen[*i as usize])
+                .map(|i| (i, 0.0)),
+        );
+        strategy = "whole repository: it fits in the budget".to_string();
+    }
+    // Small budgets get signatures of the best definitions instead of bodies.
+    let signatures_only = resolved.budget < SIGNATURES_BELOW && !scores.is_empty();
+    let mut signatures: HashMap<u32, usize> = HashMap::new();
+    if signatures_only {
+        let mut kept = Vec::new();
+        for &(i, score) in scores.iter().take(300) {
+            let kind = pack.chunks[i as usize].kind;
+            if matches!(
+                kind,
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+            ) {
+                continue;
+            }
+            let text = source.text(pack, i as usize)?;
+            if let Some(n) = signature_len(&text) {
+                signatures.insert(i, n);
+            }
+            texts.insert(i, text);
+            kept.push((i, score));
+        }
+        if !kept.is_empty() {
+            scores = kept;
+            strategy = format!(
+                "signatures only: the budget is under {SIGNATURES_BELOW} tokens ({} definitions considered)",
+                scores.len()
+            );
+        }
+    }
+    let candidates_count = scores.len();
+    let mut cands = Vec::with_capacity(scores.len());
+    let mut original: HashMap<u32, f32> = HashMap::new();
+    // Counting texts on the fly (an encoding the index did not count) stops once the candidates
+    // counted so far could fill the budget several times over: the rest could not be chosen.
+    let mut counted_on_the_fly = 0u64;
+    let mut piece_tokens: HashMap<u32, u32> = HashMap::new();
+    for &(i, score) in &scores {
+        let signature = signatures
+            .get(&i)
+            .and_then(|&n| texts.get(&i).map(|t| spec.count(&t[..n])));
+        let tokens = match signature.or_else(|| token_of(i as usize)) {
+            Some(t) => t,
+            None => {
+                if counted_on_the_fly > 4 * u64::from(room) {
+                    break;
+                }
+                let text = source.text(pack, i as usize)?;
+                let t = spec.count(&text);
+                counted_on_the_fly += u64::from(t);
+                texts.insert(i, text);
+                t
+            }
+        };
+        // Selection plans with each piece's header included, so the budget it fills is real.
+        cands.push(Candidate {
+            key: i,
+            tokens: tokens + header_cost(pack, i as usize),
+            score: weights.priority(score.max(f32::MIN_POSITIVE), tokens),
+        });
+        original.insert(i, score);
+        piece_tokens.insert(i, tokens);
+    }
+    let chosen = select_greedy(cands, room, 0).chosen;
+    let mut pieces = Vec::with_capacity(chosen.len());
+    let mut left_out = candidates_count.saturating_sub(chosen.len());
+    for c in chosen {
+        let text = match texts.remove(&c.key) {
+            Some(t) => t,
+            None => source.text(pack, c.key as usize)?,
+        };
+        let score = original.get(&c.key).copied().unwrap_or(c.score);
+        let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+        let mut p = piece(pack, c.key as usize, text, tokens, score);
+        if let Some(&n) = signatures.get(&c.key) {
+            p = to_signature(p, n, spec);
+        }
+        // Pieces added because the whole repository fits have no signal: all zeros.
+        p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
+        pieces.push(p);
+    }
+    let composition = fit(pieces, query, resolved.budget, spec)?;
+    left_out += composition.dropped;
+    let by_id: HashMap<&str, u32> = pack
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i as u32))
+        .collect();
+    let chosen = composition
+        .pieces
+        .iter()
+        .filter_map(|p| by_id.get(p.chunk_id.as_str()).copied())
+        .collect();
+    let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    Ok(Assembled {
+        tokens_total: composition.tokens,
+        prompt: composition.prompt,
+        pieces: composition.pieces,
+        warnings,
+        intent,
+        repo_tokens,
+        frame_tokens,
+        code_tokens,
+        strategy,
+        candidates: candidates_count,
+        left_out,
+        chosen,
+    })
+}
+
+/// A conservative guess of a piece's header and fence in tokens (about three characters a
+/// token); the composer's exact count corrects any error.
+fn header_cost(pack: &IndexPack, i: usize) -> u32 {
+    let c = &pack.chunks[i];
+    let path = pack.files[c.file as usize].path.len();
+    let symbol = c.symbol.as_ref().map_or(0, String::len);
+    ((2 * path + symbol + 80) / 3) as u32
+}
+
+fn overhead_total(pack: &IndexPack) -> u64 {
+    (0..pack.chunks.len())
+        .map(|i| u64::from(header_cost(pack, i)))
+        .sum()
+}
+
+fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> Piece {
+    let c = &pack.chunks[i];
+    let f = &pack.files[c.file as usize];
+    Piece {
+        path: f.path.clone(),
+        language: f.language.clone(),
+        start_line: c.start_line,
+        end_line: c.end_line,
+        byte_start: c.byte_start,
+        byte_end: c.byte_end,
+        kind: c.kind.name().to_string(),
+        symbol: c.symbol.clone(),
+        chunk_id: c.id.clone(),
+        sha256: c.sha256.to_hex(),
+        text,
+        tokens,
+        score: if score <= f32::MIN_POSITIVE {
+            0.0
+        } else {
+            score
+        },
+        form: PieceForm::Full,
+        reasoning: None,
+    }
+}
+
+/// Cuts a piece down to its signature, fixing its provenance.
+fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
+    p.text.truncate(len);
+    p.byte_end = p.byte_start + len as u64;
+    p.end_line = p.start_line + p.text.trim_end_matches('\n').matches('\n').count() as u32;
+    p.sha256 = crate::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
+    p.tokens = spec.count(&p.text);
+    p.form = PieceForm::Signature;
+    p
+}
