@@ -49,6 +49,20 @@ pub enum Command {
     Count(CountArgs),
     /// List the model catalog: windows, usable budgets, tokenizers, prices.
     Models(ModelsArgs),
+    /// Serve the HTTP API (the same router as the Cloudflare Worker) over the data directory.
+    Serve(ServeArgs),
+    /// Manage organisations.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Manage organisations' quotas.
+    #[command(subcommand)]
+    Quota(QuotaCommand),
+    /// Manage an organisation's projects.
+    #[command(subcommand)]
+    Project(ProjectCommand),
 }
 
 impl Command {
@@ -59,6 +73,11 @@ impl Command {
             Command::Assemble(a) => a.format,
             Command::Count(a) => a.format,
             Command::Models(a) => a.format,
+            Command::Serve(a) => a.format,
+            Command::Org(OrgCommand::Create(a)) => a.format,
+            Command::Key(KeyCommand::Create(a)) => a.format,
+            Command::Quota(QuotaCommand::Set(a)) => a.format,
+            Command::Project(ProjectCommand::Add(a)) => a.format,
         }
     }
 }
@@ -170,6 +189,123 @@ pub struct ModelsArgs {
     /// Only this provider's models.
     #[arg(long)]
     pub provider: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the address is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    pub addr: String,
+    /// Let `POST /v1/projects` index folders on this machine (only on servers you trust).
+    #[arg(long)]
+    pub allow_local_paths: bool,
+    /// Secret for the admin endpoints (`/v1/admin/...`); without it they are off.
+    #[arg(long, env = "CTXGATE_ADMIN_SECRET", hide_env_values = true)]
+    pub admin_secret: Option<String>,
+    /// Secret that signs continuation tokens; default: one kept in the data directory.
+    #[arg(long, env = "CTXGATE_TOKEN_SECRET", hide_env_values = true)]
+    pub token_secret: Option<String>,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Output format of the startup line.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Limits; a flag left out keeps the current value (`--clear` removes them all first).
+#[derive(Args, Debug, Clone, Default)]
+pub struct LimitFlags {
+    /// Tokens per UTC day.
+    #[arg(long, value_name = "N")]
+    pub tokens_per_day: Option<u64>,
+    /// Tokens per UTC calendar month.
+    #[arg(long, value_name = "N")]
+    pub tokens_per_month: Option<u64>,
+    /// Requests per minute.
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
+    /// Requests in flight at once.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum OrgCommand {
+    /// Create an organisation.
+    Create(OrgCreateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OrgCreateArgs {
+    /// Its name (letters, digits, `-`, `_`).
+    pub name: String,
+    #[command(flatten)]
+    pub limits: LimitFlags,
+    /// Models it may use (repeatable; default: all).
+    #[arg(long = "allow-model", value_name = "ID")]
+    pub allow_models: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Create an API key: it is printed once and stored only as a hash.
+    Create(KeyCreateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct KeyCreateArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    /// Output format (`json` prints `{"key": "..."}`).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum QuotaCommand {
+    /// Set an organisation's limits.
+    Set(QuotaSetArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct QuotaSetArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    #[command(flatten)]
+    pub limits: LimitFlags,
+    /// Remove every limit before applying the flags given.
+    #[arg(long)]
+    pub clear: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProjectCommand {
+    /// Register a local folder as a project of an organisation and index it.
+    Add(ProjectAddArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ProjectAddArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    /// The project's name within the organisation.
+    #[arg(long)]
+    pub name: String,
+    /// The folder.
+    pub dir: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

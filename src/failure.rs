@@ -93,3 +93,13 @@ fn budget_code(e: &BudgetError) -> &'static str {
         BudgetError::NothingUsable { .. } => "budget_nothing_usable",
     }
 }
+
+impl From<ctxgate_edge::error::ApiError> for Failure {
+    fn from(e: ctxgate_edge::error::ApiError) -> Self {
+        Self {
+            code: e.code,
+            user_error: e.status.is_client_error(),
+            message: e.message,
+        }
+    }
+}

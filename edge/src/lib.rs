@@ -1,8 +1,23 @@
-//! ctxgate's edge API.
+//! ctxgate's edge API: one router for the Cloudflare Worker and for `ctxgate serve`.
 //!
-//! The HTTP API will be one router over a small storage/quota interface, compiled both into a
-//! Cloudflare Worker (wasm32) and natively behind `ctxgate serve`, so that no request logic
-//! exists in only one host. This crate is a skeleton until that lands: it holds the wire shape
-//! of errors and of the health check, which every endpoint will share.
+//! Handlers are small functions over typed extractors ([`routes`]); what they read and write goes
+//! through the [`backend::Backend`] trait, so the same request logic runs in every host:
+//! - natively, [`embedded::EmbeddedBackend`] serves the foundation's data directory;
+//! - in the Worker (wasm32), the Cloudflare bindings do.
+//!
+//! Every decision (assembly, quotas, routing, continuation tokens) is `ctxgate-core`'s; this
+//! crate adapts HTTP to it and maps every failure to one error shape ([`error::ApiError`]).
 
+pub mod admin;
+pub mod backend;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod embedded;
+pub mod error;
+pub mod meter;
+pub mod openapi;
+pub mod routes;
+pub mod state;
 pub mod wire;
+
+pub use routes::router;
+pub use state::{AppState, Config};

@@ -258,10 +258,54 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
     }
 }
 
-/// Indexes the local folder `repo` for the local organisation, publishing a new version when
-/// anything changed.
+/// Which project of which organisation an index run publishes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectTarget {
+    /// The owning organisation.
+    pub org: String,
+    /// The project id (unique across organisations).
+    pub id: String,
+    /// The project's name within its organisation.
+    pub name: String,
+}
+
+impl ProjectTarget {
+    /// Project `name` of `org`: its id is derived from both, so names never collide across orgs.
+    pub fn named(org: &str, name: &str) -> Self {
+        let digest = Sha256Digest::of(format!("{org}\0{name}").as_bytes()).to_hex();
+        Self {
+            org: org.into(),
+            id: format!("p{}", &digest[..16]),
+            name: name.into(),
+        }
+    }
+}
+
+/// Indexes the local folder `repo` for the local organisation (the CLI's default), publishing a
+/// new version when anything changed.
 pub fn index_repo(
     store: &Store,
+    repo: &Path,
+    opts: &IndexOptions,
+    progress: &dyn Progress,
+) -> Result<IndexReport, IndexerError> {
+    let root = canonical_repo(repo)?;
+    let target = ProjectTarget {
+        org: LOCAL_ORG.into(),
+        id: local_project_id(&root),
+        name: root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into()),
+    };
+    index_project(store, &target, &root, opts, progress)
+}
+
+/// Indexes the folder `repo` as project `target`, publishing a new version when anything
+/// changed.
+pub fn index_project(
+    store: &Store,
+    target: &ProjectTarget,
     repo: &Path,
     opts: &IndexOptions,
     progress: &dyn Progress,
@@ -274,12 +318,9 @@ pub fn index_repo(
             repo: root,
         });
     }
-    let org = LOCAL_ORG;
-    let project_id = local_project_id(&root);
-    let name = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "root".into());
+    let org = target.org.as_str();
+    let project_id = target.id.clone();
+    let name = target.name.clone();
     store.upsert_project(&ProjectItem {
         id: project_id.clone(),
         org: org.into(),

@@ -17,12 +17,15 @@ pub mod assemble;
 pub mod catalog;
 pub mod chunk;
 pub mod compose;
+pub mod continuation;
 pub mod hash;
 pub mod index;
 pub mod intent;
 
 pub mod lexical;
+pub mod quota;
 pub mod rank;
+pub mod route;
 
 pub mod select;
 pub mod tokens;

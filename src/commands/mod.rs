@@ -1,10 +1,12 @@
 //! One module per subcommand, plus what they share: the data directory, the catalog and the
 //! indexing flags.
 
+pub mod admin;
 pub mod assemble;
 pub mod count;
 pub mod index;
 pub mod models;
+pub mod serve;
 
 use std::path::PathBuf;
 

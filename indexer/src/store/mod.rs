@@ -18,6 +18,7 @@
 
 mod items;
 mod objects;
+mod records;
 
 pub use items::{ProjectItem, VersionItem};
 pub use objects::{Manifest, keys};

@@ -24,6 +24,8 @@
 //! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
+pub mod layout;
+
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkKind;

@@ -1,0 +1,88 @@
+//! Administration shared by the admin endpoints and the CLI (`ctxgate org|key|quota`), so that
+//! both go through the same checks.
+
+use ctxgate_core::quota::Limits;
+
+use crate::backend::{KeyRecord, OrgRecord};
+use crate::error::ApiError;
+use crate::routes::hash_key;
+use crate::state::AppState;
+
+/// API keys start with this, so they are recognisable in logs and secret scanners.
+pub const KEY_PREFIX: &str = "ctxg_";
+
+fn valid_org_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_name",
+            "an organisation name is 1-64 letters, digits, `-` or `_`",
+        ))
+    }
+}
+
+/// Creates organisation `name`.
+pub async fn create_org(
+    state: &AppState,
+    name: &str,
+    limits: Limits,
+    allowed_models: Vec<String>,
+) -> Result<OrgRecord, ApiError> {
+    valid_org_name(name)?;
+    for m in &allowed_models {
+        state.catalog.resolve(m)?;
+    }
+    let org = OrgRecord {
+        name: name.to_string(),
+        limits,
+        allowed_models,
+        created_ms: state.backend.now_ms(),
+    };
+    state.backend.create_org(&org).await?;
+    Ok(org)
+}
+
+async fn existing(state: &AppState, name: &str) -> Result<OrgRecord, ApiError> {
+    state
+        .backend
+        .org(name)
+        .await?
+        .ok_or_else(|| ApiError::not_found("org_not_found", format!("no organisation `{name}`")))
+}
+
+/// Creates a key for `org` and returns it: the only time it is ever visible.
+pub async fn create_key(state: &AppState, org: &str) -> Result<String, ApiError> {
+    existing(state, org).await?;
+    let secret: String = state
+        .backend
+        .random_bytes(24)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = format!("{KEY_PREFIX}{secret}");
+    let record = KeyRecord {
+        org: org.to_string(),
+        prefix: key.chars().take(KEY_PREFIX.len() + 6).collect(),
+        created_ms: state.backend.now_ms(),
+    };
+    state.backend.put_key(&hash_key(&key), &record).await?;
+    Ok(key)
+}
+
+/// Replaces `org`'s limits.
+pub async fn set_limits(
+    state: &AppState,
+    org: &str,
+    limits: Limits,
+) -> Result<OrgRecord, ApiError> {
+    let mut record = existing(state, org).await?;
+    record.limits = limits;
+    state.backend.update_org(&record).await?;
+    Ok(record)
+}

@@ -1,0 +1,176 @@
+//! The storage and quota interface every host implements.
+//!
+//! The router asks for records and objects by name; it never knows whether they come from the
+//! embedded data directory, Cloudflare bindings or S3 and DynamoDB. Quota arithmetic is the
+//! core's ([`ctxgate_core::quota::Ledger`]); a backend's only duty there is to apply it
+//! atomically per organisation.
+
+use async_trait::async_trait;
+use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
+use serde::{Deserialize, Serialize};
+
+/// What a backend can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The record already exists (creating an org or project twice).
+    #[error("{0} already exists")]
+    Conflict(String),
+    /// A named record does not exist.
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The request cannot be served by this host (e.g. a local path on a public server).
+    #[error("{0}")]
+    Refused(String),
+    /// The caller's input is wrong (a bad source path, an empty repository).
+    #[error("{0}")]
+    Invalid(String),
+    /// Stored data is damaged.
+    #[error("stored data is damaged: {0}")]
+    Corrupt(String),
+    /// The store failed.
+    #[error("storage failed: {0}")]
+    Storage(String),
+}
+
+/// An organisation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OrgRecord {
+    /// Unique name, also its id.
+    pub name: String,
+    /// Its limits.
+    pub limits: Limits,
+    /// Models it may use (ids); empty is all.
+    #[serde(default)]
+    pub allowed_models: Vec<String>,
+    /// Created, milliseconds since the epoch.
+    pub created_ms: u64,
+}
+
+/// An API key, stored under its sha256; the key itself is never stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyRecord {
+    /// The owning organisation.
+    pub org: String,
+    /// The first characters of the key, to tell keys apart in listings.
+    pub prefix: String,
+    /// Created, milliseconds since the epoch.
+    pub created_ms: u64,
+}
+
+/// A project as the API shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProjectInfo {
+    /// Stable id.
+    pub id: String,
+    /// Name, unique within the org.
+    pub name: String,
+    /// Owning organisation.
+    pub org: String,
+    /// Where it was indexed from.
+    pub source: String,
+    /// The published version readers see, if any.
+    pub current_version: Option<u64>,
+}
+
+/// Where a new project's files come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ProjectSource {
+    /// A folder on the server (only on servers started with local paths allowed).
+    Local {
+        /// The folder.
+        path: String,
+    },
+    /// A git repository.
+    Git {
+        /// Clone URL.
+        url: String,
+        /// A commit or branch to pin.
+        #[serde(default)]
+        rev: Option<String>,
+    },
+    /// A tarball over HTTP(S).
+    Tarball {
+        /// Download URL.
+        url: String,
+    },
+}
+
+/// One call, as audited: ids and counts, never content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Request id.
+    pub id: String,
+    /// When, milliseconds since the epoch.
+    pub at_ms: u64,
+    /// Endpoint.
+    pub endpoint: String,
+    /// Project id, when one was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Chunk ids delivered.
+    #[serde(default)]
+    pub chunks: Vec<String>,
+    /// Tokens reserved.
+    pub tokens_reserved: u64,
+    /// Tokens charged.
+    pub tokens_used: u64,
+    /// HTTP status of the answer.
+    pub status: u16,
+}
+
+/// Storage and quota for the router.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Milliseconds since the epoch (hosts differ: the system clock, `Date.now()`).
+    fn now_ms(&self) -> u64;
+    /// `n` random bytes from the host's CSPRNG.
+    fn random_bytes(&self, n: usize) -> Vec<u8>;
+
+    /// Creates an organisation; `Conflict` if it exists.
+    async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError>;
+    /// An organisation by name.
+    async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError>;
+    /// Replaces an organisation's limits and allowed models.
+    async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError>;
+    /// Stores a key's record under its hash.
+    async fn put_key(&self, key_hash: &str, key: &KeyRecord) -> Result<(), BackendError>;
+    /// The record of the key with this hash.
+    async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError>;
+
+    /// Applies [`Ledger::reserve`] atomically to `org`'s ledger.
+    async fn reserve(
+        &self,
+        org: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<Result<Lease, Refusal>, BackendError>;
+    /// Applies [`Ledger::settle`] atomically to `org`'s ledger.
+    async fn settle(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+    ) -> Result<(), BackendError>;
+    /// `org`'s ledger as stored.
+    async fn ledger(&self, org: &str) -> Result<Ledger, BackendError>;
+    /// Appends one audit record for `org`.
+    async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError>;
+    /// `org`'s newest audit records, newest first.
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;
+
+    /// `org`'s projects.
+    async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError>;
+    /// Registers a project for `org` and indexes it (hosts that cannot index refuse).
+    async fn create_project(
+        &self,
+        org: &str,
+        name: &str,
+        source: &ProjectSource,
+    ) -> Result<ProjectInfo, BackendError>;
+    /// An object of a published index (an S3-style key under `org/{org}/`).
+    async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError>;
+}

@@ -1,0 +1,267 @@
+//! The native backend: the foundation's data directory (objects on disk, items in SQLite).
+//!
+//! SQLite write transactions make each ledger update atomic across threads and processes, so
+//! `ctxgate serve` and the admin CLI can share one data directory safely.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
+use ctxgate_indexer::IndexerError;
+use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
+use ctxgate_indexer::store::{ProjectItem, Store};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::backend::{
+    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
+};
+
+/// A data directory as the API's backend.
+pub struct EmbeddedBackend {
+    store: Mutex<Store>,
+    root: PathBuf,
+    allow_local_paths: bool,
+    index: IndexOptions,
+}
+
+impl EmbeddedBackend {
+    /// Opens the data directory at `root`. `allow_local_paths` lets `POST /v1/projects` index
+    /// folders on this machine (only for servers the caller trusts with its files).
+    pub fn open(root: &std::path::Path, allow_local_paths: bool) -> Result<Self, IndexerError> {
+        let store = Store::open(root)?;
+        Ok(Self {
+            root: store.root().to_path_buf(),
+            store: Mutex::new(store),
+            allow_local_paths,
+            index: IndexOptions::default(),
+        })
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, IndexerError>,
+    ) -> Result<T, BackendError> {
+        let store = self
+            .store
+            .lock()
+            .map_err(|_| BackendError::Storage("store lock poisoned".into()))?;
+        f(&store).map_err(storage)
+    }
+}
+
+fn storage(e: IndexerError) -> BackendError {
+    match e {
+        IndexerError::Corrupt(m) => BackendError::Corrupt(m),
+        e if e.is_user_error() => BackendError::Invalid(e.to_string()),
+        e => BackendError::Storage(e.to_string()),
+    }
+}
+
+fn decode<T: DeserializeOwned>(data: &str) -> Result<T, IndexerError> {
+    serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+fn encode<T: Serialize>(v: &T) -> Result<String, IndexerError> {
+    serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+fn org_pk(org: &str) -> String {
+    format!("ORG#{org}")
+}
+
+fn info(p: ProjectItem) -> ProjectInfo {
+    ProjectInfo {
+        id: p.id,
+        name: p.name,
+        org: p.org,
+        source: p.source,
+        current_version: p.current_version,
+    }
+}
+
+#[async_trait]
+impl Backend for EmbeddedBackend {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+
+    fn random_bytes(&self, n: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; n];
+        // The OS generator does not fail on the platforms ctxgate runs on; if it ever did, the
+        // zeroed buffer would make keys guessable, so fail loudly instead.
+        if let Err(e) = getrandom::fill(&mut buf) {
+            panic!("the operating system's random generator failed: {e}");
+        }
+        buf
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        let data = encode(org).map_err(storage)?;
+        if self.with(|s| s.insert_item(&org_pk(&org.name), "META", &data))? {
+            Ok(())
+        } else {
+            Err(BackendError::Conflict(format!(
+                "organisation `{}`",
+                org.name
+            )))
+        }
+    }
+
+    async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
+        self.with(|s| {
+            s.item(&org_pk(name), "META")?
+                .map(|d| decode(&d))
+                .transpose()
+        })
+    }
+
+    async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        let data = encode(org).map_err(storage)?;
+        self.with(|s| s.put_item(&org_pk(&org.name), "META", &data))
+    }
+
+    async fn put_key(&self, key_hash: &str, key: &KeyRecord) -> Result<(), BackendError> {
+        let data = encode(key).map_err(storage)?;
+        self.with(|s| {
+            s.put_item(&format!("KEY#{key_hash}"), "META", &data)?;
+            // Listed under the org too, by prefix only.
+            s.put_item(
+                &org_pk(&key.org),
+                &format!("KEY#{}#{}", key.prefix, &key_hash[..12]),
+                &data,
+            )
+        })
+    }
+
+    async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError> {
+        self.with(|s| {
+            s.item(&format!("KEY#{key_hash}"), "META")?
+                .map(|d| decode(&d))
+                .transpose()
+        })
+    }
+
+    async fn reserve(
+        &self,
+        org: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<Result<Lease, Refusal>, BackendError> {
+        self.with(|s| {
+            s.update_item(&org_pk(org), "LEDGER", |old| {
+                let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
+                match ledger.reserve(limits, lease_id, tokens, now_ms) {
+                    Ok(lease) => Ok((Some(encode(&ledger)?), Ok(lease))),
+                    Err(refusal) => Ok((None, Err(refusal))),
+                }
+            })
+        })
+    }
+
+    async fn settle(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+    ) -> Result<(), BackendError> {
+        self.with(|s| {
+            s.update_item(&org_pk(org), "LEDGER", |old| {
+                let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
+                if ledger.settle(lease_id, used, now_ms) {
+                    Ok((Some(encode(&ledger)?), ()))
+                } else {
+                    Ok((None, ()))
+                }
+            })
+        })
+    }
+
+    async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
+        self.with(|s| {
+            Ok(s.item(&org_pk(org), "LEDGER")?
+                .map(|d| decode(&d))
+                .transpose()?
+                .unwrap_or_default())
+        })
+    }
+
+    async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError> {
+        let data = encode(record).map_err(storage)?;
+        let sk = format!("AUDIT#{:015}#{}", record.at_ms, record.id);
+        self.with(|s| s.put_item(&org_pk(org), &sk, &data))
+    }
+
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
+        self.with(|s| {
+            s.items_with_prefix(&org_pk(org), "AUDIT#", true, limit)?
+                .iter()
+                .map(|d| decode(d))
+                .collect()
+        })
+    }
+
+    async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
+        Ok(self
+            .with(|s| s.projects(org))?
+            .into_iter()
+            .map(info)
+            .collect())
+    }
+
+    async fn create_project(
+        &self,
+        org: &str,
+        name: &str,
+        source: &ProjectSource,
+    ) -> Result<ProjectInfo, BackendError> {
+        let path = match source {
+            ProjectSource::Local { path } if self.allow_local_paths => PathBuf::from(path),
+            ProjectSource::Local { .. } => {
+                return Err(BackendError::Refused(
+                    "this server does not index local paths (start it with --allow-local-paths)"
+                        .into(),
+                ));
+            }
+            ProjectSource::Git { .. } | ProjectSource::Tarball { .. } => {
+                return Err(BackendError::Refused(
+                    "git and tarball sources are not supported by this server yet".into(),
+                ));
+            }
+        };
+        let target = ProjectTarget::named(org, name);
+        if self
+            .projects(org)
+            .await?
+            .iter()
+            .any(|p| p.id == target.id && p.current_version.is_some())
+        {
+            return Err(BackendError::Conflict(format!("project `{name}`")));
+        }
+        // Indexing takes seconds: run it off the async workers, on its own connection.
+        let root = self.root.clone();
+        let opts = self.index.clone();
+        let item = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&root)?;
+            index_project(&store, &target, &path, &opts, &NoProgress)?;
+            store
+                .project(&target.org, &target.id)?
+                .ok_or_else(|| IndexerError::Corrupt("project vanished after indexing".into()))
+        })
+        .await
+        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))?
+        .map_err(storage)?;
+        Ok(info(item))
+    }
+
+    async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
+        self.with(|s| s.get_object(key))
+    }
+}

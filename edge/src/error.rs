@@ -1,0 +1,148 @@
+//! The API's one error type, and its single mapping to HTTP responses.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::backend::BackendError;
+use crate::wire::{ErrorBody, ErrorDetail};
+
+/// An error answer: status, machine-readable code, message, details.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Machine-readable code.
+    pub code: &'static str,
+    /// For people.
+    pub message: String,
+    /// Structured facts.
+    pub details: Value,
+    /// Seconds for `Retry-After` (429s).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with no details.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: Value::Null,
+            retry_after: None,
+        }
+    }
+    /// 400 with `code`.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    /// 404 with `code`.
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+    /// Adds structured details.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+                details: self.details,
+            },
+        };
+        let mut res = (self.status, axum::Json(body)).into_response();
+        if let Some(s) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        res
+    }
+}
+
+impl From<BackendError> for ApiError {
+    fn from(e: BackendError) -> Self {
+        let msg = e.to_string();
+        match e {
+            BackendError::Conflict(_) => ApiError::new(StatusCode::CONFLICT, "conflict", msg),
+            BackendError::NotFound(_) => ApiError::not_found("not_found", msg),
+            BackendError::Refused(_) => ApiError::new(StatusCode::FORBIDDEN, "source_refused", msg),
+            BackendError::Invalid(_) => ApiError::bad_request("invalid_source", msg),
+            BackendError::Corrupt(_) => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "index_corrupt", msg)
+            }
+            BackendError::Storage(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", msg)
+            }
+        }
+    }
+}
+
+impl From<ctxgate_core::catalog::CatalogError> for ApiError {
+    fn from(e: ctxgate_core::catalog::CatalogError) -> Self {
+        use ctxgate_core::catalog::CatalogError as C;
+        let code = match e {
+            C::UnknownModel { .. } => "unknown_model",
+            _ => "invalid_catalog",
+        };
+        ApiError::bad_request(code, e.to_string())
+            .with_details(json!({"hint": "GET /v1/models lists the known models"}))
+    }
+}
+
+impl From<ctxgate_core::catalog::BudgetError> for ApiError {
+    fn from(e: ctxgate_core::catalog::BudgetError) -> Self {
+        use ctxgate_core::catalog::BudgetError as B;
+        let code = match &e {
+            B::Missing => "budget_missing",
+            B::Zero => "budget_zero",
+            B::ExceedsWindow { .. } => "budget_exceeds_window",
+            B::NothingUsable { .. } => "budget_nothing_usable",
+        };
+        let details = match &e {
+            B::ExceedsWindow {
+                budget,
+                model,
+                window,
+                usable,
+            } => json!({"budget": budget, "model": model, "window": window, "usable": usable}),
+            _ => Value::Null,
+        };
+        ApiError::bad_request(code, e.to_string()).with_details(details)
+    }
+}
+
+impl From<ctxgate_core::continuation::TokenError> for ApiError {
+    fn from(e: ctxgate_core::continuation::TokenError) -> Self {
+        use ctxgate_core::continuation::TokenError as T;
+        let code = match e {
+            T::Malformed => "continuation_malformed",
+            T::BadSignature => "continuation_invalid",
+            T::Expired => "continuation_expired",
+            T::Mismatch(_) => "continuation_mismatch",
+        };
+        ApiError::bad_request(code, e.to_string())
+    }
+}
+
+impl From<ctxgate_core::assemble::AssembleError> for ApiError {
+    fn from(e: ctxgate_core::assemble::AssembleError) -> Self {
+        use ctxgate_core::assemble::AssembleError as A;
+        match e {
+            A::EmptyQuery => ApiError::bad_request("query_empty", e.to_string()),
+            A::Compose(_) => ApiError::bad_request("query_too_large", e.to_string()),
+            A::Source(_) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "index_corrupt",
+                e.to_string(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Quota admission and settlement around each metered call, and its audit record.
+//!
+//! A call reserves its largest possible cost before any work (the budget it may fill) and
+//! settles what it really used after, so concurrent calls can never spend past a limit. A
+//! settlement that fails leaves the lease to lapse ([`ctxgate_core::quota::LEASE_MS`]): the
+//! org is briefly over-reserved, never over-spent.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::backend::AuditRecord;
+use crate::error::ApiError;
+use crate::routes::Caller;
+use crate::state::AppState;
+
+/// A call admitted under its org's quota.
+pub struct Admission {
+    /// The lease id, also the request id.
+    pub id: String,
+    /// Tokens held.
+    pub reserved: u64,
+    endpoint: &'static str,
+}
+
+/// A fresh random id (hex).
+pub fn new_id(state: &AppState) -> String {
+    state
+        .backend
+        .random_bytes(12)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reserves `tokens` for a call to `endpoint`, or answers 429 with what was hit.
+pub async fn admit(
+    state: &AppState,
+    caller: &Caller,
+    tokens: u64,
+    endpoint: &'static str,
+) -> Result<Admission, ApiError> {
+    let id = new_id(state);
+    let now = state.backend.now_ms();
+    match state
+        .backend
+        .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
+        .await?
+    {
+        Ok(_) => Ok(Admission {
+            id,
+            reserved: tokens,
+            endpoint,
+        }),
+        Err(r) => {
+            let what = r.limit.name();
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota_exceeded",
+                format!(
+                    "the organisation's {what} limit ({}) does not allow this request: {} left, {} needed; retry in {} s",
+                    r.allowed, r.remaining, r.requested, r.retry_after_s
+                ),
+            )
+            .with_details(json!({
+                "limit": what,
+                "allowed": r.allowed,
+                "remaining": r.remaining,
+                "requested": r.requested,
+                "retry_after_s": r.retry_after_s,
+            }));
+            e.retry_after = Some(r.retry_after_s);
+            Err(e)
+        }
+    }
+}
+
+/// Settles an admitted call at `used` tokens and records its audit entry.
+pub async fn finish(
+    state: &AppState,
+    caller: &Caller,
+    admission: Admission,
+    used: u64,
+    project: Option<String>,
+    chunks: Vec<String>,
+    status: u16,
+) {
+    let now = state.backend.now_ms();
+    let org = &caller.org.name;
+    let _ = state.backend.settle(org, &admission.id, used, now).await;
+    let record = AuditRecord {
+        id: admission.id,
+        at_ms: now,
+        endpoint: admission.endpoint.to_string(),
+        project,
+        chunks,
+        tokens_reserved: admission.reserved,
+        tokens_used: used,
+        status,
+    };
+    let _ = state.backend.append_audit(org, &record).await;
+}

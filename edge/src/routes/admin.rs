@@ -1,0 +1,83 @@
+//! Admin endpoints (behind the admin secret): organisations, keys, limits.
+
+use axum::Json;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use ctxgate_core::quota::Limits;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::JsonBody;
+use super::auth::{bearer, hash_key};
+use crate::admin;
+use crate::backend::OrgRecord;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A request carrying the admin secret.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(secret) = &state.config.admin_secret else {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "admin_disabled",
+                "this server has no admin secret; admin endpoints are off",
+            ));
+        };
+        // Comparing hashes keeps the comparison's time independent of the secret.
+        match bearer(parts) {
+            Some(k) if hash_key(k) == hash_key(secret) => Ok(Admin),
+            _ => Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_admin_secret",
+                "send the admin secret as `Authorization: Bearer <secret>`",
+            )),
+        }
+    }
+}
+
+/// `POST /v1/admin/orgs` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrg {
+    name: String,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    allowed_models: Vec<String>,
+}
+
+/// `POST /v1/admin/orgs`.
+pub async fn create_org(
+    State(state): State<AppState>,
+    _: Admin,
+    JsonBody(req): JsonBody<CreateOrg>,
+) -> Result<(StatusCode, Json<OrgRecord>), ApiError> {
+    let org = admin::create_org(&state, &req.name, req.limits, req.allowed_models).await?;
+    Ok((StatusCode::CREATED, Json(org)))
+}
+
+/// `POST /v1/admin/orgs/{org}/keys`: the key is in this answer and nowhere else.
+pub async fn create_key(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(org): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let key = admin::create_key(&state, &org).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "org": org, "key": key }))))
+}
+
+/// `PUT /v1/admin/orgs/{org}/limits`.
+pub async fn set_limits(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(org): Path<String>,
+    JsonBody(limits): JsonBody<Limits>,
+) -> Result<Json<OrgRecord>, ApiError> {
+    Ok(Json(admin::set_limits(&state, &org, limits).await?))
+}

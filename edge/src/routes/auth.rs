@@ -1,0 +1,61 @@
+//! `Authorization: Bearer <key>` → the caller's organisation.
+
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use ctxgate_core::hash::Sha256Digest;
+
+use crate::backend::OrgRecord;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// An authenticated caller.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// The caller's organisation.
+    pub org: OrgRecord,
+}
+
+/// How keys are stored: only their sha256.
+pub fn hash_key(key: &str) -> String {
+    Sha256Digest::of(key.as_bytes()).to_hex()
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+fn unauthorized(code: &'static str, message: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, code, message)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = bearer(parts).ok_or_else(|| {
+            unauthorized(
+                "missing_api_key",
+                "send your API key as `Authorization: Bearer <key>`",
+            )
+        })?;
+        let record = state
+            .backend
+            .key(&hash_key(key))
+            .await?
+            .ok_or_else(|| unauthorized("invalid_api_key", "the API key is not valid"))?;
+        let org =
+            state.backend.org(&record.org).await?.ok_or_else(|| {
+                unauthorized("invalid_api_key", "the API key's organisation is gone")
+            })?;
+        Ok(Caller { org })
+    }
+}

@@ -1,0 +1,370 @@
+//! `POST /v1/context` and `POST /v1/search`: the core's assembly over a project's current index.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
+use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
+use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::route::{RouteDecision, route};
+use ctxgate_core::tokens::Encoding;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::JsonBody;
+use super::auth::Caller;
+use super::projects::find_project;
+use crate::backend::ProjectInfo;
+use crate::error::ApiError;
+use crate::meter;
+use crate::state::AppState;
+
+/// Longest accepted query, in bytes.
+const MAX_QUERY_BYTES: usize = 64 * 1024;
+/// Reply tokens assumed when routing, unless the request says.
+const DEFAULT_REPLY_TOKENS: u32 = 2_048;
+/// Default page size of `/v1/search`, in tokens.
+const DEFAULT_PAGE_TOKENS: u32 = 4_000;
+
+/// `POST /v1/context` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRequest {
+    /// Project name or id.
+    project: String,
+    /// What the model will be asked.
+    query: String,
+    /// Hard token limit of the assembled prompt.
+    #[serde(default)]
+    budget: Option<u32>,
+    /// Target model (its tokenizer and window apply).
+    #[serde(default)]
+    model: Option<String>,
+    /// Files the client has open or recently edited.
+    #[serde(default)]
+    hot_paths: Vec<String>,
+    /// The token of the previous page.
+    #[serde(default)]
+    continuation: Option<String>,
+    /// `none` (the only level implemented so far).
+    #[serde(default)]
+    compression: Option<String>,
+    /// Retrieval profile (reserved).
+    #[serde(default)]
+    profile: Option<String>,
+    /// Client session id, echoed in the audit (reserved).
+    #[serde(default)]
+    session: Option<String>,
+    /// Conversation history (not implemented yet).
+    #[serde(default)]
+    messages: Option<Value>,
+    /// Tokens expected in the reply, for routing.
+    #[serde(default)]
+    reply_tokens: Option<u32>,
+}
+
+/// `POST /v1/search` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    /// Project name or id.
+    project: String,
+    /// The search.
+    query: String,
+    /// Tokens per page.
+    #[serde(default)]
+    page_tokens: Option<u32>,
+    /// Count with this model's tokenizer.
+    #[serde(default)]
+    model: Option<String>,
+    /// The token of the previous page.
+    #[serde(default)]
+    continuation: Option<String>,
+}
+
+/// What a metered assembly produced.
+struct Run {
+    project: ProjectInfo,
+    version: u64,
+    resolved: ResolvedBudget,
+    done: Assembled,
+    continuation: Option<String>,
+}
+
+fn check_query(query: &str) -> Result<(), ApiError> {
+    if query.trim().is_empty() {
+        return Err(ApiError::bad_request("query_empty", "the query is empty"));
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(ApiError::bad_request(
+            "query_too_large",
+            format!(
+                "the query has {} bytes; the limit is {MAX_QUERY_BYTES}",
+                query.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn resolve(
+    state: &AppState,
+    caller: &Caller,
+    model: Option<&str>,
+    budget: Option<u32>,
+) -> Result<ResolvedBudget, ApiError> {
+    let model = model.map(|m| state.catalog.resolve(m)).transpose()?;
+    if let Some(m) = model {
+        let allowed = &caller.org.allowed_models;
+        if !allowed.is_empty() && !allowed.contains(&m.id) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "model_not_allowed",
+                format!("the organisation may not use `{}`", m.id),
+            )
+            .with_details(json!({ "allowed_models": allowed })));
+        }
+    }
+    Ok(resolve_budget(
+        model,
+        budget,
+        &BudgetPolicy::default(),
+        Encoding::O200kBase,
+    )?)
+}
+
+/// Resolves, admits, assembles and settles one call.
+async fn run(
+    state: &AppState,
+    caller: &Caller,
+    endpoint: &'static str,
+    project: &str,
+    query: &str,
+    resolved: ResolvedBudget,
+    hot_paths: Vec<String>,
+    continuation: Option<&str>,
+) -> Result<Run, ApiError> {
+    let org = caller.org.name.clone();
+    let project = find_project(state, &org, project).await?;
+    let version = project.current_version.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "project_not_indexed",
+            format!("project `{}` has no published index yet", project.name),
+        )
+    })?;
+    let now = state.backend.now_ms();
+    let secret = &state.config.token_secret;
+    let mut delivered = Vec::new();
+    if let Some(token) = continuation {
+        let claims = continuation::verify(token, secret, now)?;
+        claims.check(&org, &project.id, version, query)?;
+        delivered = claims.delivered;
+    }
+    let admission = meter::admit(state, caller, u64::from(resolved.budget), endpoint).await?;
+    let result = async {
+        let snap = state
+            .snapshots
+            .open(state.backend.as_ref(), &project)
+            .await?;
+        let options = QueryOptions {
+            hot_paths,
+            exclude: delivered.clone(),
+            ..QueryOptions::default()
+        };
+        Ok::<_, ApiError>(assemble(
+            &snap.pack,
+            snap.as_ref(),
+            query,
+            &resolved,
+            &options,
+        )?)
+    }
+    .await;
+    let (used, chunks, status) = match &result {
+        Ok(d) => (
+            u64::from(d.tokens_total),
+            d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
+            200,
+        ),
+        Err(e) => (0, Vec::new(), e.status.as_u16()),
+    };
+    meter::finish(
+        state,
+        caller,
+        admission,
+        used,
+        Some(project.id.clone()),
+        chunks,
+        status,
+    )
+    .await;
+    let done = result?;
+    let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
+        delivered.extend(&done.chosen);
+        continuation::issue(
+            &Claims {
+                org,
+                project: project.id.clone(),
+                version,
+                query: query_fingerprint(query),
+                delivered,
+                expires_ms: now + state.config.continuation_ttl_ms,
+            },
+            secret,
+        )
+    });
+    Ok(Run {
+        project,
+        version,
+        resolved,
+        done,
+        continuation,
+    })
+}
+
+/// What the context saved against sending the whole repository.
+#[derive(Serialize)]
+struct Savings {
+    repo_tokens: u64,
+    tokens_total: u32,
+    tokens_saved: u64,
+    percent_saved: f64,
+    usd_saved: Option<f64>,
+    priced_with: Option<String>,
+}
+
+/// `POST /v1/context`.
+pub async fn context(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(req): JsonBody<ContextRequest>,
+) -> Result<Json<Value>, ApiError> {
+    check_query(&req.query)?;
+    if let Some(c) = req.compression.as_deref().filter(|c| *c != "none") {
+        return Err(ApiError::bad_request(
+            "unsupported_option",
+            format!("compression `{c}` is not available yet; use `none`"),
+        ));
+    }
+    if req.messages.is_some() {
+        return Err(ApiError::bad_request(
+            "unsupported_option",
+            "`messages` is not accepted yet; compact history with POST /v1/history/compact",
+        ));
+    }
+    let _ = (&req.profile, &req.session);
+    let resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
+    let run = run(
+        &state,
+        &caller,
+        "/v1/context",
+        &req.project,
+        &req.query,
+        resolved,
+        req.hot_paths,
+        req.continuation.as_deref(),
+    )
+    .await?;
+    let reply = req.reply_tokens.unwrap_or(DEFAULT_REPLY_TOKENS);
+    let routing = routing(&state, &caller, &run, reply);
+    let priced = routing
+        .as_ref()
+        .and_then(|r| state.catalog.get(&r.model))
+        .map(|m| (m.id.clone(), m.input_price_per_mtok));
+    let saved = run
+        .done
+        .repo_tokens
+        .saturating_sub(u64::from(run.done.tokens_total));
+    let savings = Savings {
+        repo_tokens: run.done.repo_tokens,
+        tokens_total: run.done.tokens_total,
+        tokens_saved: saved,
+        percent_saved: if run.done.repo_tokens == 0 {
+            0.0
+        } else {
+            (saved as f64 * 1000.0 / run.done.repo_tokens as f64).round() / 10.0
+        },
+        usd_saved: priced.as_ref().map(|(_, p)| saved as f64 * p / 1_000_000.0),
+        priced_with: priced.map(|(id, _)| id),
+    };
+    let d = &run.done;
+    Ok(Json(json!({
+        "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
+        "pieces": d.pieces,
+        "tokens_total": d.tokens_total,
+        "budget": run.resolved.budget,
+        "model": run.resolved.model,
+        "tokenizer": run.resolved.tokenizer.label(),
+        "exact": run.resolved.tokenizer.is_exact(),
+        "prompt": d.prompt,
+        "warnings": d.warnings,
+        "intent": d.intent,
+        "analysis": {
+            "window": run.resolved.window,
+            "repo_tokens": d.repo_tokens,
+            "frame_tokens": d.frame_tokens,
+            "code_tokens": d.code_tokens,
+            "strategy": d.strategy,
+            "candidates": d.candidates,
+            "left_out": d.left_out,
+        },
+        "routing": routing,
+        "savings": savings,
+        "continuation": run.continuation,
+    })))
+}
+
+fn routing(state: &AppState, caller: &Caller, run: &Run, reply: u32) -> Option<RouteDecision> {
+    if let Some(id) = &run.resolved.model {
+        let m = state.catalog.get(id)?;
+        let cost = (f64::from(run.done.tokens_total) * m.input_price_per_mtok
+            + f64::from(reply) * m.output_price_per_mtok)
+            / 1_000_000.0;
+        return Some(RouteDecision {
+            model: m.id.clone(),
+            reason: "the request named this model".into(),
+            required_tier: ctxgate_core::route::required_tier(run.done.intent.complexity),
+            estimated_cost_usd: cost,
+            alternatives: Vec::new(),
+        });
+    }
+    route(
+        &state.catalog,
+        &BudgetPolicy::default(),
+        run.done.tokens_total,
+        reply,
+        run.done.intent.complexity,
+        &caller.org.allowed_models,
+    )
+}
+
+/// `POST /v1/search`: one page of ranked pieces within `page_tokens`.
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(req): JsonBody<SearchRequest>,
+) -> Result<Json<Value>, ApiError> {
+    check_query(&req.query)?;
+    let page = req.page_tokens.unwrap_or(DEFAULT_PAGE_TOKENS);
+    let resolved = resolve(&state, &caller, req.model.as_deref(), Some(page))?;
+    let run = run(
+        &state,
+        &caller,
+        "/v1/search",
+        &req.project,
+        &req.query,
+        resolved,
+        Vec::new(),
+        req.continuation.as_deref(),
+    )
+    .await?;
+    Ok(Json(json!({
+        "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
+        "pieces": run.done.pieces,
+        "tokens_total": run.done.tokens_total,
+        "page_tokens": page,
+        "left_out": run.done.left_out,
+        "continuation": run.continuation,
+    })))
+}

@@ -1,0 +1,135 @@
+//! Endpoints about the service itself: health, the OpenAPI document, models, token counts.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use ctxgate_core::catalog::{BudgetPolicy, TokenizerSpec};
+use ctxgate_core::tokens::Encoding;
+use serde::{Deserialize, Serialize};
+
+use super::JsonBody;
+use super::auth::Caller;
+use crate::error::ApiError;
+use crate::meter;
+use crate::state::AppState;
+use crate::wire::Health;
+
+/// `GET /healthz`.
+pub async fn healthz() -> Json<Health> {
+    Json(Health::current())
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::DOCUMENT,
+    )
+}
+
+#[derive(Serialize)]
+struct ModelRow<'a> {
+    #[serde(flatten)]
+    model: &'a ctxgate_core::catalog::Model,
+    usable_context: u32,
+    tokenizer_label: String,
+    exact: bool,
+}
+
+/// `GET /v1/models`: the catalog with each model's usable budget.
+pub async fn models(State(state): State<AppState>) -> impl IntoResponse {
+    let policy = BudgetPolicy::default();
+    let rows: Vec<ModelRow<'_>> = state
+        .catalog
+        .models()
+        .iter()
+        .map(|m| ModelRow {
+            model: m,
+            usable_context: policy.divide(m).usable,
+            tokenizer_label: m.tokenizer.label(),
+            exact: m.tokenizer.is_exact(),
+        })
+        .collect();
+    Json(serde_json::json!({ "models": rows })).into_response()
+}
+
+/// `POST /v1/tokens/count` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountRequest {
+    /// One text.
+    #[serde(default)]
+    text: Option<String>,
+    /// Several texts.
+    #[serde(default)]
+    texts: Option<Vec<String>>,
+    /// A model id or alias.
+    #[serde(default)]
+    model: Option<String>,
+    /// An encoding name (`o200k_base`...), instead of a model.
+    #[serde(default)]
+    encoding: Option<String>,
+}
+
+/// The largest text count accepted per request.
+const MAX_TEXTS: usize = 1000;
+
+/// `POST /v1/tokens/count`: exact counts (or the documented estimate).
+pub async fn count(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(req): JsonBody<CountRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (spec, model) = match (&req.model, &req.encoding) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "give `model` or `encoding`, not both",
+            ));
+        }
+        (Some(m), None) => {
+            let m = state.catalog.resolve(m)?;
+            (m.tokenizer, Some(m.id.clone()))
+        }
+        (None, Some(e)) => {
+            let enc = Encoding::from_name(e).ok_or_else(|| {
+                ApiError::bad_request(
+                    "unknown_encoding",
+                    format!(
+                        "unknown encoding `{e}`; known: o200k_base, o200k_harmony, cl100k_base, p50k_base, r50k_base"
+                    ),
+                )
+            })?;
+            (TokenizerSpec::Exact(enc), None)
+        }
+        (None, None) => (TokenizerSpec::Exact(Encoding::O200kBase), None),
+    };
+    let texts: Vec<String> = match (req.text, req.texts) {
+        (Some(t), None) => vec![t],
+        (None, Some(ts)) if ts.len() <= MAX_TEXTS => ts,
+        (None, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "too_many_texts",
+                format!("at most {MAX_TEXTS} texts per request"),
+            ));
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "give `text` (a string) or `texts` (an array of strings)",
+            ));
+        }
+    };
+    let admission = meter::admit(&state, &caller, 0, "/v1/tokens/count").await?;
+    let counts: Vec<u32> = texts.iter().map(|t| spec.count(t)).collect();
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    meter::finish(&state, &caller, admission, 0, None, Vec::new(), 200).await;
+    Ok(Json(serde_json::json!({
+        "model": model,
+        "tokenizer": spec.label(),
+        "exact": spec.is_exact(),
+        "counts": counts,
+        "total": total,
+    })))
+}

@@ -1,0 +1,89 @@
+//! The HTTP API: one axum router, served by the Worker and by `ctxgate serve` alike.
+
+mod admin;
+mod auth;
+mod context;
+mod meta;
+mod projects;
+mod usage;
+
+pub use auth::{Caller, hash_key};
+pub use projects::valid_name as valid_project_name;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The whole API over `state`.
+pub fn router(state: AppState) -> Router {
+    let limit = state.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(meta::healthz))
+        .route("/openapi.json", get(meta::openapi))
+        .route("/v1/models", get(meta::models))
+        .route("/v1/tokens/count", post(meta::count))
+        .route("/v1/context", post(context::context))
+        .route("/v1/search", post(context::search))
+        .route("/v1/projects", post(projects::create).get(projects::list))
+        .route("/v1/projects/{id}", get(projects::show))
+        .route("/v1/usage", get(usage::usage))
+        .route("/v1/admin/orgs", post(admin::create_org))
+        .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
+        .route("/v1/admin/orgs/{org}/limits", put(admin::set_limits))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found(
+        "route_not_found",
+        "no such endpoint; GET /openapi.json lists them",
+    )
+}
+
+/// A JSON body, with the API's error shape for every way it can be wrong.
+pub struct JsonBody<T>(pub T);
+
+impl<S, T> axum::extract::FromRequest<S> for JsonBody<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        use axum::extract::rejection::JsonRejection as R;
+        use axum::http::StatusCode;
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(JsonBody(v)),
+            Err(R::MissingJsonContentType(_)) => Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as JSON with `Content-Type: application/json`",
+            )),
+            Err(R::JsonSyntaxError(e)) => Err(ApiError::bad_request(
+                "malformed_json",
+                format!("the body is not valid JSON: {}", e.body_text()),
+            )),
+            Err(R::JsonDataError(e)) => Err(ApiError::bad_request(
+                "invalid_request",
+                format!(
+                    "the body does not match the request schema: {}",
+                    e.body_text()
+                ),
+            )),
+            Err(R::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    "the request body is over this server's limit",
+                ))
+            }
+            Err(e) => Err(ApiError::bad_request("invalid_body", e.body_text())),
+        }
+    }
+}

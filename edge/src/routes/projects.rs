@@ -1,0 +1,87 @@
+//! `POST /v1/projects`, `GET /v1/projects`, `GET /v1/projects/{id}`: always within the caller's org.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::JsonBody;
+use super::auth::Caller;
+use crate::backend::{ProjectInfo, ProjectSource};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `POST /v1/projects` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProject {
+    /// Unique within the org: letters, digits, `-`, `_`, `.`.
+    name: String,
+    /// Where its files come from.
+    source: ProjectSource,
+}
+
+/// The org's project named or numbered `key`. Another org's project is "not found", exactly
+/// like a project that does not exist, so ids cannot be probed.
+pub async fn find_project(state: &AppState, org: &str, key: &str) -> Result<ProjectInfo, ApiError> {
+    state
+        .backend
+        .projects(org)
+        .await?
+        .into_iter()
+        .find(|p| p.id == key || p.name == key)
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "project_not_found",
+                format!("no project `{key}` in this organisation"),
+            )
+        })
+}
+
+/// Checks a project name.
+pub fn valid_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_name",
+            "a name is 1-100 characters of letters, digits, `-`, `_` and `.`, not starting with `.`",
+        ))
+    }
+}
+
+/// `POST /v1/projects`: registers and indexes a project.
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(req): JsonBody<CreateProject>,
+) -> Result<(StatusCode, Json<ProjectInfo>), ApiError> {
+    valid_name(&req.name)?;
+    let p = state
+        .backend
+        .create_project(&caller.org.name, &req.name, &req.source)
+        .await?;
+    Ok((StatusCode::CREATED, Json(p)))
+}
+
+/// `GET /v1/projects`.
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let projects = state.backend.projects(&caller.org.name).await?;
+    Ok(Json(json!({ "projects": projects })))
+}
+
+/// `GET /v1/projects/{id}` (an id or a name).
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ProjectInfo>, ApiError> {
+    Ok(Json(find_project(&state, &caller.org.name, &id).await?))
+}

@@ -1,0 +1,172 @@
+//! What every handler shares: the backend, the catalog, the configuration and the per-process
+//! cache of opened index versions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use ctxgate_core::assemble::{AssembleError, ChunkSource};
+use ctxgate_core::catalog::Catalog;
+use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::layout::{Manifest, keys};
+
+use crate::backend::{Backend, BackendError, ProjectInfo};
+
+/// Deployment settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Signs continuation tokens.
+    pub token_secret: Vec<u8>,
+    /// Unlocks the admin endpoints; `None` disables them.
+    pub admin_secret: Option<String>,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// How long a continuation token stays valid.
+    pub continuation_ttl_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            token_secret: Vec::new(),
+            admin_secret: None,
+            max_body_bytes: 4 * 1024 * 1024,
+            continuation_ttl_ms: 3_600_000,
+        }
+    }
+}
+
+/// The router's state.
+#[derive(Clone)]
+pub struct AppState {
+    /// Storage and quotas.
+    pub backend: Arc<dyn Backend>,
+    /// The model catalog.
+    pub catalog: Arc<Catalog>,
+    /// Settings.
+    pub config: Arc<Config>,
+    /// Opened versions, shared by requests.
+    pub snapshots: Arc<SnapshotCache>,
+}
+
+impl AppState {
+    /// State over `backend`.
+    pub fn new(backend: Arc<dyn Backend>, catalog: Catalog, config: Config) -> Self {
+        Self {
+            backend,
+            catalog: Arc::new(catalog),
+            config: Arc::new(config),
+            snapshots: Arc::new(SnapshotCache::default()),
+        }
+    }
+}
+
+/// One published version with every chunk text in memory: a request then touches no storage.
+pub struct Snapshot {
+    /// The organisation.
+    pub org: String,
+    /// The project id.
+    pub project: String,
+    /// The version.
+    pub version: u64,
+    /// The index.
+    pub pack: IndexPack,
+    segments: HashMap<String, Vec<u8>>,
+}
+
+impl ChunkSource for Snapshot {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+        let c = &pack.chunks[i];
+        let sha = &pack.segments[c.segment as usize];
+        let bytes = self
+            .segments
+            .get(sha)
+            .ok_or_else(|| AssembleError::Source(format!("segment {sha} missing")))?;
+        let start = c.segment_offset as usize;
+        let end = start + c.len() as usize;
+        let slice = bytes
+            .get(start..end)
+            .ok_or_else(|| AssembleError::Source(format!("chunk {} out of its segment", c.id)))?;
+        String::from_utf8(slice.to_vec())
+            .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
+    }
+}
+
+/// The most recently used versions (a handful: each holds a whole index).
+#[derive(Default)]
+pub struct SnapshotCache {
+    entries: Mutex<Vec<Arc<Snapshot>>>,
+}
+
+const CACHED_VERSIONS: usize = 4;
+
+impl SnapshotCache {
+    fn get(&self, org: &str, project: &str, version: u64) -> Option<Arc<Snapshot>> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .iter()
+            .find(|s| s.org == org && s.project == project && s.version == version)
+            .cloned()
+    }
+
+    fn put(&self, snap: Arc<Snapshot>) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|s| !(s.org == snap.org && s.project == snap.project));
+            entries.insert(0, snap);
+            entries.truncate(CACHED_VERSIONS);
+        }
+    }
+
+    /// The current version of `project`, opened (from the cache when it is there).
+    pub async fn open(
+        &self,
+        backend: &dyn Backend,
+        project: &ProjectInfo,
+    ) -> Result<Arc<Snapshot>, BackendError> {
+        let org = &project.org;
+        let version = project.current_version.ok_or_else(|| {
+            BackendError::NotFound(format!("an index of project `{}`", project.name))
+        })?;
+        if let Some(s) = self.get(org, &project.id, version) {
+            return Ok(s);
+        }
+        let manifest: Manifest = serde_json::from_slice(
+            &backend
+                .object(&keys::manifest(org, &project.id, version))
+                .await?,
+        )
+        .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
+        // A manifest may only name objects of its own project: never another org's.
+        let own = format!("{}/", keys::project(org, &project.id));
+        let foreign = std::iter::once(&manifest.pack_key)
+            .chain(&manifest.segment_keys)
+            .find(|k| !k.starts_with(&own));
+        if let Some(k) = foreign {
+            return Err(BackendError::Corrupt(format!(
+                "manifest names `{k}` outside its project"
+            )));
+        }
+        let bytes = backend.object(&manifest.pack_key).await?;
+        if bytes.len() as u64 != manifest.pack_bytes {
+            return Err(BackendError::Corrupt(format!(
+                "pack has {} bytes, its manifest says {}",
+                bytes.len(),
+                manifest.pack_bytes
+            )));
+        }
+        let pack = IndexPack::decode(&bytes).map_err(|e| BackendError::Corrupt(e.to_string()))?;
+        let mut segments = HashMap::new();
+        for sha in &pack.segments {
+            let key = keys::segment(org, &project.id, sha);
+            segments.insert(sha.clone(), backend.object(&key).await?);
+        }
+        let snap = Arc::new(Snapshot {
+            org: org.clone(),
+            project: project.id.clone(),
+            version,
+            pack,
+            segments,
+        });
+        self.put(snap.clone());
+        Ok(snap)
+    }
+}

@@ -1,0 +1,169 @@
+//! `ctxgate org|key|quota|project`: administration of the embedded store, through the same
+//! functions as the API's admin endpoints.
+
+use std::sync::Arc;
+
+use ctxgate_core::quota::Limits;
+use ctxgate_edge::backend::ProjectSource;
+use ctxgate_edge::embedded::EmbeddedBackend;
+use ctxgate_edge::{AppState, Config, admin};
+use serde_json::json;
+
+use super::{catalog, data_dir, print_json};
+use crate::CmdResult;
+use crate::args::{
+    Format, Global, KeyCommand, LimitFlags, OrgCommand, ProjectCommand, QuotaCommand,
+};
+use crate::failure::Failure;
+
+fn state(global: &Global, allow_local_paths: bool) -> Result<AppState, Failure> {
+    let backend = EmbeddedBackend::open(&data_dir(global)?, allow_local_paths)?;
+    Ok(AppState::new(
+        Arc::new(backend),
+        catalog(global)?,
+        Config::default(),
+    ))
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Failure> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+    Ok(rt.block_on(f))
+}
+
+fn apply(mut limits: Limits, flags: &LimitFlags) -> Limits {
+    limits.tokens_per_day = flags.tokens_per_day.or(limits.tokens_per_day);
+    limits.tokens_per_month = flags.tokens_per_month.or(limits.tokens_per_month);
+    limits.requests_per_minute = flags.requests_per_minute.or(limits.requests_per_minute);
+    limits.concurrency = flags.concurrency.or(limits.concurrency);
+    limits
+}
+
+fn show_limits(l: &Limits) -> String {
+    let f = |v: Option<u64>| v.map_or("unlimited".to_string(), |n| n.to_string());
+    format!(
+        "tokens/day {}, tokens/month {}, requests/minute {}, concurrency {}",
+        f(l.tokens_per_day),
+        f(l.tokens_per_month),
+        f(l.requests_per_minute.map(u64::from)),
+        f(l.concurrency.map(u64::from)),
+    )
+}
+
+/// `ctxgate org ...`.
+pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
+    let OrgCommand::Create(a) = cmd;
+    let st = state(global, false)?;
+    let limits = apply(Limits::default(), &a.limits);
+    let org = block_on(admin::create_org(
+        &st,
+        &a.name,
+        limits,
+        a.allow_models.clone(),
+    ))??;
+    match a.format {
+        Format::Json => print_json(&org),
+        Format::Text => {
+            println!(
+                "created organisation {} ({})",
+                org.name,
+                show_limits(&org.limits)
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `ctxgate key ...`.
+pub fn key(global: &Global, cmd: &KeyCommand) -> CmdResult {
+    let KeyCommand::Create(a) = cmd;
+    let st = state(global, false)?;
+    let key = block_on(admin::create_key(&st, &a.org))??;
+    match a.format {
+        Format::Json => print_json(&json!({ "org": a.org, "key": key })),
+        Format::Text => {
+            println!("{key}");
+            eprintln!("this key is shown only once; ctxgate stores only its hash");
+            Ok(())
+        }
+    }
+}
+
+/// `ctxgate quota ...`.
+pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
+    let QuotaCommand::Set(a) = cmd;
+    let st = state(global, false)?;
+    let record = block_on(async {
+        let current = st
+            .backend
+            .org(&a.org)
+            .await
+            .map_err(ctxgate_edge::error::ApiError::from)?;
+        let Some(current) = current else {
+            return Err(ctxgate_edge::error::ApiError::not_found(
+                "org_not_found",
+                format!("no organisation `{}`", a.org),
+            ));
+        };
+        let base = if a.clear {
+            Limits::default()
+        } else {
+            current.limits
+        };
+        admin::set_limits(&st, &a.org, apply(base, &a.limits)).await
+    })??;
+    match a.format {
+        Format::Json => print_json(&record),
+        Format::Text => {
+            println!("{}: {}", record.name, show_limits(&record.limits));
+            Ok(())
+        }
+    }
+}
+
+/// `ctxgate project ...`.
+pub fn project(global: &Global, cmd: &ProjectCommand) -> CmdResult {
+    let ProjectCommand::Add(a) = cmd;
+    let st = state(global, true)?;
+    ctxgate_edge::routes::valid_project_name(&a.name)?;
+    let dir = a.dir.canonicalize().map_err(|e| {
+        Failure::input(
+            "repo_not_found",
+            format!("cannot open `{}`: {e}", a.dir.display()),
+        )
+    })?;
+    let info = block_on(async {
+        if st
+            .backend
+            .org(&a.org)
+            .await
+            .map_err(ctxgate_edge::error::ApiError::from)?
+            .is_none()
+        {
+            return Err(ctxgate_edge::error::ApiError::not_found(
+                "org_not_found",
+                format!("no organisation `{}`", a.org),
+            ));
+        }
+        let source = ProjectSource::Local {
+            path: dir.to_string_lossy().into_owned(),
+        };
+        Ok(st.backend.create_project(&a.org, &a.name, &source).await?)
+    })??;
+    match a.format {
+        Format::Json => print_json(&info),
+        Format::Text => {
+            println!(
+                "project {} ({}) of {}: version {}",
+                info.name,
+                info.id,
+                info.org,
+                info.current_version
+                    .map_or("none".into(), |v| v.to_string())
+            );
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `ctxgate serve`: the API's router on a local socket, over the embedded store.
+
+use std::sync::Arc;
+
+use ctxgate_edge::embedded::EmbeddedBackend;
+use ctxgate_edge::{AppState, Config};
+use serde_json::json;
+
+use super::{catalog, data_dir, print_json};
+use crate::CmdResult;
+use crate::args::{Format, Global, ServeArgs};
+use crate::failure::Failure;
+
+/// The continuation-signing secret kept in the data directory, created on first use, so tokens
+/// survive restarts.
+fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    let path = dir.join("secrets").join("continuation.key");
+    if let Ok(bytes) = std::fs::read(&path) {
+        if bytes.len() >= 32 {
+            return Ok(bytes);
+        }
+    }
+    let mut secret = vec![0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| Failure::internal("random", e.to_string()))?;
+    let io = |e: std::io::Error| {
+        Failure::internal("io_error", format!("write `{}`: {e}", path.display()))
+    };
+    std::fs::create_dir_all(path.parent().unwrap_or(dir)).map_err(io)?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &secret).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    Ok(secret)
+}
+
+pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
+    let dir = data_dir(global)?;
+    let backend = EmbeddedBackend::open(&dir, args.allow_local_paths)?;
+    let token_secret = match &args.token_secret {
+        Some(s) if s.len() >= 16 => s.as_bytes().to_vec(),
+        Some(_) => {
+            return Err(Failure::input(
+                "weak_secret",
+                "the token secret must have at least 16 characters",
+            ));
+        }
+        None => stored_secret(&dir)?,
+    };
+    let config = Config {
+        token_secret,
+        admin_secret: args.admin_secret.clone().filter(|s| !s.is_empty()),
+        max_body_bytes: args.max_body_bytes,
+        ..Config::default()
+    };
+    let state = AppState::new(Arc::new(backend), catalog(global)?, config);
+    let app = ctxgate_edge::router(state);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .map_err(|e| {
+                Failure::input(
+                    "bind_failed",
+                    format!("cannot listen on {}: {e}", args.addr),
+                )
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Failure::internal("bind_failed", e.to_string()))?;
+        match args.format {
+            Format::Json => print_json(&json!({ "listening": format!("http://{addr}") }))?,
+            Format::Text => println!("listening on http://{addr}"),
+        }
+        tracing::info!(%addr, "serving");
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(|e| Failure::internal("serve_failed", e.to_string()))
+    })
+}
