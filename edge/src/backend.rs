@@ -171,6 +171,9 @@ pub trait Backend: Send + Sync + 'static {
         name: &str,
         source: &ProjectSource,
     ) -> Result<ProjectInfo, BackendError>;
+    /// Records a project whose index was published by an indexer elsewhere (the batch side
+    /// writes objects; this makes them known to the API), replacing any record of that id.
+    async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError>;
     /// An object of a published index (an S3-style key under `org/{org}/`).
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError>;
 }

@@ -261,6 +261,25 @@ impl Backend for EmbeddedBackend {
         Ok(info(item))
     }
 
+    async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {
+        let item = ProjectItem {
+            id: project.id.clone(),
+            org: project.org.clone(),
+            name: project.name.clone(),
+            source: project.source.clone(),
+            current_version: project.current_version,
+            updated_at_ns: (self.now_ms() as i64).saturating_mul(1_000_000),
+        };
+        let data = encode(&item).map_err(storage)?;
+        self.with(|s| {
+            s.put_item(
+                &org_pk(&project.org),
+                &format!("PROJECT#{}", project.id),
+                &data,
+            )
+        })
+    }
+
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
         self.with(|s| s.get_object(key))
     }

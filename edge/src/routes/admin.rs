@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::JsonBody;
 use super::auth::{bearer, hash_key};
 use crate::admin;
-use crate::backend::OrgRecord;
+use crate::backend::{OrgRecord, ProjectInfo};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -80,4 +80,41 @@ pub async fn set_limits(
     JsonBody(limits): JsonBody<Limits>,
 ) -> Result<Json<OrgRecord>, ApiError> {
     Ok(Json(admin::set_limits(&state, &org, limits).await?))
+}
+
+/// `PUT /v1/admin/orgs/{org}/projects/{name}` body: a version published by an indexer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedProject {
+    id: String,
+    #[serde(default)]
+    source: String,
+    current_version: Option<u64>,
+}
+
+/// `PUT /v1/admin/orgs/{org}/projects/{name}`: registers a project whose index objects an
+/// indexer has already written to this deployment's object store.
+pub async fn put_project(
+    State(state): State<AppState>,
+    _: Admin,
+    Path((org, name)): Path<(String, String)>,
+    JsonBody(req): JsonBody<PublishedProject>,
+) -> Result<Json<ProjectInfo>, ApiError> {
+    super::projects::valid_name(&name)?;
+    super::projects::valid_name(&req.id)?;
+    if state.backend.org(&org).await?.is_none() {
+        return Err(ApiError::not_found(
+            "org_not_found",
+            format!("no organisation `{org}`"),
+        ));
+    }
+    let info = ProjectInfo {
+        id: req.id,
+        name,
+        org,
+        source: req.source,
+        current_version: req.current_version,
+    };
+    state.backend.put_project(&info).await?;
+    Ok(Json(info))
 }
