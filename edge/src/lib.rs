@@ -13,6 +13,7 @@ pub mod backend;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod embedded;
 pub mod error;
+pub mod mcp;
 pub mod meter;
 pub mod openapi;
 pub mod routes;

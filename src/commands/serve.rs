@@ -6,7 +6,7 @@ use ctxgate_edge::embedded::EmbeddedBackend;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
-use super::{catalog, data_dir, print_json};
+use super::{catalog, data_dir};
 use crate::CmdResult;
 use crate::args::{Format, Global, ServeArgs};
 use crate::failure::Failure;
@@ -75,7 +75,8 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             .local_addr()
             .map_err(|e| Failure::internal("bind_failed", e.to_string()))?;
         match args.format {
-            Format::Json => print_json(&json!({ "listening": format!("http://{addr}") }))?,
+            // One line, so scripts can read the address before the server runs.
+            Format::Json => println!("{}", json!({ "listening": format!("http://{addr}") })),
             Format::Text => println!("listening on http://{addr}"),
         }
         tracing::info!(%addr, "serving");

@@ -80,7 +80,7 @@ pub async fn count(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<CountRequest>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
     let (spec, model) = match (&req.model, &req.encoding) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(

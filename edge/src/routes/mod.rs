@@ -8,6 +8,9 @@ mod projects;
 mod usage;
 
 pub use auth::{Caller, hash_key};
+pub use context::{context as context_handler, search as search_handler};
+pub use meta::count as count_handler;
+pub use projects::list as list_handler;
 pub use projects::valid_name as valid_project_name;
 
 use axum::Router;
@@ -30,6 +33,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/usage", get(usage::usage))
+        .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))
         .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
         .route("/v1/admin/orgs/{org}/limits", put(admin::set_limits))
@@ -39,7 +43,39 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            refuse_declared_oversize,
+        ))
         .with_state(state)
+}
+
+/// Refuses a body whose declared length is over the limit before reading any of it (the
+/// extractor's limit only trips once that much has arrived).
+async fn refuse_declared_oversize(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit as u64 => too_large(limit).into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("the request body is over this server's limit of {limit} bytes"),
+    )
+    .with_details(serde_json::json!({ "limit_bytes": limit }))
 }
 
 async fn not_found() -> ApiError {

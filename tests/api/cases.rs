@@ -1,0 +1,387 @@
+//! The API's behaviour, host-independent: every case talks HTTP only.
+
+use std::path::Path;
+
+use ctxgate_core::tokens::Encoding;
+use serde_json::{Value, json};
+
+use super::host::{Host, call, get, org_with_key, post};
+
+/// The repository the suite indexes: this workspace's core crate (real code, ~60k tokens).
+pub fn sample_repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/shared/src"))
+}
+
+/// Runs every case against `host`; `tag` keeps org names unique per run.
+pub fn run_suite(host: &dyn Host, tag: &str) {
+    let acme = format!("acme{tag}");
+    let key = org_with_key(host, &acme, json!({}));
+    let project = host.publish(&acme, "core", sample_repo());
+    let project_id = project["id"].as_str().unwrap().to_string();
+
+    meta(host, &key);
+    auth(host, &key);
+    context(host, &key, &project_id);
+    continuation(host, &key);
+    bad_input(host, &key);
+    isolation(host, tag, &key, &project_id);
+    usage(host, &key);
+    quota_under_concurrency(host, tag);
+    rate_and_concurrency_limits(host, tag);
+}
+
+fn meta(host: &dyn Host, key: &str) {
+    let h = get(host, "/healthz", None);
+    assert_eq!((h.status, h.body["status"].as_str()), (200, Some("ok")));
+    let m = get(host, "/v1/models", None);
+    assert_eq!(m.status, 200);
+    let models = m.body["models"].as_array().unwrap();
+    assert!(models.iter().any(|m| m["id"] == "gpt-4o"));
+    assert!(
+        models
+            .iter()
+            .all(|m| m["usable_context"].as_u64().unwrap() > 0)
+    );
+    let doc = get(host, "/openapi.json", None);
+    assert_eq!(doc.status, 200);
+    for path in [
+        "/v1/context",
+        "/v1/search",
+        "/v1/tokens/count",
+        "/v1/models",
+        "/v1/projects",
+        "/v1/projects/{id}",
+        "/v1/usage",
+        "/healthz",
+        "/mcp",
+    ] {
+        assert!(
+            doc.body["paths"].get(path).is_some(),
+            "openapi.json lacks {path}"
+        );
+    }
+    // Exact counts, checked against the reference tokenizer.
+    let text = "fn main() { println!(\"hello, wörld\"); }";
+    let c = post(
+        host,
+        "/v1/tokens/count",
+        Some(key),
+        &json!({ "texts": [text, ""], "model": "gpt-4o" }),
+    );
+    assert_eq!(c.status, 200, "{}", c.body);
+    assert_eq!(c.body["counts"][0], Encoding::O200kBase.count(text));
+    assert_eq!(c.body["counts"][1], 0);
+    assert_eq!(c.body["exact"], true);
+    let e = post(
+        host,
+        "/v1/tokens/count",
+        Some(key),
+        &json!({ "text": "x", "model": "claude-opus-4-7" }),
+    );
+    if e.status == 200 {
+        assert_eq!(e.body["exact"], false, "estimated tokenizers say so");
+    }
+}
+
+fn auth(host: &dyn Host, key: &str) {
+    let body = json!({ "project": "core", "query": "ledger", "budget": 2000 });
+    let r = post(host, "/v1/context", None, &body);
+    assert_eq!((r.status, r.code()), (401, "missing_api_key"));
+    let r = post(host, "/v1/context", Some("ctxg_not_a_real_key"), &body);
+    assert_eq!((r.status, r.code()), (401, "invalid_api_key"));
+    let r = post(
+        host,
+        "/v1/admin/orgs",
+        Some(key),
+        &json!({ "name": "evil" }),
+    );
+    assert_eq!((r.status, r.code()), (401, "invalid_admin_secret"));
+    let r = post(
+        host,
+        "/v1/admin/orgs",
+        Some(host.admin_secret()),
+        &json!({ "name": "bad name!" }),
+    );
+    assert_eq!((r.status, r.code()), (400, "invalid_name"));
+}
+
+fn context(host: &dyn Host, key: &str, project_id: &str) {
+    for (budget, model) in [(3000, None), (1500, Some("gpt-4o")), (800, None)] {
+        let mut body = json!({
+            "project": project_id,
+            "query": "how does the quota ledger reserve and settle tokens",
+            "budget": budget,
+        });
+        if let Some(m) = model {
+            body["model"] = json!(m);
+        }
+        let r = post(host, "/v1/context", Some(key), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let b = &r.body;
+        let total = b["tokens_total"].as_u64().unwrap();
+        assert!(total <= budget, "{total} > {budget}");
+        // The promise: the prompt re-counted by the target tokenizer is the reported total.
+        assert_eq!(
+            u64::from(Encoding::O200kBase.count(b["prompt"].as_str().unwrap())),
+            total
+        );
+        let pieces = b["pieces"].as_array().unwrap();
+        assert!(!pieces.is_empty());
+        for p in pieces {
+            for field in [
+                "path",
+                "start_line",
+                "end_line",
+                "chunk_id",
+                "sha256",
+                "tokens",
+            ] {
+                assert!(p.get(field).is_some(), "piece lacks {field}");
+            }
+        }
+        assert!(
+            pieces.iter().any(|p| p["path"] == "quota.rs"),
+            "the quota module is retrieved"
+        );
+        assert!(b["routing"]["model"].is_string());
+        if let Some(m) = model {
+            assert_eq!(b["routing"]["model"], m);
+        }
+        assert!(b["savings"]["tokens_saved"].as_u64().unwrap() > 0);
+        assert!(b["intent"]["intent"].is_string());
+    }
+    // By name as well as by id.
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": "core", "query": "continuation token", "budget": 2000 }),
+    );
+    assert_eq!(r.status, 200);
+    // Routing without a model: a priced model whose window fits, with alternatives.
+    assert!(
+        !r.body["routing"]["alternatives"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn continuation(host: &dyn Host, key: &str) {
+    let query = "budget selection and prompt composition";
+    let body = json!({ "project": "core", "query": query, "budget": 1500 });
+    let first = post(host, "/v1/context", Some(key), &body);
+    assert_eq!(first.status, 200);
+    let token = first.body["continuation"]
+        .as_str()
+        .expect("a partial answer carries a continuation")
+        .to_string();
+    let ids = |v: &Value| -> Vec<String> {
+        v["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut next = body.clone();
+    next["continuation"] = json!(token);
+    let second = post(host, "/v1/context", Some(key), &next);
+    assert_eq!(second.status, 200, "{}", second.body);
+    let (a, b) = (ids(&first.body), ids(&second.body));
+    assert!(!b.is_empty());
+    assert!(a.iter().all(|id| !b.contains(id)), "page 2 repeats page 1");
+    // Tampered, foreign query, garbage.
+    let mut bytes = token.into_bytes();
+    let last = bytes.len() - 3;
+    bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
+    let mut bad = body.clone();
+    bad["continuation"] = json!(String::from_utf8(bytes).unwrap());
+    let r = post(host, "/v1/context", Some(key), &bad);
+    assert_eq!((r.status, r.code()), (400, "continuation_invalid"));
+    let mut other = next.clone();
+    other["query"] = json!("a different question");
+    let r = post(host, "/v1/context", Some(key), &other);
+    assert_eq!((r.status, r.code()), (400, "continuation_mismatch"));
+    bad["continuation"] = json!("garbage");
+    let r = post(host, "/v1/context", Some(key), &bad);
+    assert_eq!((r.status, r.code()), (400, "continuation_malformed"));
+    // Search pages too.
+    let s = post(
+        host,
+        "/v1/search",
+        Some(key),
+        &json!({ "project": "core", "query": query, "page_tokens": 1000 }),
+    );
+    assert_eq!(s.status, 200, "{}", s.body);
+    assert!(s.body["tokens_total"].as_u64().unwrap() <= 1000);
+    assert!(s.body["continuation"].is_string());
+}
+
+fn bad_input(host: &dyn Host, key: &str) {
+    let raw = |body: &str, ct: &str| call(host, "POST", "/v1/context", Some(key), Some(body), ct);
+    let r = raw("{\"project\": ", "application/json");
+    assert_eq!((r.status, r.code()), (400, "malformed_json"));
+    let r = raw("{\"query\": \"x\", \"budget\": 10}", "application/json");
+    assert_eq!((r.status, r.code()), (400, "invalid_request"));
+    let r = raw(
+        "{\"project\": \"core\", \"query\": \"x\", \"budget\": 100, \"bogus\": 1}",
+        "application/json",
+    );
+    assert_eq!((r.status, r.code()), (400, "invalid_request"));
+    let r = raw("{}", "text/plain");
+    assert_eq!((r.status, r.code()), (415, "unsupported_media_type"));
+    let (status, text) = super::host::oversized_post(host, "/v1/context", key, 64 * 1024 * 1024);
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("body_too_large"), "{text}");
+    let ctx = |body: Value| post(host, "/v1/context", Some(key), &body);
+    let r = ctx(json!({ "project": "core", "query": "x", "model": "no-such-model" }));
+    assert_eq!((r.status, r.code()), (400, "unknown_model"));
+    let r =
+        ctx(json!({ "project": "core", "query": "x", "model": "gpt-4o", "budget": 10_000_000 }));
+    assert_eq!((r.status, r.code()), (400, "budget_exceeds_window"));
+    assert!(r.body["error"]["details"]["usable"].as_u64().is_some());
+    let r = ctx(json!({ "project": "core", "query": "x" }));
+    assert_eq!((r.status, r.code()), (400, "budget_missing"));
+    let r = ctx(json!({ "project": "core", "query": "   ", "budget": 100 }));
+    assert_eq!((r.status, r.code()), (400, "query_empty"));
+    let r = ctx(json!({ "project": "nope", "query": "x", "budget": 100 }));
+    assert_eq!((r.status, r.code()), (404, "project_not_found"));
+    let r = get(host, "/v1/nothing-here", Some(key));
+    assert_eq!((r.status, r.code()), (404, "route_not_found"));
+    let r = post(
+        host,
+        "/v1/projects",
+        Some(key),
+        &json!({ "name": "x", "source": { "kind": "local", "path": "/etc" } }),
+    );
+    assert_eq!((r.status, r.code()), (403, "source_refused"));
+}
+
+fn isolation(host: &dyn Host, tag: &str, key_a: &str, project_a: &str) {
+    let key_b = org_with_key(host, &format!("beta{tag}"), json!({}));
+    let r = get(host, "/v1/projects", Some(&key_b));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["projects"].as_array().unwrap().len(), 0);
+    for target in [project_a, "core"] {
+        let r = get(host, &format!("/v1/projects/{target}"), Some(&key_b));
+        assert_eq!((r.status, r.code()), (404, "project_not_found"));
+        let r = post(
+            host,
+            "/v1/context",
+            Some(&key_b),
+            &json!({ "project": target, "query": "quota ledger", "budget": 2000 }),
+        );
+        assert_eq!((r.status, r.code()), (404, "project_not_found"));
+        let r = post(
+            host,
+            "/v1/search",
+            Some(&key_b),
+            &json!({ "project": target, "query": "quota ledger" }),
+        );
+        assert_eq!((r.status, r.code()), (404, "project_not_found"));
+    }
+    // A's continuation token is useless to B.
+    let a = post(
+        host,
+        "/v1/context",
+        Some(key_a),
+        &json!({ "project": "core", "query": "quota ledger", "budget": 1000 }),
+    );
+    if let Some(t) = a.body["continuation"].as_str() {
+        let r = post(
+            host,
+            "/v1/context",
+            Some(&key_b),
+            &json!({ "project": project_a, "query": "quota ledger", "budget": 1000, "continuation": t }),
+        );
+        assert_eq!(r.status, 404);
+    }
+    // B's usage shows none of A's calls.
+    let u = get(host, "/v1/usage", Some(&key_b));
+    assert_eq!(u.status, 200);
+    assert_eq!(u.body["recent"].as_array().unwrap().len(), 0);
+    assert_eq!(u.body["usage"]["tokens_total"], 0);
+    let a_ok = get(host, &format!("/v1/projects/{project_a}"), Some(key_a));
+    assert_eq!(a_ok.status, 200);
+}
+
+fn usage(host: &dyn Host, key: &str) {
+    let u = get(host, "/v1/usage", Some(key));
+    assert_eq!(u.status, 200);
+    let recent = u.body["recent"].as_array().unwrap();
+    assert!(!recent.is_empty());
+    let text = u.body.to_string();
+    // Audit holds ids and counts, never content.
+    assert!(!text.contains("fn reserve"), "audit must not hold code");
+    assert!(recent.iter().any(|r| r["endpoint"] == "/v1/context"
+        && r["tokens_used"].as_u64().unwrap() > 0
+        && !r["chunks"].as_array().unwrap().is_empty()));
+}
+
+/// 64 concurrent requests against a token budget that admits exactly `n` of them.
+fn quota_under_concurrency(host: &dyn Host, tag: &str) {
+    let budget = 4000u64;
+    let query = "how are index packs encoded, versioned and decoded";
+    // What one request really uses (settlement charges this, not the reservation).
+    let probe = org_with_key(host, &format!("probe{tag}"), json!({}));
+    host.publish(&format!("probe{tag}"), "core", sample_repo());
+    let body = json!({ "project": "core", "query": query, "budget": budget });
+    let r = post(host, "/v1/context", Some(&probe), &body);
+    assert_eq!(r.status, 200);
+    let used = r.body["tokens_total"].as_u64().unwrap();
+    let n = 5u64;
+    // Reservations hold `budget` each; settlements free `budget - used` each. With
+    // n * (budget - used) < budget, no settlement order lets an (n+1)th request in.
+    assert!(n * (budget - used) < budget, "the probe used only {used}");
+    let org = format!("quota{tag}");
+    let key = org_with_key(host, &org, json!({ "tokens_per_day": n * budget }));
+    host.publish(&org, "core", sample_repo());
+    let replies: Vec<(u16, String, Option<String>, Value)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..64)
+            .map(|_| {
+                s.spawn(|| {
+                    let r = post(host, "/v1/context", Some(&key), &body);
+                    (
+                        r.status,
+                        r.code().to_string(),
+                        r.retry_after.clone(),
+                        r.body,
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = replies.iter().filter(|r| r.0 == 200).count() as u64;
+    assert_eq!(ok, n, "exactly {n} of 64 fit the day's budget");
+    for (status, code, retry, body) in replies.iter().filter(|r| r.0 != 200) {
+        assert_eq!((*status, code.as_str()), (429, "quota_exceeded"), "{body}");
+        assert!(retry.as_deref().unwrap_or("").parse::<u64>().unwrap() >= 1);
+        assert_eq!(body["error"]["details"]["limit"], "tokens_per_day");
+    }
+    let u = get(host, "/v1/usage", Some(&key));
+    let spent = u.body["usage"]["tokens_today"].as_u64().unwrap();
+    assert!(spent <= n * budget);
+    assert_eq!(u.body["usage"]["in_flight"], 0);
+}
+
+fn rate_and_concurrency_limits(host: &dyn Host, tag: &str) {
+    let key = org_with_key(
+        host,
+        &format!("rpm{tag}"),
+        json!({ "requests_per_minute": 3 }),
+    );
+    let count = |k: &str| post(host, "/v1/tokens/count", Some(k), &json!({ "text": "hi" }));
+    let mut statuses: Vec<u16> = (0..5).map(|_| count(&key).status).collect();
+    // A minute boundary between calls could reset the window; allow for it once.
+    if statuses.iter().filter(|s| **s == 429).count() == 0 {
+        statuses = (0..5).map(|_| count(&key).status).collect();
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    let r = count(&key);
+    if r.status == 429 {
+        assert_eq!(r.body["error"]["details"]["limit"], "requests_per_minute");
+        assert!(r.retry_after.is_some());
+    }
+}

@@ -1,0 +1,227 @@
+//! The hosts the API suite runs against, behind one interface: `ctxgate serve` here, and the
+//! Worker under workerd when that harness is present.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// An HTTP answer.
+pub struct Reply {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The error code of an error answer.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+/// A running API and how to publish a project into it.
+pub trait Host: Sync {
+    fn base_url(&self) -> &str;
+    fn admin_secret(&self) -> &str;
+    /// Indexes `dir` as project `name` of `org` and makes it visible to the API.
+    fn publish(&self, org: &str, name: &str, dir: &Path) -> Value;
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into()
+}
+
+/// Sends `method path` with an optional bearer and a raw body.
+pub fn call(
+    host: &dyn Host,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<&str>,
+    content_type: &str,
+) -> Reply {
+    let url = format!("{}{}", host.base_url(), path);
+    let agent = agent();
+    let mut req = ureq::http::Request::builder().method(method).uri(&url);
+    if let Some(b) = bearer {
+        req = req.header("Authorization", format!("Bearer {b}"));
+    }
+    let result = match body {
+        Some(b) => agent.run(
+            req.header("Content-Type", content_type)
+                .body(b.as_bytes().to_vec())
+                .unwrap(),
+        ),
+        None => agent.run(req.body(()).unwrap()),
+    };
+    let mut res = result.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = res.status().as_u16();
+    let retry_after = res
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let text = res
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Reply {
+        status,
+        retry_after,
+        body,
+    }
+}
+
+/// `POST path` with a JSON body.
+pub fn post(host: &dyn Host, path: &str, key: Option<&str>, body: &Value) -> Reply {
+    call(
+        host,
+        "POST",
+        path,
+        key,
+        Some(&body.to_string()),
+        "application/json",
+    )
+}
+
+/// `GET path`.
+pub fn get(host: &dyn Host, path: &str, key: Option<&str>) -> Reply {
+    call(host, "GET", path, key, None, "")
+}
+
+/// Creates an org with `limits` and returns a key for it.
+pub fn org_with_key(host: &dyn Host, org: &str, limits: Value) -> String {
+    let admin = host.admin_secret().to_string();
+    let r = post(
+        host,
+        "/v1/admin/orgs",
+        Some(&admin),
+        &serde_json::json!({ "name": org, "limits": limits }),
+    );
+    assert_eq!(r.status, 201, "create org: {}", r.body);
+    let r = post(
+        host,
+        &format!("/v1/admin/orgs/{org}/keys"),
+        Some(&admin),
+        &serde_json::json!({}),
+    );
+    assert_eq!(r.status, 201, "create key: {}", r.body);
+    r.body["key"].as_str().unwrap().to_string()
+}
+
+/// `ctxgate serve` on a free port over a fresh data directory.
+pub struct NativeHost {
+    pub home: tempfile::TempDir,
+    child: Child,
+    url: String,
+}
+
+pub const ADMIN_SECRET: &str = "test-admin-secret-0123456789";
+
+impl NativeHost {
+    pub fn start() -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--format",
+                "json",
+                "--max-body-bytes",
+                "1048576",
+            ])
+            .env("CTXGATE_HOME", home.path())
+            .env("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)
+            .env_remove("CTXGATE_TOKEN_SECRET")
+            .env_remove("CTXGATE_CATALOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // Built before anything can panic, so the server is always stopped.
+        let mut host = Self {
+            home,
+            child,
+            url: String::new(),
+        };
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let v: Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("startup line: {line}"));
+        host.url = v["listening"].as_str().unwrap().to_string();
+        host
+    }
+}
+
+impl Drop for NativeHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Host for NativeHost {
+    fn base_url(&self) -> &str {
+        &self.url
+    }
+    fn admin_secret(&self) -> &str {
+        ADMIN_SECRET
+    }
+    fn publish(&self, org: &str, name: &str, dir: &Path) -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+            .args([
+                "project", "add", "--org", org, "--name", name, "--format", "json",
+            ])
+            .arg(dir)
+            .env("CTXGATE_HOME", self.home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "project add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// Announces a body of `len` bytes and sends only its start, then reads the answer: servers
+/// refuse an oversized body from its `Content-Length` without reading it, and a client that
+/// insists on writing it all sees a broken pipe instead of the answer.
+pub fn oversized_post(host: &dyn Host, path: &str, key: &str, len: usize) -> (u16, String) {
+    use std::io::{Read, Write};
+    let authority = host
+        .base_url()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(&vec![b' '; 1024.min(len)]);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
