@@ -17,6 +17,9 @@ fi
 step "core builds for wasm32-unknown-unknown (what runs at the edge)"
 cargo build --release --locked -p ctxgate-core --no-default-features --target wasm32-unknown-unknown
 
+step "test tools: the official MCP client (Python SDK, into target/mcp-venv)"
+bash scripts/mcp-client-setup.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
 

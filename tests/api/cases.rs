@@ -26,6 +26,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     bad_input(host, &key);
     isolation(host, tag, &key, &project_id);
     usage(host, &key);
+    mcp_client(host, &key);
     quota_under_concurrency(host, tag);
     rate_and_concurrency_limits(host, tag);
 }
@@ -384,4 +385,43 @@ fn rate_and_concurrency_limits(host: &dyn Host, tag: &str) {
         assert_eq!(r.body["error"]["details"]["limit"], "requests_per_minute");
         assert!(r.retry_after.is_some());
     }
+}
+
+/// The official MCP Python SDK lists and calls the tools (installed by
+/// `scripts/mcp-client-setup.sh`, which the test command runs).
+fn mcp_client(host: &dyn Host, key: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::env::var("CTXGATE_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/target/mcp-venv/bin/python"));
+    assert!(
+        Path::new(&python).exists(),
+        "no MCP client at {python}: run scripts/mcp-client-setup.sh (scripts/test.sh does)"
+    );
+    let out = std::process::Command::new(&python)
+        .arg(format!("{root}/tests/mcp/client.py"))
+        .arg(format!("{}/mcp", host.base_url()))
+        .arg(key)
+        .arg("core")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "MCP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["server"], "ctxgate");
+    assert_eq!(
+        seen["tools"],
+        json!(["count_tokens", "get_context", "list_projects", "search_code"])
+    );
+    assert_eq!(seen["context_error"], false);
+    let total = seen["context"]["tokens_total"].as_u64().unwrap();
+    assert!(total <= 1500);
+    let text = seen["context_text"].as_str().unwrap();
+    assert_eq!(u64::from(Encoding::O200kBase.count(text)), total);
+    assert_eq!(seen["count"]["total"], Encoding::O200kBase.count("hello world"));
+    assert_eq!(seen["missing_error"], true);
+    assert_eq!(seen["missing"]["error"]["code"], "project_not_found");
+    assert_eq!(seen["projects"]["projects"][0]["name"], "core");
 }

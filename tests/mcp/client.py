@@ -1,0 +1,44 @@
+"""A real MCP client (the official `mcp` Python SDK) against ctxgate's /mcp endpoint.
+
+Usage: client.py URL API_KEY PROJECT. Prints one JSON document with what the client saw:
+the server's info, the tools listed, and the results of calling them.
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+
+async def main(url: str, key: str, project: str) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    async with streamablehttp_client(url, headers=headers) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            tools = await session.list_tools()
+            ctx = await session.call_tool(
+                "get_context",
+                {"project": project, "query": "how does the quota ledger reserve tokens", "budget": 1500},
+            )
+            count = await session.call_tool("count_tokens", {"text": "hello world", "model": "gpt-4o"})
+            missing = await session.call_tool(
+                "get_context", {"project": "no-such-project", "query": "x", "budget": 100}
+            )
+            projects = await session.call_tool("list_projects", {})
+            print(json.dumps({
+                "server": init.serverInfo.name,
+                "protocol": init.protocolVersion,
+                "tools": sorted(t.name for t in tools.tools),
+                "context_text": ctx.content[0].text,
+                "context": ctx.structuredContent,
+                "context_error": ctx.isError,
+                "count": count.structuredContent,
+                "missing_error": missing.isError,
+                "missing": missing.structuredContent,
+                "projects": projects.structuredContent,
+            }))
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
