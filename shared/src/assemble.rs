@@ -231,6 +231,7 @@ pub fn assemble(
         let score = original.get(&c.key).copied().unwrap_or(c.score);
         let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
         let mut p = piece(pack, c.key as usize, text, tokens, score);
+        p.base_tokens = slot.map(|s| pack.chunks[c.key as usize].tokens[s]);
         if let Some(&n) = signatures.get(&c.key) {
             p = to_signature(p, n, spec);
         }
@@ -306,6 +307,7 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         },
         form: PieceForm::Full,
         reasoning: None,
+        base_tokens: None,
     }
 }
 
@@ -317,5 +319,6 @@ fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
     p.sha256 = crate::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
     p.tokens = spec.count(&p.text);
     p.form = PieceForm::Signature;
+    p.base_tokens = None;
     p
 }

@@ -45,6 +45,10 @@ pub struct Piece {
     /// The signals behind the score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::rank::Signals>,
+    /// The count of `text` in the target's base encoding, when already known (the index counted
+    /// it): the composer then need not count it again.
+    #[serde(skip)]
+    pub base_tokens: Option<u32>,
 }
 
 /// How much of a chunk a piece carries.
@@ -100,6 +104,15 @@ pub fn piece_header(p: &Piece) -> String {
 
 /// Renders `pieces` (in any order; best first is assumed for file order) and the task.
 pub fn render(pieces: &[Piece], query: &str) -> String {
+    render_with_spans(pieces, query).0
+}
+
+/// A stretch of the prompt whose base-encoding count is already known.
+type KnownSpan = (std::ops::Range<usize>, u32);
+
+/// Renders like [`render`] and also returns where each piece text with a known count sits.
+fn render_with_spans(pieces: &[Piece], query: &str) -> (String, Vec<KnownSpan>) {
+    let mut spans = Vec::new();
     let mut files: Vec<(&str, Vec<&Piece>)> = Vec::new();
     for p in pieces {
         match files.iter_mut().find(|(path, _)| *path == p.path) {
@@ -126,6 +139,9 @@ pub fn render(pieces: &[Piece], query: &str) -> String {
                 out.push_str(&fence);
                 out.push_str(fence_language(&p.language));
                 out.push('\n');
+                if let Some(n) = p.base_tokens {
+                    spans.push((out.len()..out.len() + p.text.len(), n));
+                }
                 out.push_str(&p.text);
                 if !p.text.ends_with('\n') {
                     out.push('\n');
@@ -139,7 +155,47 @@ pub fn render(pieces: &[Piece], query: &str) -> String {
     out.push_str("# Task\n\n");
     out.push_str(query.trim());
     out.push('\n');
-    out
+    (out, spans)
+}
+
+/// Whether `at` starts a line whose indentation (spaces and tabs) leads to a visible character:
+/// an exact split point for encodings that
+/// [`Encoding::splits_at_line_starts`](crate::tokens::Encoding::splits_at_line_starts).
+///
+/// An unindented `/` is excluded: o200k's punctuation rule (` ?[^\s\p{L}\p{N}]+[\r\n/]*`)
+/// carries a line-ending newline on into a following `/`.
+fn line_start(text: &str, at: usize) -> bool {
+    if at == 0 || text.as_bytes().get(at - 1) != Some(&b'\n') {
+        return false;
+    }
+    let rest = &text[at..];
+    let visible = rest.trim_start_matches([' ', '\t']);
+    let indented = visible.len() < rest.len();
+    visible
+        .chars()
+        .next()
+        .is_some_and(|c| !c.is_whitespace() && (indented || c != '/'))
+}
+
+/// The exact count of `prompt`: known spans that sit between exact split points contribute
+/// their known counts, everything else is counted.
+fn count_prompt(prompt: &str, spans: &[KnownSpan], tokenizer: &TokenizerSpec) -> u32 {
+    let base = tokenizer.base();
+    if !base.splits_at_line_starts() {
+        return tokenizer.count(prompt);
+    }
+    let mut total = 0u64;
+    let mut from = 0;
+    for (range, known) in spans {
+        let usable = line_start(prompt, range.start) && line_start(prompt, range.end);
+        if !usable || range.start < from {
+            continue;
+        }
+        total += u64::from(base.count(&prompt[from..range.start])) + u64::from(*known);
+        from = range.end;
+    }
+    total += u64::from(base.count(&prompt[from..]));
+    tokenizer.scale(u32::try_from(total).unwrap_or(u32::MAX))
 }
 
 fn fence_for(text: &str) -> String {
@@ -179,8 +235,8 @@ pub fn fit(
 ) -> Result<Composition, ComposeError> {
     let mut dropped = 0;
     loop {
-        let prompt = render(&pieces, query);
-        let tokens = tokenizer.count(&prompt);
+        let (prompt, spans) = render_with_spans(&pieces, query);
+        let tokens = count_prompt(&prompt, &spans, tokenizer);
         if tokens <= budget {
             let mut order: Vec<Piece> = Vec::with_capacity(pieces.len());
             // Report pieces in prompt order.
@@ -237,6 +293,7 @@ mod tests {
             symbol: Some("f".into()),
             chunk_id: "abc".into(),
             sha256: String::new(),
+            base_tokens: None,
             text: text.into(),
             tokens: Encoding::O200kBase.count(text),
             score,
@@ -293,6 +350,7 @@ mod tests {
             query in "[ -~]{1,80}",
             budget in 1u32..3000,
             estimate in any::<bool>(),
+            known in any::<bool>(),
         ) {
             let tokenizer = if estimate {
                 TokenizerSpec::Estimate { base: Encoding::Cl100kBase, ratio: 1.3 }
@@ -300,7 +358,14 @@ mod tests {
                 TokenizerSpec::Exact(Encoding::O200kBase)
             };
             let pieces: Vec<Piece> = texts.iter().enumerate()
-                .map(|(i, t)| piece(&format!("f{}.rs", i % 4), i as u32 * 10 + 1, t, 100.0 - i as f32))
+                .map(|(i, t)| {
+                    let mut p = piece(&format!("f{}.rs", i % 4), i as u32 * 10 + 1, t, 100.0 - i as f32);
+                    // Known counts, as the index supplies them, must leave the total exact.
+                    if known {
+                        p.base_tokens = Some(tokenizer.base().count(t));
+                    }
+                    p
+                })
                 .collect();
             match fit(pieces, &query, budget, &tokenizer) {
                 Ok(c) => {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::embedded::EmbeddedBackend;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
@@ -40,6 +41,11 @@ fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let dir = data_dir(global)?;
     let backend = EmbeddedBackend::open(&dir, args.allow_local_paths)?;
+    // The fast exact counters, before the first request needs them (tiktoken-rs's own tables
+    // are several times slower); the other encodings load on first use.
+    for e in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        ctxgate_indexer::token_tables::install(&dir, e);
+    }
     let token_secret = match &args.token_secret {
         Some(s) if s.len() >= 16 => s.as_bytes().to_vec(),
         Some(_) => {
@@ -57,7 +63,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         ..Config::default()
     };
     let state = AppState::new(Arc::new(backend), catalog(global)?, config);
-    let app = ctxgate_edge::router(state);
+    let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,4 +93,20 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             .await
             .map_err(|e| Failure::internal("serve_failed", e.to_string()))
     })
+}
+
+/// Adds `Server-Timing: app;dur=<ms>`: the time from routing to the response, which is what the
+/// benchmark reports as server-side latency (the Worker's clock is frozen during a request, so
+/// only the native host can say this).
+async fn server_timing(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let start = std::time::Instant::now();
+    let mut res = next.run(req).await;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("app;dur={ms:.3}")) {
+        res.headers_mut().insert("server-timing", v);
+    }
+    res
 }

@@ -413,14 +413,22 @@ fn mcp_client(host: &dyn Host, key: &str) {
     assert_eq!(seen["server"], "ctxgate");
     assert_eq!(
         seen["tools"],
-        json!(["count_tokens", "get_context", "list_projects", "search_code"])
+        json!([
+            "count_tokens",
+            "get_context",
+            "list_projects",
+            "search_code"
+        ])
     );
     assert_eq!(seen["context_error"], false);
     let total = seen["context"]["tokens_total"].as_u64().unwrap();
     assert!(total <= 1500);
     let text = seen["context_text"].as_str().unwrap();
     assert_eq!(u64::from(Encoding::O200kBase.count(text)), total);
-    assert_eq!(seen["count"]["total"], Encoding::O200kBase.count("hello world"));
+    assert_eq!(
+        seen["count"]["total"],
+        Encoding::O200kBase.count("hello world")
+    );
     assert_eq!(seen["missing_error"], true);
     assert_eq!(seen["missing"]["error"]["code"], "project_not_found");
     assert_eq!(seen["projects"]["projects"][0]["name"], "core");
