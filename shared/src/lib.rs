@@ -19,6 +19,7 @@ pub mod chunk;
 pub mod compose;
 pub mod continuation;
 pub mod hash;
+pub mod history;
 pub mod index;
 pub mod intent;
 
@@ -27,5 +28,6 @@ pub mod quota;
 pub mod rank;
 pub mod route;
 
+pub mod secrets;
 pub mod select;
 pub mod tokens;
