@@ -49,6 +49,8 @@ pub enum Command {
     Count(CountArgs),
     /// List the model catalog: windows, usable budgets, tokenizers, prices.
     Models(ModelsArgs),
+    /// Compact a conversation (OpenAI chat JSON) to fit a token budget.
+    Compact(CompactArgs),
     /// Serve the HTTP API (the same router as the Cloudflare Worker) over the data directory.
     Serve(ServeArgs),
     /// Manage organisations.
@@ -74,6 +76,7 @@ impl Command {
             Command::Count(a) => a.format,
             Command::Models(a) => a.format,
             Command::Serve(a) => a.format,
+            Command::Compact(a) => a.format,
             Command::Org(OrgCommand::Create(a)) => a.format,
             Command::Key(KeyCommand::Create(a)) => a.format,
             Command::Quota(QuotaCommand::Set(a)) => a.format,
@@ -89,6 +92,44 @@ pub enum Format {
     Text,
     /// For scripts: one JSON document on stdout (errors too).
     Json,
+}
+
+/// `ctxgate compact`.
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Reads a JSON array of {\"role\", \"content\"} messages, or an object with a `messages` array, \
+from FILE or stdin. The last --keep-rounds rounds, system messages and messages with \
+\"pinned\": true are kept verbatim; older messages are summarized, the oldest aggregated into one \
+summary, and only then dropped, oldest first. Summaries are cached under \
+<data dir>/cache/summaries/ (--clear-summaries empties it).")]
+pub struct CompactArgs {
+    /// The conversation (default: stdin).
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Target model (id or alias); sets the tokenizer, and the budget when --budget is absent.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Hard limit on the compacted conversation in tokens (with --model: must fit its window).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<u32>,
+    /// Newest rounds kept verbatim (a round starts at a user message or an agent step).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub keep_rounds: usize,
+    /// Bring the old messages most relevant to this back whole instead of their summaries.
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+    /// Print what each tier takes, what was summarized and what was dropped, instead of the conversation.
+    #[arg(long)]
+    pub stats: bool,
+    /// Delete cached summaries (alone: only that).
+    #[arg(long)]
+    pub clear_summaries: bool,
+    /// Neither read nor write the summary cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Output format: the conversation is JSON either way; `json` also makes --stats and errors JSON.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// What to index and how.

@@ -103,3 +103,21 @@ impl From<ctxgate_edge::error::ApiError> for Failure {
         }
     }
 }
+
+impl From<ctxgate_core::history::ParseError> for Failure {
+    fn from(e: ctxgate_core::history::ParseError) -> Self {
+        Failure::input(e.code(), e.to_string())
+    }
+}
+
+impl From<ctxgate_core::history::CompactError> for Failure {
+    fn from(e: ctxgate_core::history::CompactError) -> Self {
+        Failure::input(e.code(), e.to_string())
+    }
+}
+
+impl From<BudgetError> for Failure {
+    fn from(e: BudgetError) -> Self {
+        Failure::input(budget_code(&e), e.to_string())
+    }
+}

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Command::Assemble(a) => commands::assemble::run(&cli.global, a),
         Command::Count(a) => commands::count::run(&cli.global, a),
         Command::Models(a) => commands::models::run(&cli.global, a),
+        Command::Compact(a) => commands::compact::run(&cli.global, a),
         Command::Serve(a) => commands::serve::run(&cli.global, a),
         Command::Org(c) => commands::admin::org(&cli.global, c),
         Command::Key(c) => commands::admin::key(&cli.global, c),

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod assemble;
+pub mod compact;
 pub mod count;
 pub mod index;
 pub mod models;

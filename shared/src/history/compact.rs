@@ -64,6 +64,16 @@ pub enum CompactError {
     },
 }
 
+impl CompactError {
+    /// The stable machine-readable code the CLI and the API report.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CompactError::BudgetZero => "budget_zero",
+            CompactError::BudgetTooSmall { .. } => "budget_too_small",
+        }
+    }
+}
+
 /// The form an input message ends up in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -381,59 +391,11 @@ pub fn compact(
         });
     }
 
-    // Summaries of every older unit (cached).
-    for u in &mut units {
-        let parts: Vec<&Message> = u.msgs.iter().map(|&i| &messages[i]).collect();
-        let (prev, next) = match u.kind {
-            UnitKind::AgentTurn => (None, None),
-            UnitKind::Message => {
-                let i = u.msgs[0];
-                (i.checked_sub(1).map(|p| &messages[p]), messages.get(i + 1))
-            }
-        };
-        let key = key_for(&parts, prev, next);
-        let text = match cache.get(&key) {
-            Some(t) => {
-                report.cache_hits += 1;
-                u.cached = true;
-                t
-            }
-            None => {
-                report.cache_misses += 1;
-                let t = match u.kind {
-                    UnitKind::AgentTurn => summarize_agent_span(&parts),
-                    UnitKind::Message => summarize_message(
-                        prev.map(|m| m.text_content()).as_deref(),
-                        &parts[0].text_content(),
-                        next.map(|m| m.text_content()).as_deref(),
-                    ),
-                };
-                cache.put(&key, &t);
-                t
-            }
-        };
-        let first = parts[0];
-        let m = summary_message(
-            if u.kind == UnitKind::AgentTurn {
-                Role::Assistant
-            } else {
-                first.role
-            },
-            first.name.as_ref(),
-            text,
-        );
-        u.summary_tokens = message_tokens(tok, &m);
-        u.summary = Some(m);
-    }
-
-    // The split: the oldest `k` units go to the aggregate, the rest are summarized. The smallest
-    // `k` whose summaries leave room for the aggregate wins (newer detail beats older breadth).
+    // The split: the oldest `k` units go to the aggregate, the rest are summarized. Newer detail
+    // beats older breadth: units are summarized from the newest back while the aggregate keeps
+    // its reserve.
     let room = opts.budget - protected_tokens;
     let nu = units.len();
-    let mut suffix = vec![0u64; nu + 1];
-    for j in (0..nu).rev() {
-        suffix[j] = suffix[j + 1] + u64::from(units[j].summary_cost());
-    }
     let mut msgs_before = vec![0u64; nu + 1];
     for j in 0..nu {
         msgs_before[j + 1] = msgs_before[j] + units[j].msgs.len() as u64;
@@ -472,9 +434,20 @@ pub fn compact(
         .sum::<u64>()
         .min(u64::from(room) / 4);
     let plan_room = u64::from(room) - recall_reserve;
-    let k = (0..=nu)
-        .find(|&k| suffix[k] + reserve(k) <= plan_room)
-        .unwrap_or(nu);
+    // Summaries are made newest first and only as far as they can be used: the units that end
+    // up in the aggregate are never summarized one by one.
+    let mut k = nu;
+    let mut suffix_k = 0u64;
+    while k > 0 {
+        let j = k - 1;
+        summarize_unit(&mut units[j], messages, tok, cache, &mut report);
+        let with = suffix_k + u64::from(units[j].summary_cost());
+        if with + reserve(j) > plan_room {
+            break;
+        }
+        suffix_k = with;
+        k = j;
+    }
     for (j, u) in units.iter_mut().enumerate() {
         u.tier = if j < k {
             Tier::Aggregated
@@ -484,7 +457,7 @@ pub fn compact(
             Tier::Summarized
         };
     }
-    let mut slack = u64::from(room).saturating_sub(suffix[k] + reserve(k));
+    let mut slack = u64::from(room).saturating_sub(suffix_k + reserve(k));
 
     // Recall for the query: whole messages instead of their summaries, best match first.
     for (doc, _) in hits {
@@ -651,6 +624,57 @@ pub fn compact(
         tiers,
         report,
     })
+}
+
+/// Makes (or fetches) `u`'s summary message and counts it.
+fn summarize_unit(
+    u: &mut Unit,
+    messages: &[Message],
+    tok: &TokenizerSpec,
+    cache: &mut dyn SummaryCache,
+    report: &mut CompactReport,
+) {
+    let parts: Vec<&Message> = u.msgs.iter().map(|&i| &messages[i]).collect();
+    let (prev, next) = match u.kind {
+        UnitKind::AgentTurn => (None, None),
+        UnitKind::Message => {
+            let i = u.msgs[0];
+            (i.checked_sub(1).map(|p| &messages[p]), messages.get(i + 1))
+        }
+    };
+    let key = key_for(&parts, prev, next);
+    let text = match cache.get(&key) {
+        Some(t) => {
+            report.cache_hits += 1;
+            u.cached = true;
+            t
+        }
+        None => {
+            report.cache_misses += 1;
+            let t = match u.kind {
+                UnitKind::AgentTurn => summarize_agent_span(&parts),
+                UnitKind::Message => summarize_message(
+                    prev.map(|m| m.text_content()).as_deref(),
+                    &parts[0].text_content(),
+                    next.map(|m| m.text_content()).as_deref(),
+                ),
+            };
+            cache.put(&key, &t);
+            t
+        }
+    };
+    let first = parts[0];
+    let m = summary_message(
+        if u.kind == UnitKind::AgentTurn {
+            Role::Assistant
+        } else {
+            first.role
+        },
+        first.name.as_ref(),
+        text,
+    );
+    u.summary_tokens = message_tokens(tok, &m);
+    u.summary = Some(m);
 }
 
 fn new_unit(msgs: Vec<usize>, kind: UnitKind, cost: &[u32]) -> Unit {

@@ -212,6 +212,20 @@ pub enum ParseError {
     },
 }
 
+impl ParseError {
+    /// The stable machine-readable code the CLI and the API report.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ParseError::NotUtf8 { .. } => "invalid_utf8",
+            ParseError::Json(_) => "malformed_json",
+            ParseError::Shape { .. } => "invalid_conversation",
+            ParseError::Empty => "conversation_empty",
+            ParseError::Malformed { .. } => "malformed_message",
+            ParseError::UnknownRole { .. } => "unknown_role",
+        }
+    }
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
