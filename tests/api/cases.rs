@@ -23,6 +23,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     auth(host, &key);
     context(host, &key, &project_id);
     continuation(host, &key);
+    history(host, tag);
     bad_input(host, &key);
     isolation(host, tag, &key, &project_id);
     usage(host, &key);
@@ -53,6 +54,7 @@ fn meta(host: &dyn Host, key: &str) {
         "/v1/projects",
         "/v1/projects/{id}",
         "/v1/usage",
+        "/v1/history/compact",
         "/healthz",
         "/mcp",
     ] {
@@ -257,6 +259,84 @@ fn bad_input(host: &dyn Host, key: &str) {
         &json!({ "name": "x", "source": { "kind": "local", "path": "/etc" } }),
     );
     assert_eq!((r.status, r.code()), (403, "source_refused"));
+}
+
+/// `POST /v1/history/compact`: within the budget, protected turns verbatim, metered at the real
+/// count, errors in the one shape. Its own org, so usage is exactly this case's.
+fn history(host: &dyn Host, tag: &str) {
+    let key = org_with_key(host, &format!("hist{tag}"), json!({}));
+    let mut messages = vec![json!({"role": "system", "content": "Be brief."})];
+    messages.push(json!({"role": "user", "content": "Our staging host is kestrel-42."}));
+    messages.push(
+        json!({"role": "user", "content": "The db password=swordfish99 is rotated monthly."}),
+    );
+    for i in 0..80 {
+        messages.push(json!({"role": "user", "content": format!("Step {i}: why does the build cache miss on CI? {}", "The logs show cold restores. ".repeat(6))}));
+        messages.push(json!({"role": "assistant", "content": format!("Answer {i}: the cache key includes the timestamp; drop it. {}", "Keys must be stable across runs. ".repeat(6))}));
+    }
+    let budget = 2000u64;
+    let r = post(
+        host,
+        "/v1/history/compact",
+        Some(&key),
+        &json!({ "messages": messages, "model": "gpt-4o", "budget": budget, "query": "staging host name" }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let total = r.body["tokens_total"].as_u64().unwrap();
+    assert!(total <= budget);
+    let out: Vec<ctxgate_core::history::Message> =
+        serde_json::from_value(r.body["messages"].clone()).unwrap();
+    let tok = ctxgate_core::catalog::TokenizerSpec::Exact(Encoding::O200kBase);
+    assert_eq!(
+        u64::from(ctxgate_core::history::conversation_tokens(&tok, &out)),
+        total,
+        "the reported count is the exact count of what was returned"
+    );
+    let sent: Vec<ctxgate_core::history::Message> =
+        serde_json::from_value(Value::Array(messages.clone())).unwrap();
+    assert_eq!(out[0], sent[0]);
+    assert_eq!(&out[out.len() - 6..], &sent[sent.len() - 6..]);
+    assert!(r.body["stats"]["tiers"].as_array().unwrap().len() >= 3);
+    let text = r.body["messages"].to_string();
+    assert!(
+        !text.contains("swordfish99"),
+        "a secret survived into a summary"
+    );
+    let u = get(host, "/v1/usage", Some(&key));
+    assert_eq!(
+        u.body["usage"]["tokens_total"].as_u64(),
+        Some(total),
+        "{}",
+        u.body
+    );
+    assert!(
+        u.body["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["endpoint"] == "/v1/history/compact")
+    );
+
+    let call = |body: Value| post(host, "/v1/history/compact", Some(&key), &body);
+    let r = call(json!({ "messages": messages, "budget": 20 }));
+    assert_eq!((r.status, r.code()), (400, "budget_too_small"));
+    assert!(r.body["error"]["details"]["needed"].as_u64().unwrap() > 20);
+    let r = call(json!({ "messages": [{"role": "robot", "content": "x"}], "budget": 100 }));
+    assert_eq!((r.status, r.code()), (400, "unknown_role"));
+    assert_eq!(r.body["error"]["details"]["message_index"], 0);
+    let r = call(json!({ "messages": [], "budget": 100 }));
+    assert_eq!((r.status, r.code()), (400, "conversation_empty"));
+    let r = call(json!({ "messages": "hi", "budget": 100 }));
+    assert_eq!((r.status, r.code()), (400, "invalid_conversation"));
+    let r = call(json!({ "messages": [{"role": "user", "content": "x"}] }));
+    assert_eq!((r.status, r.code()), (400, "budget_missing"));
+    let r = post(
+        host,
+        "/v1/history/compact",
+        None,
+        &json!({ "messages": [], "budget": 1 }),
+    );
+    assert_eq!((r.status, r.code()), (401, "missing_api_key"));
 }
 
 fn isolation(host: &dyn Host, tag: &str, key_a: &str, project_a: &str) {

@@ -107,7 +107,7 @@ fn check_query(query: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn resolve(
+pub(super) fn resolve(
     state: &AppState,
     caller: &Caller,
     model: Option<&str>,

@@ -3,6 +3,7 @@
 mod admin;
 mod auth;
 mod context;
+mod history;
 mod meta;
 mod projects;
 mod usage;
@@ -30,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/tokens/count", post(meta::count))
         .route("/v1/context", post(context::context))
         .route("/v1/search", post(context::search))
+        .route("/v1/history/compact", post(history::compact_history))
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/usage", get(usage::usage))
