@@ -135,6 +135,7 @@ pub fn run(global: &Global, args: &CompactArgs) -> CmdResult {
         budget: resolved.budget,
         keep_rounds: args.keep_rounds,
         query: args.query.clone(),
+        exact_stats: true,
     };
     let mut file_cache;
     let mut none = NoCache;
@@ -173,7 +174,7 @@ pub fn run(global: &Global, args: &CompactArgs) -> CmdResult {
         eprintln!(
             "compacted {} messages ({} tokens) to {} ({} tokens, budget {}): {} summarized, {} aggregated, {} dropped",
             r.messages_before,
-            thousands(u64::from(r.tokens_before)),
+            opt(r.tokens_before),
             r.messages_after,
             thousands(u64::from(r.tokens_total)),
             thousands(u64::from(r.budget)),
@@ -183,6 +184,11 @@ pub fn run(global: &Global, args: &CompactArgs) -> CmdResult {
         );
     }
     Ok(())
+}
+
+/// A count, or `-` when it was not taken.
+fn opt(n: Option<u32>) -> String {
+    n.map_or_else(|| "-".into(), |n| thousands(u64::from(n)))
 }
 
 /// `0-4, 7, 9-12`.
@@ -211,7 +217,7 @@ fn print_stats(r: &CompactReport, tokenizer: &str, exact: bool) {
     println!(
         "{} messages, {} tokens -> {} messages, {} tokens (budget {}; {tokenizer}{})",
         r.messages_before,
-        thousands(u64::from(r.tokens_before)),
+        opt(r.tokens_before),
         r.messages_after,
         thousands(u64::from(r.tokens_total)),
         thousands(u64::from(r.budget)),
@@ -234,7 +240,7 @@ fn print_stats(r: &CompactReport, tokenizer: &str, exact: bool) {
             "{:<12} {:>9} {:>12} {:>12}",
             name,
             s.messages,
-            thousands(u64::from(s.tokens_before)),
+            opt(s.tokens_before),
             thousands(u64::from(s.tokens_after))
         );
     }

@@ -104,6 +104,7 @@ pub async fn compact_history(
         budget: resolved.budget,
         keep_rounds,
         query: req.query,
+        exact_stats: true,
     };
     let admission = meter::admit(
         &state,

@@ -9,7 +9,8 @@ use super::message::{
     CONVERSATION_OVERHEAD, Content, Message, Role, conversation_tokens, message_tokens,
 };
 use super::summarize::{
-    SUMMARIZER_VERSION, aggregate_header, aggregate_lines, summarize_agent_span, summarize_message,
+    Digest as MessageDigest, SEGMENT_MESSAGES, SUMMARIZER_VERSION, aggregate_header,
+    aggregate_lines, digest, summarize_agent_span, summarize_message,
 };
 use crate::catalog::TokenizerSpec;
 use crate::hash::Sha256Digest;
@@ -31,6 +32,10 @@ pub struct CompactOptions {
     pub keep_rounds: usize,
     /// Bring the old messages most relevant to this back whole.
     pub query: Option<String>,
+    /// Count every input message for the report's `tokens_before` figures. Without it, messages
+    /// that end up aggregated or dropped are never counted (counting is most of the time spent
+    /// on a long conversation), and those figures are left out.
+    pub exact_stats: bool,
 }
 
 impl CompactOptions {
@@ -40,6 +45,7 @@ impl CompactOptions {
             budget,
             keep_rounds: DEFAULT_KEEP_ROUNDS,
             query: None,
+            exact_stats: true,
         }
     }
 }
@@ -120,8 +126,8 @@ impl Tier {
 pub struct TierStats {
     /// Input messages in the tier.
     pub messages: usize,
-    /// Their tokens before compaction.
-    pub tokens_before: u32,
+    /// Their tokens before compaction (absent when not every message was counted).
+    pub tokens_before: Option<u32>,
     /// Tokens the tier takes in the result (the aggregate message for `aggregated`).
     pub tokens_after: u32,
 }
@@ -149,8 +155,8 @@ pub struct SummaryEntry {
 pub struct CompactReport {
     /// The budget.
     pub budget: u32,
-    /// Tokens of the input conversation.
-    pub tokens_before: u32,
+    /// Tokens of the input conversation (absent when not every message was counted).
+    pub tokens_before: Option<u32>,
     /// Tokens of the result (≤ budget).
     pub tokens_total: u32,
     /// Input messages.
@@ -285,10 +291,11 @@ pub fn compact(
         return Err(CompactError::BudgetZero);
     }
     let n = messages.len();
-    let cost: Vec<u32> = messages.iter().map(|m| message_tokens(tok, m)).collect();
-    let tokens_before = cost
-        .iter()
-        .fold(CONVERSATION_OVERHEAD, |a, c| a.saturating_add(*c));
+    let mut costs = Costs {
+        v: vec![None; n],
+        tok,
+        messages,
+    };
 
     // Protection.
     let starts = round_starts(messages);
@@ -327,7 +334,7 @@ pub fn compact(
         if messages[lo].role == Role::User {
             rest_from = lo + 1;
             if tier[lo].is_none() {
-                units.push(new_unit(vec![lo], UnitKind::Message, &cost));
+                units.push(new_unit(vec![lo], UnitKind::Message));
             }
         }
         let rest: Vec<usize> = (rest_from..hi)
@@ -340,12 +347,12 @@ pub fn compact(
                     tier[i].get_or_insert(Tier::Pinned);
                 }
             } else if !rest.is_empty() {
-                units.push(new_unit(rest, UnitKind::AgentTurn, &cost));
+                units.push(new_unit(rest, UnitKind::AgentTurn));
             }
         } else {
             for i in rest {
                 if tier[i].is_none() {
-                    units.push(new_unit(vec![i], UnitKind::Message, &cost));
+                    units.push(new_unit(vec![i], UnitKind::Message));
                 }
             }
         }
@@ -353,7 +360,7 @@ pub fn compact(
 
     let protected_tokens = (0..n)
         .filter(|&i| tier[i].is_some())
-        .fold(CONVERSATION_OVERHEAD, |a, i| a.saturating_add(cost[i]));
+        .fold(CONVERSATION_OVERHEAD, |a, i| a.saturating_add(costs.get(i)));
     if protected_tokens > opts.budget {
         return Err(CompactError::BudgetTooSmall {
             needed: protected_tokens,
@@ -364,8 +371,8 @@ pub fn compact(
 
     let mut report = CompactReport {
         budget: opts.budget,
-        tokens_before,
-        tokens_total: tokens_before,
+        tokens_before: None,
+        tokens_total: 0,
         messages_before: n,
         messages_after: n,
         rounds: starts.len(),
@@ -381,9 +388,19 @@ pub fn compact(
         cache_misses: 0,
     };
 
-    if tokens_before <= opts.budget {
+    // Does it all fit? Counted newest first, stopping as soon as it cannot.
+    let mut whole = CONVERSATION_OVERHEAD;
+    for i in (0..n).rev() {
+        whole = whole.saturating_add(costs.get(i));
+        if whole > opts.budget {
+            break;
+        }
+    }
+    if whole <= opts.budget {
         let tiers: Vec<Tier> = tier.iter().map(|t| t.unwrap_or(Tier::Verbatim)).collect();
-        report.tiers = tier_stats(&tiers, &cost, &[(Tier::Verbatim, 0)], messages, tok);
+        report.tokens_before = Some(whole);
+        report.tokens_total = whole;
+        report.tiers = tier_stats(&tiers, &costs.v, &[(Tier::Verbatim, 0)]);
         return Ok(Compacted {
             messages: messages.to_vec(),
             tiers,
@@ -404,9 +421,9 @@ pub fn compact(
         if k == 0 {
             0
         } else {
-            // ~7 tokens a message (a ~60-token line per ten), a header, and at most a fifth of
+            // ~7 tokens a message (a ~60-token line per ten), a header, and at most a third of
             // the room: the aggregate is what gives way when space is short.
-            (40 + 7 * msgs_before[k]).min((u64::from(room) / 5).max(40))
+            (40 + 7 * msgs_before[k]).min((u64::from(room) / 3).max(40))
         }
     };
     // With a query, room is set aside first for the best matches to come back whole (up to a
@@ -428,6 +445,9 @@ pub fn compact(
         hits.retain(|h| h.1 >= best * RECALL_MIN_SHARE);
         hits.truncate(MAX_RECALLED);
     }
+    for h in &hits {
+        units[h.0 as usize].count(&mut costs);
+    }
     let recall_reserve = hits
         .iter()
         .map(|h| u64::from(units[h.0 as usize].verbatim))
@@ -440,6 +460,7 @@ pub fn compact(
     let mut suffix_k = 0u64;
     while k > 0 {
         let j = k - 1;
+        units[j].count(&mut costs);
         summarize_unit(&mut units[j], messages, tok, cache, &mut report);
         let with = suffix_k + u64::from(units[j].summary_cost());
         if with + reserve(j) > plan_room {
@@ -607,15 +628,22 @@ pub fn compact(
         }
     }
     let summarized_after: u32 = report.summarized.iter().map(|s| s.tokens_after).sum();
+    if opts.exact_stats {
+        for i in 0..n {
+            costs.get(i);
+        }
+    }
+    report.tokens_before = costs
+        .v
+        .iter()
+        .try_fold(CONVERSATION_OVERHEAD, |a, c| c.map(|c| a.saturating_add(c)));
     report.tiers = tier_stats(
         &tiers,
-        &cost,
+        &costs.v,
         &[
             (Tier::Summarized, summarized_after),
             (Tier::Aggregated, agg_tokens),
         ],
-        messages,
-        tok,
     );
     report.tokens_total = total;
     report.messages_after = result.len();
@@ -677,14 +705,41 @@ fn summarize_unit(
     u.summary = Some(m);
 }
 
-fn new_unit(msgs: Vec<usize>, kind: UnitKind, cost: &[u32]) -> Unit {
-    let verbatim = msgs.iter().fold(0u32, |a, &i| a.saturating_add(cost[i]));
+/// Message costs, counted on first use: on a long conversation most messages end up in the
+/// aggregate, and counting them would be most of the work.
+struct Costs<'a> {
+    v: Vec<Option<u32>>,
+    tok: &'a TokenizerSpec,
+    messages: &'a [Message],
+}
+
+impl Costs<'_> {
+    fn get(&mut self, i: usize) -> u32 {
+        *self.v[i].get_or_insert_with(|| message_tokens(self.tok, &self.messages[i]))
+    }
+}
+
+impl Unit {
+    /// Counts the unit's messages (once).
+    fn count(&mut self, costs: &mut Costs<'_>) {
+        if self.verbatim == u32::MAX {
+            self.verbatim = self
+                .msgs
+                .iter()
+                .fold(0u32, |a, &i| a.saturating_add(costs.get(i)))
+                .min(u32::MAX - 1);
+            self.summary_tokens = self.verbatim;
+        }
+    }
+}
+
+fn new_unit(msgs: Vec<usize>, kind: UnitKind) -> Unit {
     Unit {
         msgs,
         kind,
-        verbatim,
+        verbatim: u32::MAX,
         summary: None,
-        summary_tokens: verbatim,
+        summary_tokens: u32::MAX,
         cached: false,
         tier: Tier::Summarized,
     }
@@ -693,18 +748,22 @@ fn new_unit(msgs: Vec<usize>, kind: UnitKind, cost: &[u32]) -> Unit {
 /// Per-tier figures: verbatim tiers take what their messages cost; `after` gives the others.
 fn tier_stats(
     tiers: &[Tier],
-    cost: &[u32],
+    cost: &[Option<u32>],
     after: &[(Tier, u32)],
-    _messages: &[Message],
-    _tok: &TokenizerSpec,
 ) -> Vec<(Tier, TierStats)> {
     let mut out = Vec::new();
     for t in Tier::ALL {
-        let mut s = TierStats::default();
+        let mut s = TierStats {
+            tokens_before: Some(0),
+            ..TierStats::default()
+        };
         for (i, x) in tiers.iter().enumerate() {
             if *x == t {
                 s.messages += 1;
-                s.tokens_before = s.tokens_before.saturating_add(cost[i]);
+                s.tokens_before = s
+                    .tokens_before
+                    .zip(cost[i])
+                    .map(|(a, c)| a.saturating_add(c));
             }
         }
         if s.messages == 0 {
@@ -713,7 +772,7 @@ fn tier_stats(
         s.tokens_after = match after.iter().find(|(x, _)| *x == t) {
             Some((_, a)) if matches!(t, Tier::Summarized | Tier::Aggregated) => *a,
             _ if t == Tier::Dropped => 0,
-            _ => s.tokens_before,
+            _ => s.tokens_before.unwrap_or(0),
         };
         out.push((t, s));
     }
@@ -731,11 +790,25 @@ fn render_aggregate(
     if msgs.is_empty() {
         return (None, Vec::new());
     }
-    let lines = aggregate_lines(msgs);
-    let line_cost: Vec<u64> = lines
-        .iter()
-        .map(|l| u64::from(tok.count(&l.text)) + 1)
-        .collect();
+    let digests: Vec<MessageDigest> = msgs.iter().map(|(i, m)| digest(*i, m)).collect();
+    // The finest resolution that fits: ten messages a line, then twenty, forty... so the whole
+    // span stays covered, more coarsely, before any line is given up.
+    let header = u64::from(tok.count(&aggregate_header(1, 1000, 1000)))
+        + u64::from(super::message::MESSAGE_OVERHEAD)
+        + u64::from(tok.count("system"))
+        + 2;
+    let mut segment = SEGMENT_MESSAGES;
+    let (lines, line_cost) = loop {
+        let lines = aggregate_lines(&digests, segment);
+        let line_cost: Vec<u64> = lines
+            .iter()
+            .map(|l| u64::from(tok.count(&l.text)) + 1)
+            .collect();
+        if header + line_cost.iter().sum::<u64>() <= cap || segment >= digests.len() {
+            break (lines, line_cost);
+        }
+        segment *= 2;
+    };
     let mut keep = vec![true; lines.len()];
     let build = |keep: &[bool]| -> (Message, Vec<usize>) {
         let mut covered: Vec<usize> = lines
@@ -756,10 +829,6 @@ fn render_aggregate(
         m.content = Some(Content::Text(m.text_content()));
         (m, covered)
     };
-    let header = u64::from(tok.count(&aggregate_header(1, 1000, 1000)))
-        + u64::from(super::message::MESSAGE_OVERHEAD)
-        + u64::from(tok.count("system"))
-        + 2;
     let mut estimate = header + line_cost.iter().sum::<u64>();
     // Segment lines first, oldest first; then topic lines, oldest first.
     let order: Vec<usize> = (0..lines.len())

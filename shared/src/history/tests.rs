@@ -248,6 +248,7 @@ proptest! {
         keep in 0usize..4,
         extra in 0u32..3000,
         query in proptest::option::of("[a-z ]{1,20}"),
+        exact_stats in any::<bool>(),
     ) {
         let mut msgs = Vec::new();
         if let Some(s) = system {
@@ -255,15 +256,18 @@ proptest! {
         }
         msgs.extend(body);
         let tok = o200k();
-        let opts = CompactOptions { budget: 1, keep_rounds: keep, query: query.clone() };
+        let opts = CompactOptions { budget: 1, keep_rounds: keep, query: query.clone(), exact_stats };
         let needed = match compact(&msgs, &tok, &opts, &mut NoCache) {
             Ok(c) => { prop_assert!(c.report.tokens_total <= 1); return Ok(()); }
             Err(CompactError::BudgetTooSmall { needed, .. }) => needed,
             Err(e) => return Err(TestCaseError::fail(e.to_string())),
         };
         let budget = needed + extra;
-        let opts = CompactOptions { budget, keep_rounds: keep, query };
+        let opts = CompactOptions { budget, keep_rounds: keep, query, exact_stats };
         let c = compact(&msgs, &tok, &opts, &mut NoCache).unwrap();
+        if exact_stats {
+            prop_assert_eq!(c.report.tokens_before, Some(conversation_tokens(&tok, &msgs)));
+        }
         prop_assert!(conversation_tokens(&tok, &c.messages) <= budget);
         prop_assert_eq!(conversation_tokens(&tok, &c.messages), c.report.tokens_total);
         // Protected messages appear verbatim, in their order.
