@@ -168,6 +168,48 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
             .unwrap()
             .is_empty()
     );
+    // History and code under one budget: the history takes at most half, the code the rest.
+    let mut messages = vec![json!({"role": "system", "content": "You review Rust code."})];
+    for i in 0..60 {
+        messages.push(json!({"role": "user", "content": format!("Round {i}: is the ledger safe under concurrency? {}", "We saw double spending in load tests. ".repeat(5))}));
+        messages.push(json!({"role": "assistant", "content": format!("Answer {i}: reservations are atomic. {}", "Settlement releases the unused part. ".repeat(5))}));
+    }
+    let budget = 4000u64;
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": project_id, "query": "how does the quota ledger reserve and settle tokens",
+                 "budget": budget, "messages": messages }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let code = r.body["tokens_total"].as_u64().unwrap();
+    let history = r.body["history"]["tokens_total"].as_u64().unwrap();
+    assert!(history <= budget / 2, "{history}");
+    assert!(code + history <= budget, "{code} + {history} > {budget}");
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(r.body["prompt"].as_str().unwrap())),
+        code
+    );
+    let out: Vec<ctxgate_core::history::Message> =
+        serde_json::from_value(r.body["history"]["messages"].clone()).unwrap();
+    let tok = ctxgate_core::catalog::TokenizerSpec::Exact(Encoding::O200kBase);
+    assert_eq!(
+        u64::from(ctxgate_core::history::conversation_tokens(&tok, &out)),
+        history
+    );
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": project_id, "query": "ledger", "budget": 100, "messages": messages }),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "budget_too_small"),
+        "{}",
+        r.body
+    );
 }
 
 fn continuation(host: &dyn Host, key: &str) {

@@ -55,9 +55,12 @@ pub struct ContextRequest {
     /// Client session id, echoed in the audit (reserved).
     #[serde(default)]
     session: Option<String>,
-    /// Conversation history (not implemented yet).
+    /// Conversation history, compacted into the same budget as the code.
     #[serde(default)]
     messages: Option<Value>,
+    /// Newest history rounds kept verbatim (default 3).
+    #[serde(default)]
+    keep_rounds: Option<usize>,
     /// Tokens expected in the reply, for routing.
     #[serde(default)]
     reply_tokens: Option<u32>,
@@ -143,6 +146,7 @@ async fn run(
     resolved: ResolvedBudget,
     hot_paths: Vec<String>,
     continuation: Option<&str>,
+    history_tokens: u32,
 ) -> Result<Run, ApiError> {
     let org = caller.org.name.clone();
     let project = find_project(state, &org, project).await?;
@@ -161,7 +165,15 @@ async fn run(
         claims.check(&org, &project.id, version, query)?;
         delivered = claims.delivered;
     }
-    let admission = meter::admit(state, caller, u64::from(resolved.budget), endpoint).await?;
+    // History was compacted before: its tokens are part of the same reservation and settlement.
+    let history = u64::from(history_tokens);
+    let admission = meter::admit(
+        state,
+        caller,
+        u64::from(resolved.budget) + history,
+        endpoint,
+    )
+    .await?;
     let result = async {
         let snap = state
             .snapshots
@@ -183,7 +195,7 @@ async fn run(
     .await;
     let (used, chunks, status) = match &result {
         Ok(d) => (
-            u64::from(d.tokens_total),
+            u64::from(d.tokens_total) + history,
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             200,
         ),
@@ -247,14 +259,24 @@ pub async fn context(
             format!("compression `{c}` is not available yet; use `none`"),
         ));
     }
-    if req.messages.is_some() {
-        return Err(ApiError::bad_request(
-            "unsupported_option",
-            "`messages` is not accepted yet; compact history with POST /v1/history/compact",
-        ));
-    }
     let _ = (&req.profile, &req.session);
-    let resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
+    let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
+    let budget = resolved.budget;
+    let history = match req.messages {
+        None => None,
+        Some(m) => {
+            let h = super::history::compact_for_context(
+                m,
+                &resolved.tokenizer,
+                budget,
+                req.keep_rounds,
+                &req.query,
+            )?;
+            resolved.budget = budget - h.report.tokens_total;
+            Some(h)
+        }
+    };
+    let history_tokens = history.as_ref().map_or(0, |h| h.report.tokens_total);
     let run = run(
         &state,
         &caller,
@@ -264,6 +286,7 @@ pub async fn context(
         resolved,
         req.hot_paths,
         req.continuation.as_deref(),
+        history_tokens,
     )
     .await?;
     let reply = req.reply_tokens.unwrap_or(DEFAULT_REPLY_TOKENS);
@@ -293,7 +316,7 @@ pub async fn context(
         "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
         "pieces": d.pieces,
         "tokens_total": d.tokens_total,
-        "budget": run.resolved.budget,
+        "budget": budget,
         "model": run.resolved.model,
         "tokenizer": run.resolved.tokenizer.label(),
         "exact": run.resolved.tokenizer.is_exact(),
@@ -308,7 +331,13 @@ pub async fn context(
             "strategy": d.strategy,
             "candidates": d.candidates,
             "left_out": d.left_out,
+            "code_budget": run.resolved.budget,
         },
+        "history": history.map(|h| json!({
+            "messages": h.messages,
+            "tokens_total": h.report.tokens_total,
+            "stats": h.report,
+        })),
         "routing": routing,
         "savings": savings,
         "continuation": run.continuation,
@@ -357,6 +386,7 @@ pub async fn search(
         resolved,
         Vec::new(),
         req.continuation.as_deref(),
+        0,
     )
     .await?;
     Ok(Json(json!({
