@@ -90,10 +90,10 @@ fn stats_report_tiers_and_a_file_argument_works() {
     let stats = &v["stats"];
     assert!(stats["tokens_total"].as_u64().unwrap() <= 2500);
     let tiers: Vec<&str> = stats["tiers"]
-        .as_array()
+        .as_object()
         .unwrap()
-        .iter()
-        .map(|t| t[0].as_str().unwrap())
+        .keys()
+        .map(String::as_str)
         .collect();
     for t in ["system", "recent", "summarized"] {
         assert!(tiers.contains(&t), "{tiers:?}");

@@ -338,7 +338,7 @@ fn history(host: &dyn Host, tag: &str) {
         serde_json::from_value(Value::Array(messages.clone())).unwrap();
     assert_eq!(out[0], sent[0]);
     assert_eq!(&out[out.len() - 6..], &sent[sent.len() - 6..]);
-    assert!(r.body["stats"]["tiers"].as_array().unwrap().len() >= 3);
+    assert!(r.body["stats"]["tiers"].as_object().unwrap().len() >= 3);
     let text = r.body["messages"].to_string();
     assert!(
         !text.contains("swordfish99"),

@@ -1,5 +1,7 @@
 //! The compaction itself: tiers, the budget, and the report.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -168,7 +170,7 @@ pub struct CompactReport {
     /// Rounds protected.
     pub keep_rounds: usize,
     /// Per tier, most detailed first (tiers with no messages are left out).
-    pub tiers: Vec<(Tier, TierStats)>,
+    pub tiers: BTreeMap<Tier, TierStats>,
     /// Each summary made.
     pub summarized: Vec<SummaryEntry>,
     /// Input positions folded into the aggregate.
@@ -377,7 +379,7 @@ pub fn compact(
         messages_after: n,
         rounds: starts.len(),
         keep_rounds: opts.keep_rounds,
-        tiers: Vec::new(),
+        tiers: BTreeMap::new(),
         summarized: Vec::new(),
         aggregated: Vec::new(),
         recalled: Vec::new(),
@@ -750,8 +752,8 @@ fn tier_stats(
     tiers: &[Tier],
     cost: &[Option<u32>],
     after: &[(Tier, u32)],
-) -> Vec<(Tier, TierStats)> {
-    let mut out = Vec::new();
+) -> BTreeMap<Tier, TierStats> {
+    let mut out = BTreeMap::new();
     for t in Tier::ALL {
         let mut s = TierStats {
             tokens_before: Some(0),
@@ -774,7 +776,7 @@ fn tier_stats(
             _ if t == Tier::Dropped => 0,
             _ => s.tokens_before.unwrap_or(0),
         };
-        out.push((t, s));
+        out.insert(t, s);
     }
     out
 }
