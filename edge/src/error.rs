@@ -146,3 +146,33 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
         }
     }
 }
+
+impl From<ctxgate_core::history::ParseError> for ApiError {
+    fn from(e: ctxgate_core::history::ParseError) -> Self {
+        use ctxgate_core::history::ParseError;
+        let details = match &e {
+            ParseError::Malformed { index, .. } | ParseError::UnknownRole { index, .. } => {
+                json!({ "message_index": index })
+            }
+            _ => Value::Null,
+        };
+        ApiError::bad_request(e.code(), e.to_string()).with_details(details)
+    }
+}
+
+impl From<ctxgate_core::history::CompactError> for ApiError {
+    fn from(e: ctxgate_core::history::CompactError) -> Self {
+        use ctxgate_core::history::CompactError;
+        let details = match &e {
+            CompactError::BudgetTooSmall {
+                needed,
+                budget,
+                keep_rounds,
+            } => {
+                json!({ "needed": needed, "budget": budget, "keep_rounds": keep_rounds })
+            }
+            CompactError::BudgetZero => Value::Null,
+        };
+        ApiError::bad_request(e.code(), e.to_string()).with_details(details)
+    }
+}

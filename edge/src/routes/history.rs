@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use ctxgate_core::history::{
-    CompactError, CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, ParseError, compact,
+    CompactError, CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, compact,
     message::messages_from_values,
 };
 use serde::Deserialize;
@@ -39,34 +39,6 @@ pub struct CompactRequest {
     /// Bring the old messages most relevant to this back whole.
     #[serde(default)]
     query: Option<String>,
-}
-
-impl From<ParseError> for ApiError {
-    fn from(e: ParseError) -> Self {
-        let details = match &e {
-            ParseError::Malformed { index, .. } | ParseError::UnknownRole { index, .. } => {
-                json!({ "message_index": index })
-            }
-            _ => Value::Null,
-        };
-        ApiError::bad_request(e.code(), e.to_string()).with_details(details)
-    }
-}
-
-impl From<CompactError> for ApiError {
-    fn from(e: CompactError) -> Self {
-        let details = match &e {
-            CompactError::BudgetTooSmall {
-                needed,
-                budget,
-                keep_rounds,
-            } => {
-                json!({ "needed": needed, "budget": budget, "keep_rounds": keep_rounds })
-            }
-            CompactError::BudgetZero => Value::Null,
-        };
-        ApiError::bad_request(e.code(), e.to_string()).with_details(details)
-    }
 }
 
 /// Largest share of a `/v1/context` budget the history may take when it does not fit whole (the
