@@ -793,7 +793,7 @@ fn render_aggregate(
         return (None, Vec::new());
     }
     let digests: Vec<MessageDigest> = msgs.iter().map(|(i, m)| digest(*i, m)).collect();
-    // The finest resolution that fits: ten messages a line, then twenty, forty... so the whole
+    // The finest resolution that fits: ten messages a line, then 15, 23, 35... so the whole
     // span stays covered, more coarsely, before any line is given up.
     let header = u64::from(tok.count(&aggregate_header(1, 1000, 1000)))
         + u64::from(super::message::MESSAGE_OVERHEAD)
@@ -809,7 +809,7 @@ fn render_aggregate(
         if header + line_cost.iter().sum::<u64>() <= cap || segment >= digests.len() {
             break (lines, line_cost);
         }
-        segment *= 2;
+        segment = (segment * 3).div_ceil(2);
     };
     let mut keep = vec![true; lines.len()];
     let build = |keep: &[bool]| -> (Message, Vec<usize>) {

@@ -637,8 +637,8 @@ pub fn digest(pos: usize, m: &Message) -> Digest {
     for w in words(&clean) {
         *counts.entry(w).or_insert(0) += 1;
     }
-    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
-    terms.sort_unstable();
+    // FxHash has a fixed seed, so this order is deterministic; callers sort what they show.
+    let terms: Vec<(String, u32)> = counts.into_iter().collect();
     let mut facts = Vec::new();
     push_facts(&mut facts, &clean, 12);
     if let Some(Value::Array(calls)) = &m.tool_calls {
