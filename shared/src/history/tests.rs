@@ -292,3 +292,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn huge_and_empty_messages_are_handled() {
+    let mut msgs = vec![
+        Message::text(Role::User, ""),
+        Message::text(Role::Assistant, "x".repeat(200_000)),
+        Message::text(
+            Role::User,
+            "word salad with numbers 42 and paths src/a.rs. ".repeat(4_000),
+        ),
+    ];
+    msgs.extend(chat(10));
+    let c = compact(&msgs, &o200k(), &CompactOptions::new(3000), &mut NoCache).unwrap();
+    assert!(c.report.tokens_total <= 3000);
+    assert_eq!(conversation_tokens(&o200k(), &c.messages), c.report.tokens_total);
+}
