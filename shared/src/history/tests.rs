@@ -306,5 +306,8 @@ fn huge_and_empty_messages_are_handled() {
     msgs.extend(chat(10));
     let c = compact(&msgs, &o200k(), &CompactOptions::new(3000), &mut NoCache).unwrap();
     assert!(c.report.tokens_total <= 3000);
-    assert_eq!(conversation_tokens(&o200k(), &c.messages), c.report.tokens_total);
+    assert_eq!(
+        conversation_tokens(&o200k(), &c.messages),
+        c.report.tokens_total
+    );
 }
