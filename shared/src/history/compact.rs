@@ -529,7 +529,7 @@ pub fn compact(
         .collect();
     let (aggregate, covered) = render_aggregate(&agg_msgs, cap, tok);
     for u in &mut units {
-        if u.tier == Tier::Aggregated && !u.msgs.iter().all(|i| covered.contains(i)) {
+        if u.tier == Tier::Aggregated && !u.msgs.iter().all(|i| covered.binary_search(i).is_ok()) {
             u.tier = Tier::Dropped;
         }
     }
