@@ -8,7 +8,8 @@
 //! messages, the rest for the newest), `compact` without a query, and `compact` with the fact's
 //! question as its query. Facts of the last round are checked separately (they must always
 //! survive). Speed: `compact` on the first 1,000 messages of each agent run at 8k, median of 21,
-//! no summary cache. Nothing here asserts a time.
+//! no summary cache, with and without counting every message for the report
+//! (`HISTORY_BENCH_SPEED_ONLY=1` skips the facts). Nothing here asserts a time.
 
 use std::path::PathBuf;
 use std::time::Instant;
