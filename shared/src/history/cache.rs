@@ -16,13 +16,25 @@ pub struct SummaryKey {
     /// SHA-256 of the summarized messages and their context.
     pub hash: Sha256Digest,
     /// The summarizer version that produced the entry.
-    pub version: &'static str,
+    pub version: String,
 }
 
 impl SummaryKey {
-    /// A file-system-safe name: `<version>/<hash hex>`.
+    /// A file-system-safe name: `<version>/<hash hex>` (characters other than letters, digits,
+    /// `-`, `_` and `.` in the version become `_`).
     pub fn path(&self) -> String {
-        format!("{}/{}", self.version, self.hash.to_hex())
+        let version: String = self
+            .version
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("{version}/{}", self.hash.to_hex())
     }
 }
 

@@ -182,8 +182,8 @@ pub struct CompactReport {
     /// Ids of the dropped messages, where given.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped_ids: Vec<Value>,
-    /// The summarizer that made the summaries.
-    pub summarizer: &'static str,
+    /// The summarizer that made the summaries (its version).
+    pub summarizer: String,
     /// Summaries found in the cache.
     pub cache_hits: usize,
     /// Summaries computed.
@@ -248,9 +248,14 @@ fn round_starts(messages: &[Message]) -> Vec<usize> {
     starts
 }
 
-fn key_for(parts: &[&Message], prev: Option<&Message>, next: Option<&Message>) -> SummaryKey {
+fn key_for(
+    version: &str,
+    parts: &[&Message],
+    prev: Option<&Message>,
+    next: Option<&Message>,
+) -> SummaryKey {
     let mut h = Sha256::new();
-    h.update(SUMMARIZER_VERSION.as_bytes());
+    h.update(version.as_bytes());
     for (tag, m) in [(b'p', prev), (b'n', next)] {
         if let Some(m) = m {
             h.update([tag]);
@@ -265,7 +270,7 @@ fn key_for(parts: &[&Message], prev: Option<&Message>, next: Option<&Message>) -
     }
     SummaryKey {
         hash: Sha256Digest(h.finalize().into()),
-        version: SUMMARIZER_VERSION,
+        version: version.to_string(),
     }
 }
 
@@ -281,13 +286,113 @@ fn summary_message(role: Role, name: Option<&String>, text: String) -> Message {
     m
 }
 
-/// Compacts `messages` within `opts.budget` counted with `tok`. `cache` supplies and keeps
-/// summaries.
+/// What a summarizer is asked to summarize.
+pub struct SummaryInput<'a> {
+    /// One chat message, or an agent turn.
+    pub kind: SummaryKind,
+    /// The messages summarized together.
+    pub messages: &'a [&'a Message],
+    /// The message before (chat messages only).
+    pub prev: Option<&'a Message>,
+    /// The message after (chat messages only).
+    pub next: Option<&'a Message>,
+    /// The extractive summary: what a summarizer that fails falls back to, and the length to aim
+    /// for.
+    pub extractive: &'a str,
+}
+
+/// What is summarized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryKind {
+    /// One chat message.
+    Message,
+    /// An assistant's tool calls and their results.
+    AgentTurn,
+}
+
+/// A source of summaries. The extractive one is built in; a host may add others (an LLM behind
+/// an OpenAI-compatible API) without the core doing any I/O. Whatever a summarizer returns is
+/// redacted again, and used only if it is not much longer than the extractive summary.
+pub trait Summarizer {
+    /// Names the algorithm (and model); part of every cache key.
+    fn version(&self) -> String;
+    /// A summary, or `None` to use the extractive one.
+    fn summarize(&mut self, input: &SummaryInput<'_>) -> Option<String>;
+}
+
+/// The built-in deterministic extractive summarizer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Extractive;
+
+impl Summarizer for Extractive {
+    fn version(&self) -> String {
+        SUMMARIZER_VERSION.to_string()
+    }
+    fn summarize(&mut self, input: &SummaryInput<'_>) -> Option<String> {
+        Some(input.extractive.to_string())
+    }
+}
+
+/// The unit's messages as plain text for a summarizer that reads prose (secrets redacted):
+/// `role: text` lines, tool calls as `→ name(arguments)`.
+pub fn render_for_summary(input: &SummaryInput<'_>) -> String {
+    let mut out = String::new();
+    if let Some(p) = input.prev {
+        out.push_str(&format!(
+            "(before, for context) {}: {}\n",
+            p.role.name(),
+            super::summarize::clip(&p.text_content(), 400)
+        ));
+    }
+    for m in input.messages {
+        out.push_str(m.role.name());
+        out.push_str(": ");
+        out.push_str(&m.text_content());
+        out.push('\n');
+        if let Some(Value::Array(calls)) = &m.tool_calls {
+            for c in calls {
+                let f = c.get("function").unwrap_or(c);
+                let name = f.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let args = match f.get("arguments") {
+                    Some(Value::String(a)) => a.clone(),
+                    Some(v) => v.to_string(),
+                    None => String::new(),
+                };
+                out.push_str(&format!(
+                    "→ {name}({})\n",
+                    super::summarize::clip(&args, 2000)
+                ));
+            }
+        }
+    }
+    if let Some(n) = input.next {
+        out.push_str(&format!(
+            "(after, for context) {}: {}\n",
+            n.role.name(),
+            super::summarize::clip(&n.text_content(), 400)
+        ));
+    }
+    crate::secrets::redact(&out).into_owned()
+}
+
+/// Compacts `messages` within `opts.budget` counted with `tok`, with the extractive summarizer.
+/// `cache` supplies and keeps summaries.
 pub fn compact(
     messages: &[Message],
     tok: &TokenizerSpec,
     opts: &CompactOptions,
     cache: &mut dyn SummaryCache,
+) -> Result<Compacted, CompactError> {
+    compact_with(messages, tok, opts, cache, &mut Extractive)
+}
+
+/// [`compact`] with another summarizer.
+pub fn compact_with(
+    messages: &[Message],
+    tok: &TokenizerSpec,
+    opts: &CompactOptions,
+    cache: &mut dyn SummaryCache,
+    summarizer: &mut dyn Summarizer,
 ) -> Result<Compacted, CompactError> {
     if opts.budget == 0 {
         return Err(CompactError::BudgetZero);
@@ -385,7 +490,7 @@ pub fn compact(
         recalled: Vec::new(),
         dropped: Vec::new(),
         dropped_ids: Vec::new(),
-        summarizer: SUMMARIZER_VERSION,
+        summarizer: summarizer.version(),
         cache_hits: 0,
         cache_misses: 0,
     };
@@ -463,7 +568,7 @@ pub fn compact(
     while k > 0 {
         let j = k - 1;
         units[j].count(&mut costs);
-        summarize_unit(&mut units[j], messages, tok, cache, &mut report);
+        summarize_unit(&mut units[j], messages, tok, cache, summarizer, &mut report);
         let with = suffix_k + u64::from(units[j].summary_cost());
         if with + reserve(j) > plan_room {
             break;
@@ -662,6 +767,7 @@ fn summarize_unit(
     messages: &[Message],
     tok: &TokenizerSpec,
     cache: &mut dyn SummaryCache,
+    summarizer: &mut dyn Summarizer,
     report: &mut CompactReport,
 ) {
     let parts: Vec<&Message> = u.msgs.iter().map(|&i| &messages[i]).collect();
@@ -672,7 +778,7 @@ fn summarize_unit(
             (i.checked_sub(1).map(|p| &messages[p]), messages.get(i + 1))
         }
     };
-    let key = key_for(&parts, prev, next);
+    let key = key_for(&report.summarizer, &parts, prev, next);
     let text = match cache.get(&key) {
         Some(t) => {
             report.cache_hits += 1;
@@ -681,13 +787,37 @@ fn summarize_unit(
         }
         None => {
             report.cache_misses += 1;
-            let t = match u.kind {
+            let extractive = match u.kind {
                 UnitKind::AgentTurn => summarize_agent_span(&parts),
                 UnitKind::Message => summarize_message(
                     prev.map(|m| m.text_content()).as_deref(),
                     &parts[0].text_content(),
                     next.map(|m| m.text_content()).as_deref(),
                 ),
+            };
+            let input = SummaryInput {
+                kind: match u.kind {
+                    UnitKind::AgentTurn => SummaryKind::AgentTurn,
+                    UnitKind::Message => SummaryKind::Message,
+                },
+                messages: &parts,
+                prev,
+                next,
+                extractive: &extractive,
+            };
+            // Another summarizer's text is redacted and kept only within 1.5× the extractive
+            // summary's length, so a chatty model cannot crowd out the rest of the history.
+            let t = match summarizer.summarize(&input) {
+                Some(t) if t != extractive => {
+                    let t = crate::secrets::redact(t.trim()).into_owned();
+                    let limit = tok.count(&extractive).saturating_mul(3) / 2 + 8;
+                    if !t.is_empty() && tok.count(&t) <= limit {
+                        t
+                    } else {
+                        extractive
+                    }
+                }
+                _ => extractive,
             };
             cache.put(&key, &t);
             t

@@ -29,8 +29,9 @@ mod tests;
 
 pub use cache::{MemoryCache, NoCache, SummaryCache, SummaryKey};
 pub use compact::{
-    CompactError, CompactOptions, CompactReport, Compacted, DEFAULT_KEEP_ROUNDS, SummaryEntry,
-    Tier, TierStats, compact,
+    CompactError, CompactOptions, CompactReport, Compacted, DEFAULT_KEEP_ROUNDS, Extractive,
+    Summarizer, SummaryEntry, SummaryInput, SummaryKind, Tier, TierStats, compact, compact_with,
+    render_for_summary,
 };
 pub use message::{
     Content, Conversation, Message, ParseError, Role, conversation_tokens, message_tokens, parse,

@@ -311,3 +311,69 @@ fn huge_and_empty_messages_are_handled() {
         c.report.tokens_total
     );
 }
+
+/// A stand-in for a model: its summary depends on what it is given.
+struct FirstWords {
+    calls: usize,
+    mode: &'static str,
+}
+
+impl Summarizer for FirstWords {
+    fn version(&self) -> String {
+        format!("first-words/{}", self.mode)
+    }
+    fn summarize(&mut self, input: &SummaryInput<'_>) -> Option<String> {
+        self.calls += 1;
+        let text = render_for_summary(input);
+        match self.mode {
+            "short" => Some(format!(
+                "LLM: {}",
+                text.split_whitespace()
+                    .take(6)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )),
+            "chatty" => Some("blah ".repeat(2000)),
+            "leaky" => Some(format!("the key is {}", SECRETS[0])),
+            _ => None,
+        }
+    }
+}
+
+#[test]
+fn other_summarizers_are_used_within_limits() {
+    let msgs = chat(40);
+    let opts = CompactOptions::new(2500);
+    let mut cache = MemoryCache::default();
+    let mut s = FirstWords {
+        calls: 0,
+        mode: "short",
+    };
+    let c = compact_with(&msgs, &o200k(), &opts, &mut cache, &mut s).unwrap();
+    assert!(s.calls > 0);
+    assert_eq!(c.report.summarizer, "first-words/short");
+    assert!(
+        c.messages
+            .iter()
+            .any(|m| m.text_content().starts_with("LLM: "))
+    );
+    assert!(c.report.tokens_total <= 2500);
+    // Cached under its own version: a second run asks nothing; the extractive one misses.
+    let mut again = FirstWords {
+        calls: 0,
+        mode: "short",
+    };
+    compact_with(&msgs, &o200k(), &opts, &mut cache, &mut again).unwrap();
+    assert_eq!(again.calls, 0);
+    let e = compact(&msgs, &o200k(), &opts, &mut cache).unwrap();
+    assert!(e.report.cache_misses > 0);
+    // Too long: the extractive summary is used. A secret: redacted. None: extractive.
+    for mode in ["chatty", "leaky", "none"] {
+        let mut s = FirstWords { calls: 0, mode };
+        let c = compact_with(&msgs, &o200k(), &opts, &mut NoCache, &mut s).unwrap();
+        let text: String = c.messages.iter().map(|m| m.text_content()).collect();
+        assert!(!text.contains("blah blah blah"), "{mode}");
+        assert!(!text.contains(SECRETS[0]), "{mode}");
+        assert!(c.report.tokens_total <= 2500);
+    }
+}
