@@ -127,6 +127,13 @@ pub struct CompactArgs {
     /// Neither read nor write the summary cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Summarize with a model behind an OpenAI-compatible API at this base URL (plain HTTP, e.g.
+    /// http://localhost:11434/v1); the extractive summary stays the fallback. Key: $CTXGATE_LLM_API_KEY.
+    #[arg(long, value_name = "URL", requires = "llm_model")]
+    pub llm_url: Option<String>,
+    /// The model to summarize with (with --llm-url).
+    #[arg(long, value_name = "NAME")]
+    pub llm_model: Option<String>,
     /// Output format: the conversation is JSON either way; `json` also makes --stats and errors JSON.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

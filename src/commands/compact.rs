@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use ctxgate_core::catalog::{BudgetPolicy, resolve_budget};
 use ctxgate_core::history::{
-    CompactOptions, CompactReport, NoCache, SummaryCache, SummaryKey, compact, parse_bytes,
+    CompactOptions, CompactReport, Extractive, NoCache, Summarizer, SummaryCache, SummaryInput,
+    SummaryKey, SummaryKind, compact_with, parse_bytes, render_for_summary,
 };
 use ctxgate_core::tokens::Encoding;
 use serde_json::json;
@@ -46,6 +47,90 @@ impl SummaryCache for FileCache {
         };
         if let Err(e) = write() {
             tracing::debug!("summary cache: cannot write {}: {e}", path.display());
+        }
+    }
+}
+
+/// Summaries from a model behind an OpenAI-compatible `/chat/completions` endpoint. The model sees
+/// the messages with secrets redacted; a failed call falls back to the extractive summary (and
+/// stops further calls, with one warning).
+struct LlmSummarizer {
+    agent: ureq::Agent,
+    url: String,
+    model: String,
+    key: Option<String>,
+    failed: bool,
+}
+
+impl LlmSummarizer {
+    fn new(base: &str, model: &str) -> Self {
+        Self {
+            agent: ureq::Agent::config_builder()
+                .timeout_global(Some(std::time::Duration::from_secs(60)))
+                .build()
+                .into(),
+            url: format!("{}/chat/completions", base.trim_end_matches('/')),
+            model: model.to_string(),
+            key: std::env::var("CTXGATE_LLM_API_KEY").ok(),
+            failed: false,
+        }
+    }
+
+    fn ask(&self, input: &SummaryInput<'_>) -> Result<String, String> {
+        let words = input.extractive.split_whitespace().count().clamp(20, 120);
+        let instruction = match input.kind {
+            SummaryKind::Message => format!(
+                "Summarize the chat message below in at most {words} words for someone continuing the conversation. Keep names, numbers, paths, identifiers and decisions. Lines marked before/after are context only. Reply with the summary only."
+            ),
+            SummaryKind::AgentTurn => format!(
+                "Summarize this coding-agent turn in at most {words} words: files modified, commands and tests run with pass/fail counts, errors (first line), commits, decisions. Reply with the summary only."
+            ),
+        };
+        let body = json!({
+            "model": self.model,
+            "temperature": 0,
+            "max_tokens": words * 2,
+            "messages": [
+                { "role": "system", "content": instruction },
+                { "role": "user", "content": render_for_summary(input) },
+            ],
+        });
+        let mut req = self
+            .agent
+            .post(&self.url)
+            .header("Content-Type", "application/json");
+        if let Some(k) = &self.key {
+            req = req.header("Authorization", &format!("Bearer {k}"));
+        }
+        let mut res = req.send(body.to_string()).map_err(|e| e.to_string())?;
+        let text = res.body_mut().read_to_string().map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        v["choices"][0]["message"]["content"]
+            .as_str()
+            .map(|s| format!("[summarized] {}", s.trim()))
+            .ok_or_else(|| "the answer has no choices[0].message.content".to_string())
+    }
+}
+
+impl Summarizer for LlmSummarizer {
+    fn version(&self) -> String {
+        format!("llm-1:{}", self.model)
+    }
+
+    fn summarize(&mut self, input: &SummaryInput<'_>) -> Option<String> {
+        if self.failed {
+            return None;
+        }
+        match self.ask(input) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!(
+                    "warning: the summarizing model at {} failed ({e}); using extractive summaries",
+                    self.url
+                );
+                self.failed = true;
+                None
+            }
         }
     }
 }
@@ -148,7 +233,22 @@ pub fn run(global: &Global, args: &CompactArgs) -> CmdResult {
         }
         _ => &mut none,
     };
-    let done = compact(&conversation.messages, &resolved.tokenizer, &opts, cache)?;
+    let mut extractive = Extractive;
+    let mut llm;
+    let summarizer: &mut dyn Summarizer = match (&args.llm_url, &args.llm_model) {
+        (Some(url), Some(model)) => {
+            llm = LlmSummarizer::new(url, model);
+            &mut llm
+        }
+        _ => &mut extractive,
+    };
+    let done = compact_with(
+        &conversation.messages,
+        &resolved.tokenizer,
+        &opts,
+        cache,
+        summarizer,
+    )?;
     for w in &resolved.warnings {
         eprintln!("warning: {w}");
     }

@@ -377,3 +377,25 @@ fn other_summarizers_are_used_within_limits() {
         assert!(c.report.tokens_total <= 2500);
     }
 }
+
+#[test]
+fn what_a_model_is_shown_has_no_secrets() {
+    let m = Message::text(Role::User, format!("deploy with {}", secret_text(0)));
+    let mut a = Message::text(Role::Assistant, "ok");
+    a.tool_calls = Some(json!([{"id": "1", "type": "function", "function":
+        {"name": "bash", "arguments": format!("{{\"command\": \"export TOKEN={}\"}}", SECRETS[1])}}]));
+    let parts = [&m, &a];
+    let input = SummaryInput {
+        kind: SummaryKind::AgentTurn,
+        messages: &parts,
+        prev: None,
+        next: None,
+        extractive: "",
+    };
+    let shown = render_for_summary(&input);
+    assert!(shown.contains("deploy with") && shown.contains("bash("));
+    assert!(
+        !shown.contains(SECRETS[0]) && !shown.contains(SECRETS[1]),
+        "{shown}"
+    );
+}
