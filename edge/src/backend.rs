@@ -176,4 +176,7 @@ pub trait Backend: Send + Sync + 'static {
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError>;
     /// An object of a published index (an S3-style key under `org/{org}/`).
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError>;
+    /// Stores an object an indexer published elsewhere (objects are immutable once a manifest
+    /// names them; writing the same key again replaces it with the same bytes).
+    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError>;
 }

@@ -283,4 +283,8 @@ impl Backend for EmbeddedBackend {
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
         self.with(|s| s.get_object(key))
     }
+
+    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {
+        self.with(|s| s.put_object(key, &bytes))
+    }
 }

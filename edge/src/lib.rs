@@ -19,6 +19,8 @@ pub mod openapi;
 pub mod routes;
 pub mod state;
 pub mod wire;
+#[cfg(target_arch = "wasm32")]
+pub mod worker_host;
 
 pub use routes::router;
 pub use state::{AppState, Config};

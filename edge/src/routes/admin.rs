@@ -118,3 +118,83 @@ pub async fn put_project(
     state.backend.put_project(&info).await?;
     Ok(Json(info))
 }
+
+/// Largest index object accepted by `PUT /v1/admin/orgs/{org}/objects/{*key}` (index packs and
+/// segments are far larger than API requests; the Workers platform caps bodies at 100 MB).
+pub const MAX_OBJECT_BYTES: usize = 96 * 1024 * 1024;
+
+/// Whether `path` is an object upload (it has its own body limit).
+pub fn is_object_upload(path: &str) -> bool {
+    path.starts_with("/v1/admin/orgs/") && path.contains("/objects/")
+}
+
+/// The object key for `rest` under `org`, if every part of it is a plain name: an upload can
+/// only write under its own org's projects, never outside them.
+fn object_key(org: &str, rest: &str) -> Result<String, ApiError> {
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part != "."
+            && part != ".."
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    if rest.starts_with("project/") && rest.split('/').all(plain) {
+        Ok(format!("org/{org}/{rest}"))
+    } else {
+        Err(ApiError::bad_request(
+            "invalid_object_key",
+            "an object key is `project/{id}/...` of names made of letters, digits, `-`, `_`, `.`",
+        ))
+    }
+}
+
+/// `PUT /v1/admin/orgs/{org}/objects/{*key}`: stores one object of an index an indexer built
+/// elsewhere (`ctxgate project add` writes the same keys under its data directory), so a host
+/// without direct access to the object store (the Worker's R2 binding) can be published to.
+pub async fn put_object(
+    State(state): State<AppState>,
+    _: Admin,
+    Path((org, rest)): Path<(String, String)>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let key = object_key(&org, &rest)?;
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            super::too_large(MAX_OBJECT_BYTES)
+        } else {
+            ApiError::bad_request("invalid_body", e.body_text())
+        }
+    })?;
+    if state.backend.org(&org).await?.is_none() {
+        return Err(ApiError::not_found(
+            "org_not_found",
+            format!("no organisation `{org}`"),
+        ));
+    }
+    state.backend.put_object(&key, bytes.to_vec()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::object_key;
+
+    #[test]
+    fn object_keys_stay_inside_their_org() {
+        assert_eq!(
+            object_key("acme", "project/p1/version/1/manifest.json").ok(),
+            Some("org/acme/project/p1/version/1/manifest.json".to_string())
+        );
+        for bad in [
+            "project/../../other/x",
+            "project//x",
+            "version/1/x",
+            "project/p1/./x",
+            "project/p1/a b",
+            "",
+        ] {
+            assert!(object_key("acme", bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -43,6 +43,10 @@ pub fn router(state: AppState) -> Router {
             "/v1/admin/orgs/{org}/projects/{name}",
             put(admin::put_project),
         )
+        .route(
+            "/v1/admin/orgs/{org}/objects/{*key}",
+            put(admin::put_object).layer(DefaultBodyLimit::max(admin::MAX_OBJECT_BYTES)),
+        )
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(
@@ -60,6 +64,11 @@ async fn refuse_declared_oversize(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    let limit = if admin::is_object_upload(req.uri().path()) {
+        admin::MAX_OBJECT_BYTES
+    } else {
+        limit
+    };
     let declared = req
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
@@ -71,7 +80,7 @@ async fn refuse_declared_oversize(
     }
 }
 
-fn too_large(limit: usize) -> ApiError {
+pub(crate) fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         axum::http::StatusCode::PAYLOAD_TOO_LARGE,
         "body_too_large",

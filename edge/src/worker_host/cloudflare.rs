@@ -1,0 +1,236 @@
+//! [`Backend`] over Cloudflare bindings: index objects in R2, API keys in KV, everything an
+//! organisation owns (record, quota ledger, projects, audit) in its Durable Object.
+//!
+//! Why this split: keys are written once and read on every request, which is what KV is good at
+//! (cached at the edge); org-scoped state needs read-your-writes and atomic updates, which only a
+//! Durable Object gives; index objects are large and immutable, which is R2's job.
+//!
+//! JS values are not `Send`, but the router's futures must be: the Worker runs on one thread, so
+//! each call wraps its JS work in [`SendFuture`] and the bindings in [`SendWrapper`].
+
+use async_trait::async_trait;
+use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
+use serde::de::DeserializeOwned;
+use worker::send::{SendFuture, SendWrapper};
+use worker::{Bucket, Env, KvStore, Method, ObjectNamespace, Request, RequestInit};
+
+use super::org_object::{CONFLICT, OrgCommand};
+use crate::backend::{
+    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
+};
+
+/// Binding names, as in `wrangler.toml`.
+pub const OBJECTS_BUCKET: &str = "OBJECTS";
+/// KV namespace of API keys.
+pub const KEYS_KV: &str = "KEYS";
+/// Durable Object namespace of organisations.
+pub const ORGS_DO: &str = "ORGS";
+
+/// The Worker's storage.
+pub struct CloudflareBackend {
+    objects: SendWrapper<Bucket>,
+    keys: SendWrapper<KvStore>,
+    orgs: SendWrapper<ObjectNamespace>,
+}
+
+fn storage(e: impl std::fmt::Display) -> BackendError {
+    BackendError::Storage(e.to_string())
+}
+
+impl CloudflareBackend {
+    /// The backend over `env`'s bindings; fails if one is missing from the deployment.
+    pub fn from_env(env: &Env) -> Result<Self, worker::Error> {
+        Ok(Self {
+            objects: SendWrapper::new(env.bucket(OBJECTS_BUCKET)?),
+            keys: SendWrapper::new(env.kv(KEYS_KV)?),
+            orgs: SendWrapper::new(env.durable_object(ORGS_DO)?),
+        })
+    }
+
+    /// Sends `command` to `org`'s object and decodes its answer.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        org: &str,
+        command: &OrgCommand,
+    ) -> Result<T, BackendError> {
+        let body = serde_json::to_string(command).map_err(storage)?;
+        let stub = self
+            .orgs
+            .id_from_name(&format!("org:{org}"))
+            .and_then(|id| id.get_stub())
+            .map_err(storage)?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_body(Some(wasm_bindgen::JsValue::from_str(&body)));
+        let req = Request::new_with_init("https://org.internal/", &init).map_err(storage)?;
+        let mut res = stub.fetch_with_request(req).await.map_err(storage)?;
+        let status = res.status_code();
+        let text = res.text().await.map_err(storage)?;
+        match status {
+            200 => serde_json::from_str(&text)
+                .map_err(|e| BackendError::Corrupt(format!("org object answered {text:?}: {e}"))),
+            CONFLICT => Err(BackendError::Conflict(format!("organisation `{org}`"))),
+            _ => Err(BackendError::Storage(format!(
+                "org object answered {status}: {text}"
+            ))),
+        }
+    }
+
+    async fn org_call<T: DeserializeOwned>(
+        &self,
+        org: &str,
+        command: OrgCommand,
+    ) -> Result<T, BackendError> {
+        SendFuture::new(self.call(org, &command)).await
+    }
+}
+
+#[async_trait]
+impl Backend for CloudflareBackend {
+    fn now_ms(&self) -> u64 {
+        js_sys::Date::now() as u64
+    }
+
+    fn random_bytes(&self, n: usize) -> Vec<u8> {
+        match super::random::bytes(n) {
+            Ok(b) => b,
+            // A zeroed buffer would make keys guessable: fail loudly instead.
+            Err(e) => panic!("crypto.getRandomValues failed: {e:?}"),
+        }
+    }
+
+    async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        self.org_call(&org.name, OrgCommand::CreateOrg { org: org.clone() })
+            .await
+    }
+
+    async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
+        self.org_call(name, OrgCommand::Org).await
+    }
+
+    async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        self.org_call(&org.name, OrgCommand::UpdateOrg { org: org.clone() })
+            .await
+    }
+
+    async fn put_key(&self, key_hash: &str, key: &KeyRecord) -> Result<(), BackendError> {
+        let data = serde_json::to_string(key).map_err(storage)?;
+        let put = self
+            .keys
+            .put(&format!("key:{key_hash}"), data)
+            .map_err(storage)?;
+        SendFuture::new(put.execute()).await.map_err(storage)
+    }
+
+    async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError> {
+        let get = self.keys.get(&format!("key:{key_hash}"));
+        match SendFuture::new(get.text()).await.map_err(storage)? {
+            Some(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| BackendError::Corrupt(format!("key record: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    async fn reserve(
+        &self,
+        org: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<Result<Lease, Refusal>, BackendError> {
+        let command = OrgCommand::Reserve {
+            limits: *limits,
+            lease_id: lease_id.to_string(),
+            tokens,
+            now_ms,
+        };
+        self.org_call(org, command).await
+    }
+
+    async fn settle(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+    ) -> Result<(), BackendError> {
+        let command = OrgCommand::Settle {
+            lease_id: lease_id.to_string(),
+            used,
+            now_ms,
+        };
+        self.org_call(org, command).await
+    }
+
+    async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
+        self.org_call(org, OrgCommand::Ledger).await
+    }
+
+    async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError> {
+        let command = OrgCommand::AppendAudit {
+            record: record.clone(),
+        };
+        self.org_call(org, command).await
+    }
+
+    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
+        self.org_call(org, OrgCommand::Audit { limit }).await
+    }
+
+    async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
+        self.org_call(org, OrgCommand::Projects).await
+    }
+
+    async fn create_project(
+        &self,
+        _org: &str,
+        _name: &str,
+        _source: &ProjectSource,
+    ) -> Result<ProjectInfo, BackendError> {
+        // No parser for source files runs in wasm (tree-sitter is C): an indexer publishes
+        // projects to the Worker instead (objects, then `PUT /v1/admin/orgs/{org}/projects/{name}`).
+        Err(BackendError::Refused(
+            "the Worker does not index: publish the project with an indexer \
+             (`ctxgate project add`, then the admin publish endpoints)"
+                .into(),
+        ))
+    }
+
+    async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {
+        let command = OrgCommand::PutProject {
+            project: project.clone(),
+        };
+        self.org_call(&project.org, command).await
+    }
+
+    async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
+        SendFuture::new(async {
+            let object = self
+                .objects
+                .get(key)
+                .execute()
+                .await
+                .map_err(storage)?
+                .ok_or_else(|| BackendError::NotFound(format!("object `{key}`")))?;
+            let body = object
+                .body()
+                .ok_or_else(|| BackendError::Corrupt(format!("object `{key}` has no body")))?;
+            body.bytes().await.map_err(storage)
+        })
+        .await
+    }
+
+    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {
+        SendFuture::new(async {
+            self.objects
+                .put(key, bytes)
+                .execute()
+                .await
+                .map(|_| ())
+                .map_err(storage)
+        })
+        .await
+    }
+}

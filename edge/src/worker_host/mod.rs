@@ -1,0 +1,126 @@
+//! The Cloudflare Worker host: the same router as `ctxgate serve`, over Cloudflare bindings.
+//!
+//! The entry point only turns `env` into an [`AppState`] (once per isolate, so the opened index
+//! versions and token tables stay warm between requests) and hands each request to
+//! [`crate::router`]; every request decision is the router's, shared with the native host.
+//!
+//! Deployment settings come from Worker secrets and vars (`.dev.vars` or `--var` locally):
+//! `TOKEN_SECRET` (required, at least 16 characters: signs continuation tokens),
+//! `ADMIN_SECRET` (optional: unlocks the admin endpoints), `MAX_BODY_BYTES` (optional),
+//! `CATALOG_TOML` (optional: models merged over the built-in catalog).
+
+mod cloudflare;
+mod org_object;
+mod random;
+
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use ctxgate_core::catalog::{Catalog, CatalogError};
+use tower_service::Service;
+use worker::{Context, Env, HttpRequest, event};
+
+pub use cloudflare::CloudflareBackend;
+pub use org_object::OrgObject;
+
+use crate::error::ApiError;
+use crate::state::{AppState, Config};
+
+/// Why the Worker cannot serve with its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A required secret is not set.
+    #[error("the secret `{0}` is not set (wrangler secret put {0}; .dev.vars locally)")]
+    MissingSecret(&'static str),
+    /// A secret is too short to be safe.
+    #[error("the secret `{0}` must have at least 16 characters")]
+    WeakSecret(&'static str),
+    /// A var does not parse.
+    #[error("the var `{0}` is not valid: {1}")]
+    BadVar(&'static str, String),
+    /// The catalog override does not parse.
+    #[error("CATALOG_TOML: {0}")]
+    Catalog(#[from] CatalogError),
+    /// A binding is missing from `wrangler.toml`.
+    #[error("binding: {0}")]
+    Binding(String),
+}
+
+fn var(env: &Env, name: &str) -> Option<String> {
+    env.var(name)
+        .ok()
+        .map(|v| v.to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The configuration in `env`.
+fn config(env: &Env) -> Result<Config, HostError> {
+    let token_secret = var(env, "TOKEN_SECRET").ok_or(HostError::MissingSecret("TOKEN_SECRET"))?;
+    if token_secret.len() < 16 {
+        return Err(HostError::WeakSecret("TOKEN_SECRET"));
+    }
+    let admin_secret = var(env, "ADMIN_SECRET");
+    if admin_secret.as_ref().is_some_and(|s| s.len() < 16) {
+        return Err(HostError::WeakSecret("ADMIN_SECRET"));
+    }
+    let mut config = Config {
+        token_secret: token_secret.into_bytes(),
+        admin_secret,
+        ..Config::default()
+    };
+    if let Some(v) = var(env, "MAX_BODY_BYTES") {
+        config.max_body_bytes = v.parse().map_err(|e: std::num::ParseIntError| {
+            HostError::BadVar("MAX_BODY_BYTES", e.to_string())
+        })?;
+    }
+    Ok(config)
+}
+
+fn catalog(env: &Env) -> Result<Catalog, HostError> {
+    let builtin = Catalog::builtin();
+    Ok(match var(env, "CATALOG_TOML") {
+        Some(text) => builtin.merge(Catalog::from_toml(&text)?)?,
+        None => builtin,
+    })
+}
+
+/// The router over `env`'s bindings and settings.
+fn build(env: &Env) -> Result<Router, HostError> {
+    let backend =
+        CloudflareBackend::from_env(env).map_err(|e| HostError::Binding(e.to_string()))?;
+    let state = AppState::new(Arc::new(backend), catalog(env)?, config(env)?);
+    Ok(crate::router(state))
+}
+
+/// Built on the isolate's first request and kept: bindings are the same for every request.
+static ROUTER: OnceLock<Router> = OnceLock::new();
+
+#[event(fetch)]
+async fn fetch(
+    req: HttpRequest,
+    env: Env,
+    _ctx: Context,
+) -> worker::Result<axum::http::Response<axum::body::Body>> {
+    console_error_panic_hook::set_once();
+    let mut router = match ROUTER.get() {
+        Some(r) => r.clone(),
+        None => match build(&env) {
+            Ok(r) => ROUTER.get_or_init(|| r).clone(),
+            Err(e) => {
+                worker::console_error!("ctxgate cannot start: {e}");
+                return Ok(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_misconfigured",
+                    e.to_string(),
+                )
+                .into_response());
+            }
+        },
+    };
+    match router.call(req).await {
+        Ok(res) => Ok(res),
+        Err(never) => match never {},
+    }
+}

@@ -1,0 +1,193 @@
+//! One Durable Object per organisation: its record, quota ledger, projects and audit trail.
+//!
+//! A Durable Object handles its events one at a time, and while one of its storage calls is in
+//! flight no other event is delivered to it (its input gate), so a read-modify-write of the
+//! ledger with nothing but storage calls in between is atomic: this is what makes
+//! [`Ledger::reserve`] never overspend under concurrency, with the core's arithmetic unchanged.
+//! Everything an org owns lives here, so org-scoped reads are strongly consistent too.
+
+use ctxgate_core::quota::{Ledger, Limits};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use worker::{Env, ListOptions, Request, Response, State, durable_object};
+
+use crate::backend::{AuditRecord, OrgRecord, ProjectInfo};
+
+/// A call from the Worker to an org's object (JSON in a POST body).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum OrgCommand {
+    /// Create the org record; 409 if it exists.
+    CreateOrg { org: OrgRecord },
+    /// The org record (or `null`).
+    Org,
+    /// Replace the org record.
+    UpdateOrg { org: OrgRecord },
+    /// [`Ledger::reserve`], answering `Result<Lease, Refusal>`.
+    Reserve {
+        limits: Limits,
+        lease_id: String,
+        tokens: u64,
+        now_ms: u64,
+    },
+    /// [`Ledger::settle`].
+    Settle {
+        lease_id: String,
+        used: u64,
+        now_ms: u64,
+    },
+    /// The ledger.
+    Ledger,
+    /// Append an audit record.
+    AppendAudit { record: AuditRecord },
+    /// Newest audit records first.
+    Audit { limit: usize },
+    /// Every project.
+    Projects,
+    /// Insert or replace a project.
+    PutProject { project: ProjectInfo },
+}
+
+/// HTTP status the object answers a conflict with.
+pub const CONFLICT: u16 = 409;
+
+const ORG: &str = "org";
+const LEDGER: &str = "ledger";
+const PROJECT: &str = "project:";
+const AUDIT: &str = "audit:";
+
+/// The organisation's Durable Object (class `OrgObject` in `wrangler.toml`).
+#[durable_object]
+pub struct OrgObject {
+    state: State,
+}
+
+impl worker::DurableObject for OrgObject {
+    fn new(state: State, _env: Env) -> Self {
+        Self { state }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let command: OrgCommand = match req.json().await {
+            Ok(c) => c,
+            Err(e) => return Response::error(format!("bad command: {e}"), 400),
+        };
+        match self.apply(command).await {
+            Ok(Outcome::Value(v)) => Response::ok(v),
+            Ok(Outcome::Conflict) => Response::error("exists", CONFLICT),
+            Err(e) => Response::error(e.to_string(), 500),
+        }
+    }
+}
+
+enum Outcome {
+    /// A JSON answer.
+    Value(String),
+    /// The record already exists.
+    Conflict,
+}
+
+fn json<T: Serialize>(v: &T) -> worker::Result<Outcome> {
+    serde_json::to_string(v)
+        .map(Outcome::Value)
+        .map_err(|e| worker::Error::RustError(e.to_string()))
+}
+
+impl OrgObject {
+    /// A stored JSON document.
+    async fn read<T: DeserializeOwned>(&self, key: &str) -> worker::Result<Option<T>> {
+        match self.state.storage().get::<String>(key).await? {
+            Some(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| worker::Error::RustError(format!("stored `{key}` is damaged: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    async fn write<T: Serialize>(&self, key: &str, v: &T) -> worker::Result<()> {
+        let text = serde_json::to_string(v).map_err(|e| worker::Error::RustError(e.to_string()))?;
+        self.state.storage().put(key, text).await
+    }
+
+    /// Stored JSON documents under `prefix`, in key order (or reversed), at most `limit`.
+    async fn list<T: DeserializeOwned>(
+        &self,
+        prefix: &str,
+        reverse: bool,
+        limit: Option<usize>,
+    ) -> worker::Result<Vec<T>> {
+        let mut opts = ListOptions::new().prefix(prefix).reverse(reverse);
+        if let Some(n) = limit {
+            opts = opts.limit(n);
+        }
+        let map = self.state.storage().list_with_options(opts).await?;
+        let mut out = Vec::with_capacity(map.size() as usize);
+        for value in map.values() {
+            let text = value?.as_string().ok_or_else(|| {
+                worker::Error::RustError(format!("`{prefix}*` holds a non-string"))
+            })?;
+            out.push(serde_json::from_str(&text).map_err(|e| {
+                worker::Error::RustError(format!("stored `{prefix}*` is damaged: {e}"))
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// One command. Each arm awaits nothing but this object's storage, which keeps its
+    /// read-modify-write atomic (see the module doc).
+    async fn apply(&self, command: OrgCommand) -> worker::Result<Outcome> {
+        match command {
+            OrgCommand::CreateOrg { org } => {
+                if self.read::<OrgRecord>(ORG).await?.is_some() {
+                    return Ok(Outcome::Conflict);
+                }
+                self.write(ORG, &org).await?;
+                json(&())
+            }
+            OrgCommand::Org => json(&self.read::<OrgRecord>(ORG).await?),
+            OrgCommand::UpdateOrg { org } => {
+                self.write(ORG, &org).await?;
+                json(&())
+            }
+            OrgCommand::Reserve {
+                limits,
+                lease_id,
+                tokens,
+                now_ms,
+            } => {
+                let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+                let outcome = ledger.reserve(&limits, &lease_id, tokens, now_ms);
+                if outcome.is_ok() {
+                    self.write(LEDGER, &ledger).await?;
+                }
+                json(&outcome)
+            }
+            OrgCommand::Settle {
+                lease_id,
+                used,
+                now_ms,
+            } => {
+                let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+                if ledger.settle(&lease_id, used, now_ms) {
+                    self.write(LEDGER, &ledger).await?;
+                }
+                json(&())
+            }
+            OrgCommand::Ledger => json(&self.read::<Ledger>(LEDGER).await?.unwrap_or_default()),
+            OrgCommand::AppendAudit { record } => {
+                let key = format!("{AUDIT}{:015}:{}", record.at_ms, record.id);
+                self.write(&key, &record).await?;
+                json(&())
+            }
+            OrgCommand::Audit { limit } => {
+                json(&self.list::<AuditRecord>(AUDIT, true, Some(limit)).await?)
+            }
+            OrgCommand::Projects => json(&self.list::<ProjectInfo>(PROJECT, false, None).await?),
+            OrgCommand::PutProject { project } => {
+                self.write(&format!("{PROJECT}{}", project.id), &project)
+                    .await?;
+                json(&())
+            }
+        }
+    }
+}
