@@ -20,10 +20,19 @@ cargo build --release --locked -p ctxgate-core --no-default-features --target wa
 step "test tools: the official MCP client (Python SDK, into target/mcp-venv)"
 bash scripts/mcp-client-setup.sh
 
+step "Worker toolchain: wrangler, binaryen, worker-build, wasm-bindgen-cli (into target/tools)"
+eval "$(scripts/worker-toolchain.sh)"
+
+step "build the Worker (edge/ as wasm32 via worker-build, into target/worker-build)"
+scripts/worker-build.sh
+
+step "wrangler deploy --dry-run: the bundle and wrangler.toml are deployable"
+scripts/worker-dry-run.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
 
-step "tests: unit, property and CLI integration tests"
-cargo test --release --locked --workspace
+step "tests: unit, property, CLI and API integration tests (the API suite also runs against the Worker under workerd)"
+CTXGATE_REQUIRE_WORKER=1 cargo test --release --locked --workspace
 
 step "all tests passed"

@@ -1,12 +1,19 @@
-//! The HTTP API against `ctxgate serve`: auth, quotas, isolation, continuation, bad input.
-//!
-//! The cases are host-independent (HTTP only), so the Worker harness runs the same ones.
+//! The HTTP API against both hosts: `ctxgate serve` and the Worker under workerd (wrangler dev).
+//! auth, quotas, isolation, continuation, bad input: the same cases, over HTTP only.
 
 mod cases;
 mod host;
+mod worker;
 
 #[test]
 fn native_api_suite() {
     let host = host::NativeHost::start();
     cases::run_suite(&host, "n");
+}
+
+#[test]
+fn worker_api_suite() {
+    if let Some(host) = worker::WorkerHost::start_or_skip() {
+        cases::run_suite(&host, "w");
+    }
 }

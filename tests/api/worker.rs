@@ -1,0 +1,253 @@
+//! The Worker under Cloudflare's runtime: `wrangler dev --local` (workerd, with local R2, KV and
+//! Durable Objects) running the worker-build output, as a [`Host`] for the same cases.
+//!
+//! The Worker cannot index (no tree-sitter in wasm), so publishing is what an indexer does:
+//! `ctxgate project add` into a scratch data directory, then every object it wrote goes up through
+//! `PUT /v1/admin/orgs/{org}/objects/{*key}` (into R2) and the project is registered with
+//! `PUT /v1/admin/orgs/{org}/projects/{name}` (into the org's Durable Object).
+//!
+//! Needs `scripts/worker-toolchain.sh` and `scripts/worker-build.sh` to have run (the test command
+//! does both). Without them the test says so and passes, unless `CTXGATE_REQUIRE_WORKER=1`, which
+//! the test command sets, so CI never skips it silently.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::host::{ADMIN_SECRET, Host, call};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const TOKEN_SECRET: &str = "worker-test-token-secret-0123456789";
+
+/// `wrangler dev --local` on a free port over a fresh persistence directory.
+pub struct WorkerHost {
+    scratch: tempfile::TempDir,
+    child: Child,
+    url: String,
+}
+
+fn wrangler() -> PathBuf {
+    Path::new(ROOT).join("target/tools/npm/node_modules/.bin/wrangler")
+}
+
+/// The Worker module worker-build wrote (see `scripts/worker-build.sh`).
+pub fn worker_module() -> PathBuf {
+    Path::new(ROOT).join("target/worker-build/index.js")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+impl WorkerHost {
+    /// Starts the Worker, or `None` (with a note) when its tools or build are absent and the
+    /// caller does not require it.
+    pub fn start_or_skip() -> Option<Self> {
+        let required = std::env::var("CTXGATE_REQUIRE_WORKER").is_ok_and(|v| v == "1");
+        let missing: Vec<String> = [wrangler(), worker_module()]
+            .into_iter()
+            .filter(|p| !p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        if !missing.is_empty() {
+            let why = format!(
+                "the Worker suite needs {} (run scripts/worker-toolchain.sh and scripts/worker-build.sh)",
+                missing.join(" and ")
+            );
+            assert!(!required, "{why}");
+            eprintln!("SKIPPED: {why}");
+            return None;
+        }
+        Some(Self::start())
+    }
+
+    fn start() -> Self {
+        let scratch = tempfile::tempdir().unwrap();
+        // Dev vars for this run only (the equivalent of `.dev.vars`; never committed).
+        let vars = scratch.path().join("dev.env");
+        std::fs::write(
+            &vars,
+            format!("TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"),
+        )
+        .unwrap();
+        let port = free_port();
+        let log = std::fs::File::create(scratch.path().join("wrangler.log")).unwrap();
+        let child = Command::new(wrangler())
+            .current_dir(ROOT)
+            .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "warn"])
+            .args(["--show-interactive-dev-session=false"])
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--inspector-port")
+            .arg(free_port().to_string())
+            .arg("--persist-to")
+            .arg(scratch.path().join("state"))
+            .arg("--env-file")
+            .arg(&vars)
+            .env("WRANGLER_SEND_METRICS", "false")
+            .env("WRANGLER_SEND_ERROR_REPORTS", "false")
+            .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+            .env("WRANGLER_LOG_PATH", scratch.path().join("logs"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            // Its own process group, so stopping it also stops the workerd it spawns.
+            .process_group(0)
+            .spawn()
+            .expect("start wrangler");
+        let host = Self {
+            scratch,
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        host.wait_ready(Duration::from_secs(180));
+        host
+    }
+
+    fn log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = std::fs::File::open(self.scratch.path().join("wrangler.log")) {
+            let _ = f.read_to_string(&mut text);
+        }
+        text
+    }
+
+    fn wait_ready(&self, limit: Duration) {
+        let start = Instant::now();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        while start.elapsed() < limit {
+            if let Ok(r) = agent.get(format!("{}/healthz", self.url)).call() {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        panic!(
+            "the Worker did not answer /healthz within {limit:?}; wrangler said:\n{}",
+            self.log()
+        );
+    }
+}
+
+impl Drop for WorkerHost {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: signalling a process group this host created.
+        unsafe {
+            libc::kill(-pgid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+fn ctxgate(home: &Path, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(args)
+        .env("CTXGATE_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ctxgate {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+impl Host for WorkerHost {
+    fn base_url(&self) -> &str {
+        &self.url
+    }
+
+    fn admin_secret(&self) -> &str {
+        ADMIN_SECRET
+    }
+
+    fn publish(&self, org: &str, name: &str, dir: &Path) -> Value {
+        // Index natively, as the batch side would.
+        let home = tempfile::tempdir().unwrap();
+        ctxgate(home.path(), &["org", "create", org, "--format", "json"]);
+        let dir = dir.to_string_lossy();
+        let project = ctxgate(
+            home.path(),
+            &[
+                "project", "add", "--org", org, "--name", name, "--format", "json", &dir,
+            ],
+        );
+        // Upload what it wrote, then make it known.
+        let own = home.path().join("objects").join("org").join(org);
+        let mut paths = Vec::new();
+        files(&own, &mut paths);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut uploaded = 0;
+        for path in &paths {
+            let rest = path.strip_prefix(&own).unwrap().to_string_lossy();
+            if rest.contains(".tmp-") {
+                continue;
+            }
+            let url = format!("{}/v1/admin/orgs/{org}/objects/{rest}", self.url);
+            let res = agent
+                .put(&url)
+                .header("Authorization", format!("Bearer {ADMIN_SECRET}"))
+                .header("Content-Type", "application/octet-stream")
+                .send(&std::fs::read(path).unwrap()[..])
+                .unwrap_or_else(|e| panic!("PUT {url}: {e}"));
+            assert_eq!(res.status().as_u16(), 204, "PUT {url}");
+            uploaded += 1;
+        }
+        assert!(uploaded >= 3, "manifest, pack and segments: {paths:?}");
+        let body = json!({
+            "id": project["id"],
+            "source": project["source"],
+            "current_version": project["current_version"],
+        });
+        let r = call(
+            self,
+            "PUT",
+            &format!("/v1/admin/orgs/{org}/projects/{name}"),
+            Some(ADMIN_SECRET),
+            Some(&body.to_string()),
+            "application/json",
+        );
+        assert_eq!(r.status, 200, "register project: {}", r.body);
+        r.body
+    }
+}
