@@ -276,9 +276,18 @@ fn bad_input(host: &dyn Host, key: &str) {
     assert_eq!((r.status, r.code()), (400, "invalid_request"));
     let r = raw("{}", "text/plain");
     assert_eq!((r.status, r.code()), (415, "unsupported_media_type"));
-    let (status, text) = super::host::oversized_post(host, "/v1/context", key, 64 * 1024 * 1024);
-    assert_eq!(status, 413, "{text}");
-    assert!(text.contains("body_too_large"), "{text}");
+    // Both hosts run with a 1 MiB limit. A host that refuses from `Content-Length` closes the
+    // connection while a client still writes, so there the raw-socket check reads the answer.
+    if host.refuses_before_body() {
+        let (status, text) =
+            super::host::oversized_post(host, "/v1/context", key, 64 * 1024 * 1024);
+        assert_eq!(status, 413, "{text}");
+        assert!(text.contains("body_too_large"), "{text}");
+    } else {
+        let big = format!("{{\"query\": \"{}\"}}", "x".repeat(1024 * 1024 + 1));
+        let r = raw(&big, "application/json");
+        assert_eq!((r.status, r.code()), (413, "body_too_large"));
+    }
     let ctx = |body: Value| post(host, "/v1/context", Some(key), &body);
     let r = ctx(json!({ "project": "core", "query": "x", "model": "no-such-model" }));
     assert_eq!((r.status, r.code()), (400, "unknown_model"));

@@ -28,6 +28,13 @@ pub trait Host: Sync {
     fn admin_secret(&self) -> &str;
     /// Indexes `dir` as project `name` of `org` and makes it visible to the API.
     fn publish(&self, org: &str, name: &str, dir: &Path) -> Value;
+    /// Whether the host answers an oversized body from its `Content-Length` before the body
+    /// arrives. `wrangler dev`'s proxy cannot relay an answer to a request whose body the
+    /// Worker never read (it reports a restart instead), so there only a complete oversized
+    /// body is checked.
+    fn refuses_before_body(&self) -> bool {
+        true
+    }
 }
 
 fn agent() -> ureq::Agent {

@@ -74,14 +74,16 @@ impl WorkerHost {
         let vars = scratch.path().join("dev.env");
         std::fs::write(
             &vars,
-            format!("TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"),
+            format!(
+                "TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"
+            ),
         )
         .unwrap();
         let port = free_port();
         let log = std::fs::File::create(scratch.path().join("wrangler.log")).unwrap();
         let child = Command::new(wrangler())
             .current_dir(ROOT)
-            .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "warn"])
+            .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "info"])
             .args(["--show-interactive-dev-session=false"])
             .arg("--port")
             .arg(port.to_string())
@@ -143,6 +145,9 @@ impl WorkerHost {
 
 impl Drop for WorkerHost {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("wrangler dev said:\n{}", self.log());
+        }
         let pgid = self.child.id() as i32;
         // SAFETY: signalling a process group this host created.
         unsafe {
@@ -196,6 +201,10 @@ impl Host for WorkerHost {
 
     fn admin_secret(&self) -> &str {
         ADMIN_SECRET
+    }
+
+    fn refuses_before_body(&self) -> bool {
+        false
     }
 
     fn publish(&self, org: &str, name: &str, dir: &Path) -> Value {

@@ -64,23 +64,33 @@ async fn refuse_declared_oversize(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let limit = if admin::is_object_upload(req.uri().path()) {
-        admin::MAX_OBJECT_BYTES
-    } else {
-        limit
-    };
-    let declared = req
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match declared {
+    let limit = body_limit(req.uri().path(), limit);
+    match declared_length(req.headers()) {
         Some(n) if n > limit as u64 => too_large(limit).into_response(),
         _ => next.run(req).await,
     }
 }
 
-pub(crate) fn too_large(limit: usize) -> ApiError {
+/// The most bytes a request to `path` may carry, given the server's general `limit`: object
+/// uploads (admin only) carry index segments and get their own, larger limit.
+pub fn body_limit(path: &str, limit: usize) -> usize {
+    if admin::is_object_upload(path) {
+        admin::MAX_OBJECT_BYTES
+    } else {
+        limit
+    }
+}
+
+/// The body length a request announces, if it announces one that parses.
+pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
+    headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+/// The API's answer to a body over `limit`.
+pub fn too_large(limit: usize) -> ApiError {
     ApiError::new(
         axum::http::StatusCode::PAYLOAD_TOO_LARGE,
         "body_too_large",

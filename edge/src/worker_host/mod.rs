@@ -86,16 +86,18 @@ fn catalog(env: &Env) -> Result<Catalog, HostError> {
     })
 }
 
-/// The router over `env`'s bindings and settings.
-fn build(env: &Env) -> Result<Router, HostError> {
+/// The router over `env`'s bindings and settings, and its general body limit.
+fn build(env: &Env) -> Result<(Router, usize), HostError> {
     let backend =
         CloudflareBackend::from_env(env).map_err(|e| HostError::Binding(e.to_string()))?;
-    let state = AppState::new(Arc::new(backend), catalog(env)?, config(env)?);
-    Ok(crate::router(state))
+    let config = config(env)?;
+    let limit = config.max_body_bytes;
+    let state = AppState::new(Arc::new(backend), catalog(env)?, config);
+    Ok((crate::router(state), limit))
 }
 
 /// Built on the isolate's first request and kept: bindings are the same for every request.
-static ROUTER: OnceLock<Router> = OnceLock::new();
+static ROUTER: OnceLock<(Router, usize)> = OnceLock::new();
 
 #[event(fetch)]
 async fn fetch(
@@ -104,7 +106,7 @@ async fn fetch(
     _ctx: Context,
 ) -> worker::Result<axum::http::Response<axum::body::Body>> {
     console_error_panic_hook::set_once();
-    let mut router = match ROUTER.get() {
+    let (mut router, limit) = match ROUTER.get() {
         Some(r) => r.clone(),
         None => match build(&env) {
             Ok(r) => ROUTER.get_or_init(|| r).clone(),
@@ -119,8 +121,56 @@ async fn fetch(
             }
         },
     };
+    let req = match buffered(req, limit).await {
+        Ok(req) => req,
+        Err(refusal) => return Ok(refusal.into_response()),
+    };
     match router.call(req).await {
         Ok(res) => Ok(res),
         Err(never) => match never {},
     }
+}
+
+/// The request with its body read in full (up to the route's limit) before routing.
+///
+/// workerd kills the isolate when a body stream is read after the response went out, which
+/// happens when a handler answers without reading the body (an empty `{}` on an endpoint that
+/// takes none, an early error). Reading first makes every handler safe. A body over the limit
+/// is read to its end but never held, then refused; Cloudflare's front end caps what can arrive.
+async fn buffered(req: HttpRequest, limit: usize) -> Result<axum::extract::Request, ApiError> {
+    let limit = crate::routes::body_limit(req.uri().path(), limit);
+    let (parts, body) = req.into_parts();
+    let declared_over =
+        crate::routes::declared_length(&parts.headers).is_some_and(|n| n > limit as u64);
+    let bytes = read_capped(
+        axum::body::Body::new(body),
+        if declared_over { 0 } else { limit },
+    )
+    .await;
+    match bytes {
+        Some(bytes) if !declared_over => Ok(axum::extract::Request::from_parts(
+            parts,
+            axum::body::Body::from(bytes),
+        )),
+        _ => Err(crate::routes::too_large(limit)),
+    }
+}
+
+/// Reads `body` to its end; its bytes if they fit in `cap`, else `None` (the rest is dropped
+/// as it arrives, so memory stays bounded by `cap`).
+async fn read_capped(body: axum::body::Body, cap: usize) -> Option<Vec<u8>> {
+    use axum::body::HttpBody;
+    let mut body = std::pin::pin!(body);
+    let mut kept = Some(Vec::new());
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let Ok(frame) = frame else { return None };
+        if let (Some(buf), Ok(data)) = (kept.as_mut(), frame.into_data()) {
+            if buf.len() + data.len() > cap {
+                kept = None;
+            } else {
+                buf.extend_from_slice(&data);
+            }
+        }
+    }
+    kept
 }
