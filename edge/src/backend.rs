@@ -108,6 +108,9 @@ pub struct AuditRecord {
     /// Project id, when one was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The client's session id, when it gave one (sessions are read back from here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// Chunk ids delivered.
     #[serde(default)]
     pub chunks: Vec<String>,

@@ -75,14 +75,24 @@ pub async fn admit(
 }
 
 /// Settles an admitted call at `used` tokens and records its audit entry.
+/// What a call delivered, for its audit record (ids only, never content).
+#[derive(Default)]
+pub struct Delivered {
+    /// The project read, if any.
+    pub project: Option<String>,
+    /// The client's session id, if it gave one.
+    pub session: Option<String>,
+    /// Chunk ids sent.
+    pub chunks: Vec<String>,
+}
+
 pub async fn finish(
     state: &AppState,
     caller: &Caller,
     admission: Admission,
     used: u64,
-    project: Option<String>,
-    chunks: Vec<String>,
     status: u16,
+    delivered: Delivered,
 ) {
     let now = state.backend.now_ms();
     let org = &caller.org.name;
@@ -91,8 +101,9 @@ pub async fn finish(
         id: admission.id,
         at_ms: now,
         endpoint: admission.endpoint.to_string(),
-        project,
-        chunks,
+        project: delivered.project,
+        session: delivered.session,
+        chunks: delivered.chunks,
         tokens_reserved: admission.reserved,
         tokens_used: used,
         status,

@@ -83,7 +83,15 @@ pub struct Assembled {
     /// Pack indices of the chunks in the prompt (for continuations and audit).
     #[serde(skip)]
     pub chosen: Vec<u32>,
+    /// Pack indices of excluded chunks (the caller already has them) that rank at least as high
+    /// as the weakest chosen piece, best first: the caller should reuse them, so they are named
+    /// instead of sent again.
+    #[serde(skip)]
+    pub already_delivered: Vec<u32>,
 }
+
+/// Most excluded chunks named back as already delivered.
+const MAX_ALREADY_DELIVERED: usize = 32;
 
 /// Answers `query` from `pack` within `resolved.budget`, counted by `resolved.tokenizer`.
 ///
@@ -247,10 +255,20 @@ pub fn assemble(
         .enumerate()
         .map(|(i, c)| (c.id.as_str(), i as u32))
         .collect();
-    let chosen = composition
+    let chosen: Vec<u32> = composition
         .pieces
         .iter()
         .filter_map(|p| by_id.get(p.chunk_id.as_str()).copied())
+        .collect();
+    let floor = chosen
+        .iter()
+        .filter_map(|i: &u32| original.get(i).copied())
+        .fold(f32::INFINITY, f32::min);
+    let already_delivered = ranked
+        .iter()
+        .filter(|r| excluded.contains(&r.chunk) && (chosen.is_empty() || r.score >= floor))
+        .take(MAX_ALREADY_DELIVERED)
+        .map(|r| r.chunk)
         .collect();
     let code_tokens = composition.tokens.saturating_sub(frame_tokens);
     Ok(Assembled {
@@ -266,6 +284,7 @@ pub fn assemble(
         candidates: candidates_count,
         left_out,
         chosen,
+        already_delivered,
     })
 }
 

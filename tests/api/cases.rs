@@ -23,6 +23,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     auth(host, &key);
     context(host, &key, &project_id);
     continuation(host, &key);
+    session(host, &key);
     history(host, tag);
     bad_input(host, &key);
     isolation(host, tag, &key, &project_id);
@@ -261,6 +262,67 @@ fn continuation(host: &dyn Host, key: &str) {
     assert_eq!(s.status, 200, "{}", s.body);
     assert!(s.body["tokens_total"].as_u64().unwrap() <= 1000);
     assert!(s.body["continuation"].is_string());
+}
+
+/// A multi-turn client: pieces sent earlier in a session are named, not sent again.
+fn session(host: &dyn Host, key: &str) {
+    let ids = |v: &Value, field: &str| -> Vec<String> {
+        v[field]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let ask = |session: Option<&str>| {
+        let mut body = json!({
+            "project": "core",
+            "query": "how does the quota ledger reserve and settle tokens",
+            "budget": 2500,
+        });
+        if let Some(s) = session {
+            body["session"] = json!(s);
+        }
+        let r = post(host, "/v1/context", Some(key), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    };
+    let first = ask(Some("turn-test"));
+    let sent = ids(&first, "pieces");
+    assert!(!sent.is_empty());
+    assert_eq!(first["session"]["id"], "turn-test");
+    assert!(
+        first["session"]["already_delivered"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // The same question again in the session: nothing is paid for twice, and what the client
+    // already holds is named, best first, with where it is.
+    let second = ask(Some("turn-test"));
+    let again = ids(&second, "pieces");
+    assert!(
+        sent.iter().all(|id| !again.contains(id)),
+        "a session was sent a piece twice"
+    );
+    let named = ids(&second["session"], "already_delivered");
+    assert!(!named.is_empty());
+    assert!(named.iter().all(|id| sent.contains(id)));
+    let r = &second["session"]["already_delivered"][0];
+    assert!(r["path"].is_string() && r["start_line"].as_u64().unwrap() >= 1);
+    // Another session, and no session, start afresh.
+    assert_eq!(ids(&ask(Some("turn-other")), "pieces"), sent);
+    let plain = ask(None);
+    assert_eq!(ids(&plain, "pieces"), sent);
+    assert!(plain["session"].is_null());
+    // Session ids are bounded.
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": "core", "query": "x", "budget": 2000, "session": "" }),
+    );
+    assert_eq!((r.status, r.code()), (400, "invalid_session"));
 }
 
 fn bad_input(host: &dyn Host, key: &str) {

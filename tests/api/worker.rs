@@ -194,6 +194,15 @@ fn ctxgate(home: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+impl WorkerHost {
+    /// The process group `wrangler dev` and its workerd run in (`benches/worker.rs` reads
+    /// workerd's CPU time from it).
+    #[allow(dead_code)]
+    pub fn process_group(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Host for WorkerHost {
     fn base_url(&self) -> &str {
         &self.url

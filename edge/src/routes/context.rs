@@ -1,11 +1,14 @@
 //! `POST /v1/context` and `POST /v1/search`: the core's assembly over a project's current index.
 
+use std::collections::HashSet;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::index::IndexPack;
 use ctxgate_core::route::{RouteDecision, route};
 use ctxgate_core::tokens::Encoding;
 use serde::{Deserialize, Serialize};
@@ -16,7 +19,7 @@ use super::auth::Caller;
 use super::projects::find_project;
 use crate::backend::ProjectInfo;
 use crate::error::ApiError;
-use crate::meter;
+use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
 /// Longest accepted query, in bytes.
@@ -52,7 +55,8 @@ pub struct ContextRequest {
     /// Retrieval profile (reserved).
     #[serde(default)]
     profile: Option<String>,
-    /// Client session id, echoed in the audit (reserved).
+    /// Client session id: chunks sent to it before are named in `session.already_delivered`
+    /// instead of being sent again.
     #[serde(default)]
     session: Option<String>,
     /// Conversation history, compacted into the same budget as the code.
@@ -92,6 +96,8 @@ struct Run {
     resolved: ResolvedBudget,
     done: Assembled,
     continuation: Option<String>,
+    /// Where the chunks a session already holds are, for [`Assembled::already_delivered`].
+    already_delivered: Vec<Value>,
 }
 
 fn check_query(query: &str) -> Result<(), ApiError> {
@@ -136,6 +142,54 @@ pub(super) fn resolve(
     )?)
 }
 
+/// What a call asks for besides the query and budget.
+#[derive(Default)]
+struct Asked<'a> {
+    /// Files the client has open or recently edited.
+    hot_paths: Vec<String>,
+    /// The previous page's token.
+    continuation: Option<&'a str>,
+    /// The client's session: chunks delivered in its earlier calls are named, not sent again.
+    session: Option<&'a str>,
+    /// Tokens the compacted history took from the same budget.
+    history_tokens: u32,
+}
+
+/// Audit records read to find what a session already received (its newest calls).
+const SESSION_AUDIT_DEPTH: usize = 500;
+/// Longest accepted session id, in bytes.
+const MAX_SESSION_BYTES: usize = 128;
+
+/// Chunk ids `org`'s `session` already received from `project`, read back from the audit (which
+/// records every delivered chunk id per call), so sessions need no storage of their own.
+async fn session_chunks(
+    state: &AppState,
+    org: &str,
+    session: &str,
+    project: &str,
+) -> Result<HashSet<String>, ApiError> {
+    let records = state.backend.audit(org, SESSION_AUDIT_DEPTH).await?;
+    Ok(records
+        .into_iter()
+        .filter(|r| {
+            r.status == 200
+                && r.session.as_deref() == Some(session)
+                && r.project.as_deref() == Some(project)
+        })
+        .flat_map(|r| r.chunks)
+        .collect())
+}
+
+fn check_session(session: Option<&str>) -> Result<(), ApiError> {
+    match session {
+        Some(s) if s.is_empty() || s.len() > MAX_SESSION_BYTES => Err(ApiError::bad_request(
+            "invalid_session",
+            format!("a session id has 1 to {MAX_SESSION_BYTES} bytes"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Resolves, admits, assembles and settles one call.
 async fn run(
     state: &AppState,
@@ -144,9 +198,7 @@ async fn run(
     project: &str,
     query: &str,
     resolved: ResolvedBudget,
-    hot_paths: Vec<String>,
-    continuation: Option<&str>,
-    history_tokens: u32,
+    asked: Asked<'_>,
 ) -> Result<Run, ApiError> {
     let org = caller.org.name.clone();
     let project = find_project(state, &org, project).await?;
@@ -160,11 +212,16 @@ async fn run(
     let now = state.backend.now_ms();
     let secret = &state.config.token_secret;
     let mut delivered = Vec::new();
-    if let Some(token) = continuation {
+    if let Some(token) = asked.continuation {
         let claims = continuation::verify(token, secret, now)?;
         claims.check(&org, &project.id, version, query)?;
         delivered = claims.delivered;
     }
+    let known = match asked.session {
+        Some(s) => session_chunks(state, &org, s, &project.id).await?,
+        None => HashSet::new(),
+    };
+    let history_tokens = asked.history_tokens;
     // History was compacted before: its tokens are part of the same reservation and settlement.
     let history = u64::from(history_tokens);
     let admission = meter::admit(
@@ -179,22 +236,29 @@ async fn run(
             .snapshots
             .open(state.backend.as_ref(), &project)
             .await?;
+        let mut exclude = delivered.clone();
+        if !known.is_empty() {
+            exclude.extend(
+                snap.pack
+                    .chunks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| known.contains(&c.id))
+                    .map(|(i, _)| i as u32),
+            );
+        }
         let options = QueryOptions {
-            hot_paths,
-            exclude: delivered.clone(),
+            hot_paths: asked.hot_paths,
+            exclude,
             ..QueryOptions::default()
         };
-        Ok::<_, ApiError>(assemble(
-            &snap.pack,
-            snap.as_ref(),
-            query,
-            &resolved,
-            &options,
-        )?)
+        let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
+        let referenced = references(&snap.pack, &done.already_delivered);
+        Ok::<_, ApiError>((done, referenced))
     }
     .await;
     let (used, chunks, status) = match &result {
-        Ok(d) => (
+        Ok((d, _)) => (
             u64::from(d.tokens_total) + history,
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             200,
@@ -206,12 +270,15 @@ async fn run(
         caller,
         admission,
         used,
-        Some(project.id.clone()),
-        chunks,
         status,
+        Delivered {
+            project: Some(project.id.clone()),
+            session: asked.session.map(str::to_string),
+            chunks,
+        },
     )
     .await;
-    let done = result?;
+    let (done, already_delivered) = result?;
     let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
         delivered.extend(&done.chosen);
         continuation::issue(
@@ -232,6 +299,7 @@ async fn run(
         resolved,
         done,
         continuation,
+        already_delivered,
     })
 }
 
@@ -259,7 +327,8 @@ pub async fn context(
             format!("compression `{c}` is not available yet; use `none`"),
         ));
     }
-    let _ = (&req.profile, &req.session);
+    let _ = &req.profile;
+    check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let budget = resolved.budget;
     let history = match req.messages {
@@ -284,9 +353,12 @@ pub async fn context(
         &req.project,
         &req.query,
         resolved,
-        req.hot_paths,
-        req.continuation.as_deref(),
-        history_tokens,
+        Asked {
+            hot_paths: req.hot_paths,
+            continuation: req.continuation.as_deref(),
+            session: req.session.as_deref(),
+            history_tokens,
+        },
     )
     .await?;
     let reply = req.reply_tokens.unwrap_or(DEFAULT_REPLY_TOKENS);
@@ -341,7 +413,29 @@ pub async fn context(
         "routing": routing,
         "savings": savings,
         "continuation": run.continuation,
+        "session": req.session.as_ref().map(|id| json!({
+            "id": id,
+            "already_delivered": run.already_delivered,
+        })),
     })))
+}
+
+/// Where `chunks` are (id, path, lines, symbol), for naming them instead of sending them.
+fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<Value> {
+    chunks
+        .iter()
+        .filter_map(|&i| {
+            let c = pack.chunks.get(i as usize)?;
+            let f = pack.files.get(c.file as usize)?;
+            Some(json!({
+                "chunk_id": c.id,
+                "path": f.path,
+                "start_line": c.start_line,
+                "end_line": c.end_line,
+                "symbol": c.symbol,
+            }))
+        })
+        .collect()
 }
 
 fn routing(state: &AppState, caller: &Caller, run: &Run, reply: u32) -> Option<RouteDecision> {
@@ -384,9 +478,10 @@ pub async fn search(
         &req.project,
         &req.query,
         resolved,
-        Vec::new(),
-        req.continuation.as_deref(),
-        0,
+        Asked {
+            continuation: req.continuation.as_deref(),
+            ..Asked::default()
+        },
     )
     .await?;
     Ok(Json(json!({

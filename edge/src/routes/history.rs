@@ -13,7 +13,7 @@ use super::JsonBody;
 use super::auth::Caller;
 use super::context::resolve;
 use crate::error::ApiError;
-use crate::meter;
+use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
 /// Most rounds a request may protect (more is the same as keeping everything).
@@ -134,7 +134,15 @@ pub async fn compact_history(
         Ok(c) => (u64::from(c.report.tokens_total), 200),
         Err(_) => (0, 400),
     };
-    meter::finish(&state, &caller, admission, used, None, Vec::new(), status).await;
+    meter::finish(
+        &state,
+        &caller,
+        admission,
+        used,
+        status,
+        Delivered::default(),
+    )
+    .await;
     let done = result?;
     Ok(Json(json!({
         "messages": done.messages,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::JsonBody;
 use super::auth::Caller;
 use crate::error::ApiError;
-use crate::meter;
+use crate::meter::{self, Delivered};
 use crate::state::AppState;
 use crate::wire::Health;
 
@@ -124,7 +124,7 @@ pub async fn count(
     let admission = meter::admit(&state, &caller, 0, "/v1/tokens/count").await?;
     let counts: Vec<u32> = texts.iter().map(|t| spec.count(t)).collect();
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-    meter::finish(&state, &caller, admission, 0, None, Vec::new(), 200).await;
+    meter::finish(&state, &caller, admission, 0, 200, Delivered::default()).await;
     Ok(Json(serde_json::json!({
         "model": model,
         "tokenizer": spec.label(),
