@@ -69,6 +69,29 @@ impl WorkerHost {
     }
 
     fn start() -> Self {
+        let host = Self::spawn();
+        host.wait_ready(Duration::from_secs(180));
+        host
+    }
+
+    /// Starts the Worker and returns once `wrangler dev` says it is ready, before any request
+    /// (so the first request meets a fresh isolate; `benches/worker.rs` measures it).
+    #[allow(dead_code)]
+    pub fn start_cold() -> Self {
+        let host = Self::spawn();
+        let start = Instant::now();
+        while !host.log().contains("Ready on") {
+            assert!(
+                start.elapsed() < Duration::from_secs(180),
+                "wrangler dev did not get ready; it said:\n{}",
+                host.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        host
+    }
+
+    fn spawn() -> Self {
         let scratch = tempfile::tempdir().unwrap();
         // Dev vars for this run only (the equivalent of `.dev.vars`; never committed).
         let vars = scratch.path().join("dev.env");
@@ -104,13 +127,11 @@ impl WorkerHost {
             .process_group(0)
             .spawn()
             .expect("start wrangler");
-        let host = Self {
+        Self {
             scratch,
             child,
             url: format!("http://127.0.0.1:{port}"),
-        };
-        host.wait_ready(Duration::from_secs(180));
-        host
+        }
     }
 
     fn log(&self) -> String {

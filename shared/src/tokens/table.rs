@@ -153,7 +153,20 @@ impl RankTable {
             return Err(TableError::Invalid("checksum mismatch"));
         }
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        let body = &bytes[..bytes.len() - 32];
+        Self::parse(encoding, &bytes[..bytes.len() - 32])
+    }
+
+    /// Loads a table compiled into the program (a host's build script ran [`RankTable::export`],
+    /// which self-checks against tiktoken-rs): neither copied nor re-hashed, so a Worker's
+    /// first count costs only building the lookup map. The structure is still checked.
+    pub fn load_static(encoding: Encoding, bytes: &'static [u8]) -> Result<Self, TableError> {
+        if bytes.len() < 8 + 4 + 4 + 4 + 32 || &bytes[..8] != MAGIC {
+            return Err(TableError::Invalid("bad magic"));
+        }
+        Self::parse(encoding, &bytes[..bytes.len() - 32])
+    }
+
+    fn parse(encoding: Encoding, body: &'static [u8]) -> Result<Self, TableError> {
         let mut at = 8;
         let u32_at = |at: &mut usize| -> Result<u32, TableError> {
             let v = body
