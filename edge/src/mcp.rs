@@ -31,7 +31,8 @@ fn tools() -> Value {
                 "budget": { "type": "integer", "description": "Token budget of the context" },
                 "model": { "type": "string", "description": "Target model (sets tokenizer and window)" },
                 "hot_paths": { "type": "array", "items": { "type": "string" } },
-                "continuation": { "type": "string" }
+                "continuation": { "type": "string" },
+                "session": { "type": "string", "description": "Your session id: pieces already sent to it are named, not repeated" }
             } }
         },
         {
@@ -103,7 +104,20 @@ async fn call_tool(state: &AppState, caller: &Caller, name: &str, a: Value) -> O
                 Err(e) => Err(e),
             };
             tool_result(out, |v| {
-                v["prompt"].as_str().unwrap_or_default().to_string()
+                let mut text = v["prompt"].as_str().unwrap_or_default().to_string();
+                let known = v["session"]["already_delivered"].as_array();
+                if let Some(known) = known.filter(|k| !k.is_empty()) {
+                    text.push_str("\n\nAlready sent earlier in this session (not repeated):\n");
+                    for r in known {
+                        text.push_str(&format!(
+                            "- {}:{}-{}\n",
+                            r["path"].as_str().unwrap_or_default(),
+                            r["start_line"],
+                            r["end_line"]
+                        ));
+                    }
+                }
+                text
             })
         }
         "search_code" => {

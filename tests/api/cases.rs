@@ -625,4 +625,25 @@ fn mcp_client(host: &dyn Host, key: &str) {
     assert_eq!(seen["missing_error"], true);
     assert_eq!(seen["missing"]["error"]["code"], "project_not_found");
     assert_eq!(seen["projects"]["projects"][0]["name"], "core");
+    // A session over MCP: the second turn does not repeat the first's pieces, and its text
+    // names them.
+    let chunk_ids = |v: &Value| -> Vec<String> {
+        v["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (first, second) = (
+        chunk_ids(&seen["first_turn"]),
+        chunk_ids(&seen["second_turn"]),
+    );
+    assert!(!first.is_empty());
+    assert!(first.iter().all(|id| !second.contains(id)));
+    let text = seen["second_turn_text"].as_str().unwrap();
+    assert!(
+        text.contains("Already sent earlier in this session"),
+        "{text}"
+    );
 }

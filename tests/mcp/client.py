@@ -26,6 +26,9 @@ async def main(url: str, key: str, project: str) -> None:
             missing = await session.call_tool(
                 "get_context", {"project": "no-such-project", "query": "x", "budget": 100}
             )
+            turn = {"project": project, "query": "continuation tokens", "budget": 1500, "session": "mcp-turns"}
+            first_turn = await session.call_tool("get_context", turn)
+            second_turn = await session.call_tool("get_context", turn)
             projects = await session.call_tool("list_projects", {})
             print(json.dumps({
                 "server": init.serverInfo.name,
@@ -38,6 +41,9 @@ async def main(url: str, key: str, project: str) -> None:
                 "missing_error": missing.isError,
                 "missing": missing.structuredContent,
                 "projects": projects.structuredContent,
+                "first_turn": first_turn.structuredContent,
+                "second_turn": second_turn.structuredContent,
+                "second_turn_text": second_turn.content[0].text,
             }))
 
 
