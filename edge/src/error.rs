@@ -58,10 +58,10 @@ impl IntoResponse for ApiError {
             },
         };
         let mut res = (self.status, axum::Json(body)).into_response();
-        if let Some(s) = self.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
-                res.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let Some(s) = self.retry_after
+            && let Ok(v) = HeaderValue::from_str(&s.to_string())
+        {
+            res.headers_mut().insert(header::RETRY_AFTER, v);
         }
         res
     }

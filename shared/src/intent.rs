@@ -236,16 +236,15 @@ pub fn analyze(query: &str) -> QueryAnalysis {
                     c == '(' || c.is_alphanumeric() || c == ')' || c == '-' || c == '!'
                 })
                 .starts_with(':')
+            && let Some(s) = scores.iter_mut().find(|s| s.0 == intent)
         {
-            if let Some(s) = scores.iter_mut().find(|s| s.0 == intent) {
-                s.1 += 2.0;
-            }
-        }
-    }
-    if !entities.frames.is_empty() {
-        if let Some(s) = scores.iter_mut().find(|s| s.0 == Intent::Debug) {
             s.1 += 2.0;
         }
+    }
+    if !entities.frames.is_empty()
+        && let Some(s) = scores.iter_mut().find(|s| s.0 == Intent::Debug)
+    {
+        s.1 += 2.0;
     }
     let total: f32 = scores.iter().map(|s| s.1).sum();
     let (intent, best) = scores

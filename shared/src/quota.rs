@@ -215,28 +215,28 @@ impl Ledger {
         now_ms: u64,
     ) -> Result<Lease, Refusal> {
         self.refresh(now_ms);
-        if let Some(max) = limits.concurrency {
-            if self.leases.len() as u64 >= u64::from(max) {
-                return Err(Refusal {
-                    limit: LimitKind::Concurrency,
-                    allowed: u64::from(max),
-                    remaining: 0,
-                    requested: 1,
-                    // Requests settle in milliseconds; a second is the shortest Retry-After.
-                    retry_after_s: 1,
-                });
-            }
+        if let Some(max) = limits.concurrency
+            && self.leases.len() as u64 >= u64::from(max)
+        {
+            return Err(Refusal {
+                limit: LimitKind::Concurrency,
+                allowed: u64::from(max),
+                remaining: 0,
+                requested: 1,
+                // Requests settle in milliseconds; a second is the shortest Retry-After.
+                retry_after_s: 1,
+            });
         }
-        if let Some(max) = limits.requests_per_minute {
-            if self.minute.used >= u64::from(max) {
-                return Err(Refusal {
-                    limit: LimitKind::RequestsPerMinute,
-                    allowed: u64::from(max),
-                    remaining: 0,
-                    requested: 1,
-                    retry_after_s: (MINUTE_MS - now_ms % MINUTE_MS).div_ceil(1000),
-                });
-            }
+        if let Some(max) = limits.requests_per_minute
+            && self.minute.used >= u64::from(max)
+        {
+            return Err(Refusal {
+                limit: LimitKind::RequestsPerMinute,
+                allowed: u64::from(max),
+                remaining: 0,
+                requested: 1,
+                retry_after_s: (MINUTE_MS - now_ms % MINUTE_MS).div_ceil(1000),
+            });
         }
         let checks = [
             (
@@ -253,23 +253,23 @@ impl Ledger {
             ),
         ];
         for (limit, max, spent, until_reset) in checks {
-            if let Some(max) = max {
-                if spent + tokens > max {
-                    let remaining = max.saturating_sub(spent);
-                    // With leases outstanding, retry when one lapses or settles; else at reset.
-                    let retry_ms = if self.leases.is_empty() || remaining == 0 && spent >= max {
-                        until_reset
-                    } else {
-                        1000
-                    };
-                    return Err(Refusal {
-                        limit,
-                        allowed: max,
-                        remaining,
-                        requested: tokens,
-                        retry_after_s: retry_ms.div_ceil(1000).max(1),
-                    });
-                }
+            if let Some(max) = max
+                && spent + tokens > max
+            {
+                let remaining = max.saturating_sub(spent);
+                // With leases outstanding, retry when one lapses or settles; else at reset.
+                let retry_ms = if self.leases.is_empty() || remaining == 0 && spent >= max {
+                    until_reset
+                } else {
+                    1000
+                };
+                return Err(Refusal {
+                    limit,
+                    allowed: max,
+                    remaining,
+                    requested: tokens,
+                    retry_after_s: retry_ms.div_ceil(1000).max(1),
+                });
             }
         }
         let lease = Lease {

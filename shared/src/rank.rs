@@ -271,7 +271,7 @@ pub fn is_doc_path(path: &str) -> bool {
 
 fn last_segment(symbol: &str) -> &str {
     symbol
-        .rsplit(|c| c == ':' || c == '.')
+        .rsplit([':', '.'])
         .find(|s| !s.is_empty())
         .unwrap_or(symbol)
 }

@@ -16,10 +16,10 @@ use crate::failure::Failure;
 /// survive restarts.
 fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
     let path = dir.join("secrets").join("continuation.key");
-    if let Ok(bytes) = std::fs::read(&path) {
-        if bytes.len() >= 32 {
-            return Ok(bytes);
-        }
+    if let Ok(bytes) = std::fs::read(&path)
+        && bytes.len() >= 32
+    {
+        return Ok(bytes);
     }
     let mut secret = vec![0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| Failure::internal("random", e.to_string()))?;

@@ -150,10 +150,10 @@ impl WorkerHost {
             .build()
             .into();
         while start.elapsed() < limit {
-            if let Ok(r) = agent.get(format!("{}/healthz", self.url)).call() {
-                if r.status() == 200 {
-                    return;
-                }
+            if let Ok(r) = agent.get(format!("{}/healthz", self.url)).call()
+                && r.status() == 200
+            {
+                return;
             }
             std::thread::sleep(Duration::from_millis(300));
         }
