@@ -192,6 +192,10 @@ pub struct AssembleArgs {
     /// A file the user has open or recently edited (relative to the repository); repeatable.
     #[arg(long = "hot", value_name = "PATH")]
     pub hot: Vec<String>,
+    /// Compress pieces: `light` removes blank lines and whole-line comments (doc comments stay)
+    /// and fills the room it frees with more pieces.
+    #[arg(long, value_enum, default_value_t = CompressionArg::None)]
+    pub compression: CompressionArg,
     /// Hard limit on the prompt in tokens (with --model: must fit its window).
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u32>,
@@ -357,4 +361,22 @@ pub struct ProjectAddArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// `--compression` levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompressionArg {
+    /// The text as indexed.
+    None,
+    /// Blank lines and whole-line comments removed.
+    Light,
+}
+
+impl From<CompressionArg> for ctxgate_core::compress::Compression {
+    fn from(c: CompressionArg) -> Self {
+        match c {
+            CompressionArg::None => Self::None,
+            CompressionArg::Light => Self::Light,
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! tokenizer's tables are built on a second thread while the index is checked and opened, since
 //! building them is the longest single step of a short run.
 
+use ctxgate_core::compress::Compression;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -39,6 +40,8 @@ pub struct AssembleRequest {
     pub index: IndexOptions,
     /// Files the client has open or recently edited.
     pub hot_paths: Vec<String>,
+    /// How much each piece's text may be reduced.
+    pub compression: Compression,
 }
 
 /// How the budget was spent and why.
@@ -142,6 +145,7 @@ pub fn assemble(
         bm25: bm25_override().unwrap_or_default(),
         hot_paths: req.hot_paths.clone(),
         exclude: Vec::new(),
+        compression: req.compression,
     };
     let _ = preload.join();
     let t2 = Instant::now();

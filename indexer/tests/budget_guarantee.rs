@@ -63,6 +63,7 @@ proptest! {
         query in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6),
         budget in 40u32..4000,
         model in prop::sample::select(vec![None, Some("gpt-4o"), Some("claude"), Some("gpt-4")]),
+        light in any::<bool>(),
     ) {
         let repo = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
@@ -87,6 +88,11 @@ proptest! {
             policy: BudgetPolicy::default(),
             index: IndexOptions::default(),
             hot_paths: Vec::new(),
+            compression: if light {
+                ctxgate_core::compress::Compression::Light
+            } else {
+                ctxgate_core::compress::Compression::None
+            },
         };
         match assemble(&store, &catalog, &req, &NoProgress) {
             Ok(report) => {

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::catalog::{ResolvedBudget, TokenizerSpec};
 use crate::chunk::{ChunkKind, signature_len};
 use crate::compose::{ComposeError, Piece, PieceForm, fit, render};
+use crate::compress::Compression;
 use crate::index::IndexPack;
 use crate::intent::{QueryAnalysis, analyze};
 use crate::lexical::{Bm25Params, query_terms};
@@ -53,6 +54,8 @@ pub struct QueryOptions {
     pub hot_paths: Vec<String>,
     /// Chunks already delivered (a continuation): never chosen again.
     pub exclude: Vec<u32>,
+    /// How much each piece's text may be reduced.
+    pub compression: Compression,
 }
 
 /// The assembled context and how it was chosen.
@@ -228,10 +231,10 @@ pub fn assemble(
         original.insert(i, score);
         piece_tokens.insert(i, tokens);
     }
-    let chosen = select_greedy(cands, room, 0).chosen;
+    let chosen = select_greedy(cands.clone(), room, 0).chosen;
+    let mut taken: std::collections::HashSet<u32> = chosen.iter().map(|c| c.key).collect();
     let mut pieces = Vec::with_capacity(chosen.len());
-    let mut left_out = candidates_count.saturating_sub(chosen.len());
-    for c in chosen {
+    let mut make = |c: &Candidate| -> Result<Piece, AssembleError> {
         let text = match texts.remove(&c.key) {
             Some(t) => t,
             None => source.text(pack, c.key as usize)?,
@@ -243,10 +246,39 @@ pub fn assemble(
         if let Some(&n) = signatures.get(&c.key) {
             p = to_signature(p, n, spec);
         }
+        p = compressed(p, options.compression, spec);
         // Pieces added because the whole repository fits have no signal: all zeros.
         p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
+        Ok(p)
+    };
+    let mut planned = 0u32;
+    for c in &chosen {
+        let p = make(c)?;
+        planned += p.tokens + header_cost(pack, c.key as usize);
         pieces.push(p);
     }
+    // Compression frees room the plan had counted: fill it with the next best candidates (a few
+    // rounds, since they shrink too).
+    if options.compression != Compression::None {
+        for _ in 0..3 {
+            let rest: Vec<Candidate> = cands
+                .iter()
+                .filter(|c| !taken.contains(&c.key))
+                .cloned()
+                .collect();
+            let more = select_greedy(rest, room.saturating_sub(planned), 0).chosen;
+            if more.is_empty() {
+                break;
+            }
+            for c in &more {
+                let p = make(c)?;
+                planned += p.tokens + header_cost(pack, c.key as usize);
+                taken.insert(c.key);
+                pieces.push(p);
+            }
+        }
+    }
+    let mut left_out = candidates_count.saturating_sub(pieces.len());
     let composition = fit(pieces, query, resolved.budget, spec)?;
     left_out += composition.dropped;
     let by_id: HashMap<&str, u32> = pack
@@ -325,9 +357,32 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
             score
         },
         form: PieceForm::Full,
+        original_tokens: None,
         reasoning: None,
         base_tokens: None,
     }
+}
+
+/// The piece compressed at `level`, recounted; unchanged when compression saves no token.
+fn compressed(mut p: Piece, level: Compression, spec: &TokenizerSpec) -> Piece {
+    if level == Compression::None || p.form != PieceForm::Full {
+        return p;
+    }
+    let text = crate::compress::light(&p.text, &p.language);
+    if text.len() == p.text.len() {
+        return p;
+    }
+    let tokens = spec.count(&text);
+    if tokens >= p.tokens {
+        return p;
+    }
+    p.original_tokens = Some(p.tokens);
+    p.tokens = tokens;
+    p.sha256 = crate::hash::Sha256Digest::of(text.as_bytes()).to_hex();
+    p.text = text;
+    p.form = PieceForm::Light;
+    p.base_tokens = None;
+    p
 }
 
 /// Cuts a piece down to its signature, fixing its provenance.

@@ -40,8 +40,12 @@ pub struct Piece {
     pub tokens: u32,
     /// Retrieval score.
     pub score: f32,
-    /// Whether the piece is the whole chunk or only its signature (small budgets).
+    /// Whether the piece is the whole chunk, only its signature (small budgets), or the chunk
+    /// compressed.
     pub form: PieceForm,
+    /// The chunk's own count before compression, when the piece was compressed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_tokens: Option<u32>,
     /// The signals behind the score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::rank::Signals>,
@@ -59,6 +63,8 @@ pub enum PieceForm {
     Full,
     /// Doc comments and declaration only.
     Signature,
+    /// The whole chunk without blank lines and whole-line comments (`compression: light`).
+    Light,
 }
 
 /// A composed prompt.
@@ -92,10 +98,16 @@ pub enum ComposeError {
 
 /// The header above one piece.
 pub fn piece_header(p: &Piece) -> String {
-    let what = match &p.symbol {
+    let mut what = match &p.symbol {
         Some(s) => format!("{} `{}`", p.kind, s),
         None => p.kind.clone(),
     };
+    if let Some(before) = p.original_tokens.filter(|&b| b > 0) {
+        let cut = 100.0 * (1.0 - f64::from(p.tokens) / f64::from(before));
+        what.push_str(&format!(
+            ", light: comments and blank lines removed, -{cut:.0}%"
+        ));
+    }
     format!(
         "### {}:{}-{} ({what}, chunk {})\n",
         p.path, p.start_line, p.end_line, p.chunk_id
@@ -298,6 +310,7 @@ mod tests {
             tokens: Encoding::O200kBase.count(text),
             score,
             form: PieceForm::Full,
+            original_tokens: None,
             reasoning: None,
         }
     }

@@ -17,6 +17,7 @@ pub mod assemble;
 pub mod catalog;
 pub mod chunk;
 pub mod compose;
+pub mod compress;
 pub mod continuation;
 pub mod hash;
 pub mod history;

@@ -71,6 +71,7 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
         },
         index,
         hot_paths: args.hot.clone(),
+        compression: args.compression.into(),
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;

@@ -154,6 +154,42 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
         assert!(b["savings"]["tokens_saved"].as_u64().unwrap() > 0);
         assert!(b["intent"]["intent"].is_string());
     }
+    // Light compression: fewer tokens for the same pieces, the room refilled, the promise kept.
+    let body = |c: &str| {
+        json!({
+            "project": project_id,
+            "query": "how does the quota ledger reserve and settle tokens",
+            "budget": 3000,
+            "compression": c,
+        })
+    };
+    let plain = post(host, "/v1/context", Some(key), &body("none"));
+    let light = post(host, "/v1/context", Some(key), &body("light"));
+    assert_eq!(light.status, 200, "{}", light.body);
+    let total = light.body["tokens_total"].as_u64().unwrap();
+    assert!(total <= 3000);
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(light.body["prompt"].as_str().unwrap())),
+        total
+    );
+    let squeezed: Vec<&Value> = light.body["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["form"] == "light")
+        .collect();
+    assert!(!squeezed.is_empty(), "no piece was compressed");
+    assert!(
+        squeezed
+            .iter()
+            .all(|p| p["original_tokens"].as_u64() > p["tokens"].as_u64())
+    );
+    assert!(
+        light.body["pieces"].as_array().unwrap().len()
+            >= plain.body["pieces"].as_array().unwrap().len()
+    );
+    let r = post(host, "/v1/context", Some(key), &body("aggressive"));
+    assert_eq!((r.status, r.code()), (400, "unsupported_option"));
     // By name as well as by id.
     let r = post(
         host,

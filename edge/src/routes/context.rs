@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
+use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::route::{RouteDecision, route};
@@ -49,7 +50,7 @@ pub struct ContextRequest {
     /// The token of the previous page.
     #[serde(default)]
     continuation: Option<String>,
-    /// `none` (the only level implemented so far).
+    /// `none` (default) or `light` (blank lines and whole-line comments removed).
     #[serde(default)]
     compression: Option<String>,
     /// Retrieval profile (reserved).
@@ -153,6 +154,8 @@ struct Asked<'a> {
     session: Option<&'a str>,
     /// Tokens the compacted history took from the same budget.
     history_tokens: u32,
+    /// How much each piece may be reduced.
+    compression: Compression,
 }
 
 /// Audit records read to find what a session already received (its newest calls).
@@ -250,6 +253,7 @@ async fn run(
         let options = QueryOptions {
             hot_paths: asked.hot_paths,
             exclude,
+            compression: asked.compression,
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
@@ -321,12 +325,15 @@ pub async fn context(
     JsonBody(req): JsonBody<ContextRequest>,
 ) -> Result<Json<Value>, ApiError> {
     check_query(&req.query)?;
-    if let Some(c) = req.compression.as_deref().filter(|c| *c != "none") {
-        return Err(ApiError::bad_request(
-            "unsupported_option",
-            format!("compression `{c}` is not available yet; use `none`"),
-        ));
-    }
+    let compression = match req.compression.as_deref() {
+        None => Compression::None,
+        Some(c) => Compression::from_name(c).map_err(|known| {
+            ApiError::bad_request(
+                "unsupported_option",
+                format!("compression `{c}` is not available; use one of: {known}"),
+            )
+        })?,
+    };
     let _ = &req.profile;
     check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
@@ -358,6 +365,7 @@ pub async fn context(
             continuation: req.continuation.as_deref(),
             session: req.session.as_deref(),
             history_tokens,
+            compression,
         },
     )
     .await?;
