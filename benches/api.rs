@@ -7,23 +7,14 @@
 //! client-observed latency one request at a time, and throughput with p50/p99 under concurrent
 //! load. Nothing here asserts a time.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::QUERIES;
+use support::percentile;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const QUERIES: &[&str] = &[
-    "how does the lazy DFA handle cache clearing when the cache is full",
-    "where are command line arguments validated and conflicts reported",
-    "serialize a map with non-string keys to JSON",
-    "parallel iterator splitting and work stealing join",
-    "find the byte position of a substring quickly with memchr",
-];
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
 fn post(agent: &ureq::Agent, url: &str, key: &str, body: &str) -> (u16, Option<f64>) {
     let mut res = agent
@@ -43,16 +34,7 @@ fn post(agent: &ureq::Agent, url: &str, key: &str, body: &str) -> (u16, Option<f
 }
 
 fn main() {
-    let corpus = PathBuf::from(
-        std::env::var("CTXGATE_BENCH_CORPUS").unwrap_or_else(|_| "target/bench-corpus".into()),
-    );
-    if !corpus.is_dir() {
-        eprintln!(
-            "no corpus at {}: run scripts/bench-corpus.sh first",
-            corpus.display()
-        );
-        std::process::exit(1);
-    }
+    let corpus = support::corpus();
     let bin = env!("CARGO_BIN_EXE_ctxgate");
     let home = tempfile::tempdir().expect("temp dir");
     let run = |args: &[&str]| {

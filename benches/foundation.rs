@@ -5,32 +5,19 @@
 //! tokenizer start-up and reading the index; in-process figures time the core alone. Medians are
 //! reported with the spread; nothing here asserts a time.
 
-use std::path::{Path, PathBuf};
+#[path = "support/mod.rs"]
+mod support;
+use support::QUERIES;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ctxgate_core::select::{Candidate, select_greedy};
 use ctxgate_core::tokens::{Encoding, RankTable};
 
-const QUERIES: &[&str] = &[
-    "how does the lazy DFA handle cache clearing when the cache is full",
-    "where are command line arguments validated and conflicts reported",
-    "serialize a map with non-string keys to JSON",
-    "parallel iterator splitting and work stealing join",
-    "find the byte position of a substring quickly with memchr",
-];
-
 fn main() {
-    let corpus = PathBuf::from(
-        std::env::var("CTXGATE_BENCH_CORPUS").unwrap_or_else(|_| "target/bench-corpus".into()),
-    );
-    if !corpus.is_dir() {
-        eprintln!(
-            "no corpus at {}: run scripts/bench-corpus.sh first (or scripts/bench.sh)",
-            corpus.display()
-        );
-        std::process::exit(1);
-    }
+    let corpus = support::corpus();
     let bin = env!("CARGO_BIN_EXE_ctxgate");
     let home = tempfile::tempdir().expect("temp dir");
     let data = home.path().join("data");

@@ -8,6 +8,11 @@
 //! Object storage, so it is an upper bound of the Worker's CPU time. Memory is the isolate's wasm
 //! linear memory, which the Worker reports on `/healthz`. Nothing here asserts a time.
 
+#[path = "support/mod.rs"]
+mod support;
+use support::QUERIES;
+use support::percentile;
+
 #[allow(dead_code)]
 #[path = "../tests/api/host.rs"]
 mod host;
@@ -15,24 +20,10 @@ mod host;
 #[path = "../tests/api/worker.rs"]
 mod worker;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use host::{Host, org_with_key};
 use serde_json::json;
-
-const QUERIES: &[&str] = &[
-    "how does the lazy DFA handle cache clearing when the cache is full",
-    "where are command line arguments validated and conflicts reported",
-    "serialize a map with non-string keys to JSON",
-    "parallel iterator splitting and work stealing join",
-    "find the byte position of a substring quickly with memchr",
-];
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
 /// The workerd processes of `wrangler dev`'s process group.
 fn workerd_pids(group: u32) -> Vec<u32> {
@@ -139,16 +130,7 @@ impl Probe {
 }
 
 fn main() {
-    let corpus = PathBuf::from(
-        std::env::var("CTXGATE_BENCH_CORPUS").unwrap_or_else(|_| "target/bench-corpus".into()),
-    );
-    if !corpus.is_dir() {
-        eprintln!(
-            "no corpus at {}: run scripts/bench-corpus.sh first",
-            corpus.display()
-        );
-        std::process::exit(1);
-    }
+    let corpus = support::corpus();
     if !worker::worker_module().exists() {
         eprintln!("no Worker build: run scripts/worker-build.sh first");
         std::process::exit(1);

@@ -12,6 +12,16 @@ pub fn sample_repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/shared/src"))
 }
 
+/// The chunk ids of the pieces listed under `field` of `v`.
+fn chunk_ids(v: &Value, field: &str) -> Vec<String> {
+    v[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["chunk_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Runs every case against `host`; `tag` keeps org names unique per run.
 pub fn run_suite(host: &dyn Host, tag: &str) {
     let acme = format!("acme{tag}");
@@ -258,19 +268,14 @@ fn continuation(host: &dyn Host, key: &str) {
         .as_str()
         .expect("a partial answer carries a continuation")
         .to_string();
-    let ids = |v: &Value| -> Vec<String> {
-        v["pieces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
-            .collect()
-    };
     let mut next = body.clone();
     next["continuation"] = json!(token);
     let second = post(host, "/v1/context", Some(key), &next);
     assert_eq!(second.status, 200, "{}", second.body);
-    let (a, b) = (ids(&first.body), ids(&second.body));
+    let (a, b) = (
+        chunk_ids(&first.body, "pieces"),
+        chunk_ids(&second.body, "pieces"),
+    );
     assert!(!b.is_empty());
     assert!(a.iter().all(|id| !b.contains(id)), "page 2 repeats page 1");
     // Tampered, foreign query, garbage.
@@ -302,14 +307,6 @@ fn continuation(host: &dyn Host, key: &str) {
 
 /// A multi-turn client: pieces sent earlier in a session are named, not sent again.
 fn session(host: &dyn Host, key: &str) {
-    let ids = |v: &Value, field: &str| -> Vec<String> {
-        v[field]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
-            .collect()
-    };
     let ask = |session: Option<&str>| {
         let mut body = json!({
             "project": "core",
@@ -324,7 +321,7 @@ fn session(host: &dyn Host, key: &str) {
         r.body
     };
     let first = ask(Some("turn-test"));
-    let sent = ids(&first, "pieces");
+    let sent = chunk_ids(&first, "pieces");
     assert!(!sent.is_empty());
     assert_eq!(first["session"]["id"], "turn-test");
     assert!(
@@ -336,20 +333,20 @@ fn session(host: &dyn Host, key: &str) {
     // The same question again in the session: nothing is paid for twice, and what the client
     // already holds is named, best first, with where it is.
     let second = ask(Some("turn-test"));
-    let again = ids(&second, "pieces");
+    let again = chunk_ids(&second, "pieces");
     assert!(
         sent.iter().all(|id| !again.contains(id)),
         "a session was sent a piece twice"
     );
-    let named = ids(&second["session"], "already_delivered");
+    let named = chunk_ids(&second["session"], "already_delivered");
     assert!(!named.is_empty());
     assert!(named.iter().all(|id| sent.contains(id)));
     let r = &second["session"]["already_delivered"][0];
     assert!(r["path"].is_string() && r["start_line"].as_u64().unwrap() >= 1);
     // Another session, and no session, start afresh.
-    assert_eq!(ids(&ask(Some("turn-other")), "pieces"), sent);
+    assert_eq!(chunk_ids(&ask(Some("turn-other")), "pieces"), sent);
     let plain = ask(None);
-    assert_eq!(ids(&plain, "pieces"), sent);
+    assert_eq!(chunk_ids(&plain, "pieces"), sent);
     assert!(plain["session"].is_null());
     // Session ids are bounded.
     let r = post(
@@ -663,17 +660,9 @@ fn mcp_client(host: &dyn Host, key: &str) {
     assert_eq!(seen["projects"]["projects"][0]["name"], "core");
     // A session over MCP: the second turn does not repeat the first's pieces, and its text
     // names them.
-    let chunk_ids = |v: &Value| -> Vec<String> {
-        v["pieces"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["chunk_id"].as_str().unwrap().to_string())
-            .collect()
-    };
     let (first, second) = (
-        chunk_ids(&seen["first_turn"]),
-        chunk_ids(&seen["second_turn"]),
+        chunk_ids(&seen["first_turn"], "pieces"),
+        chunk_ids(&seen["second_turn"], "pieces"),
     );
     assert!(!first.is_empty());
     assert!(first.iter().all(|id| !second.contains(id)));
