@@ -114,6 +114,9 @@ pub struct AuditRecord {
     /// Chunk ids delivered.
     #[serde(default)]
     pub chunks: Vec<String>,
+    /// Those of `chunks` sent as a signature only (a session still lacks their bodies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signature_only: Vec<String>,
     /// Tokens reserved.
     pub tokens_reserved: u64,
     /// Tokens charged.

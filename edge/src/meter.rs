@@ -84,6 +84,8 @@ pub struct Delivered {
     pub session: Option<String>,
     /// Chunk ids sent.
     pub chunks: Vec<String>,
+    /// Those of `chunks` sent as a signature only.
+    pub signature_only: Vec<String>,
 }
 
 pub async fn finish(
@@ -104,6 +106,7 @@ pub async fn finish(
         project: delivered.project,
         session: delivered.session,
         chunks: delivered.chunks,
+        signature_only: delivered.signature_only,
         tokens_reserved: admission.reserved,
         tokens_used: used,
         status,

@@ -39,6 +39,34 @@ impl Compression {
     }
 }
 
+/// Whether a string literal may span lines in `text`: a line with an odd number of quotes,
+/// triple quotes or backticks (escapes aside), a raw string, or a shell heredoc. Such text is
+/// left whole, since a "comment" or blank line inside a string is data. Errs on the safe side.
+fn may_span_lines(text: &str, language: &str) -> bool {
+    let odd_line = text.lines().any(|line| {
+        let line = line
+            .replace("\\\\", "")
+            .replace("\\\"", "")
+            .replace("\\`", "");
+        line.matches('"').count() % 2 == 1
+            || line.matches("\'\'\'").count() % 2 == 1
+            || line.matches('`').count() % 2 == 1
+    });
+    let heredoc = matches!(language, "shell" | "bash" | "ruby" | "perl") && text.contains("<<");
+    odd_line || heredoc || text.contains("r#\"") || text.contains("R\"(")
+}
+
+/// Comment lines that are instructions to a tool, not prose (Go build constraints and
+/// directives, lint and type-checker pragmas).
+const DIRECTIVES: [&str; 6] = [
+    "//go:",
+    "// +build",
+    "//+build",
+    "//nolint",
+    "# type:",
+    "# noqa",
+];
+
 /// The comment syntax of a language label, as the chunker names languages.
 struct Syntax {
     /// Whole-line comment prefix, and the prefixes of its doc forms (kept).
@@ -55,14 +83,16 @@ fn syntax(language: &str) -> Option<Syntax> {
     match language {
         "rust" | "go" | "javascript" | "typescript" | "tsx" | "java" | "c" | "cpp" | "csharp"
         | "kotlin" | "swift" | "scala" | "dart" | "php" => Some(c_like),
-        "python" | "shell" | "bash" | "ruby" | "toml" | "yaml" | "perl" | "r" => Some(Syntax {
+        "python" | "shell" | "bash" | "ruby" | "toml" | "perl" | "r" => Some(Syntax {
             line: Some(("#", &["#!"])),
             blocks: false,
         }),
-        "sql" | "lua" | "haskell" => Some(Syntax {
+        "sql" => Some(Syntax {
             line: Some(("--", &[])),
             blocks: false,
         }),
+        // Languages whose comments can open blocks with a line-comment prefix (Lua's `--[[`,
+        // Haddock's `-- |` docs) or whose `#` lines sit in block scalars (YAML) are left alone.
         _ => None,
     }
 }
@@ -74,15 +104,20 @@ pub fn light(text: &str, language: &str) -> String {
     let Some(syntax) = syntax(language) else {
         return text.to_string();
     };
+    // Inside a multi-line string a "comment" or blank line is data; without each language's
+    // string rules such text is left whole.
+    if may_span_lines(text, language) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut in_block = false;
     for line in text.split_inclusive('\n') {
         let t = line.trim();
         if in_block {
-            if t.contains("*/") {
+            if let Some(end) = t.find("*/") {
                 in_block = false;
-                // Code after the block's end on the same line is kept whole.
-                if !t.ends_with("*/") {
+                // Code after the block's end on the same line is kept (the line whole).
+                if !t[end + 2..].trim().is_empty() {
                     out.push_str(line);
                 }
             }
@@ -105,6 +140,9 @@ pub fn light(text: &str, language: &str) -> String {
         if let Some((prefix, docs)) = syntax.line
             && t.starts_with(prefix)
             && !docs.iter().any(|d| t.starts_with(d))
+            && !DIRECTIVES.iter().any(|d| t.starts_with(d))
+            // A `\` at the end of a C-family line comment continues it onto the next line.
+            && !t.ends_with('\\')
         {
             continue;
         }
@@ -140,6 +178,29 @@ mod tests {
     fn code_after_a_block_end_is_kept() {
         let src = "/* start\n end */ int x = 1;\nint y;\n";
         assert_eq!(light(src, "c"), " end */ int x = 1;\nint y;\n");
+        let src = "/* a\n end */ x = 1; /* n */\ny;\n";
+        assert_eq!(light(src, "c"), " end */ x = 1; /* n */\ny;\n");
+    }
+
+    #[test]
+    fn text_that_may_hold_multi_line_strings_is_left_whole() {
+        for (src, lang) in [
+            ("let s = `\n// inside\n`;\n", "javascript"),
+            ("s = \"\"\"\n# inside\n\n\"\"\"\n", "python"),
+            ("let s = r#\"\n// inside\n\"#;\n", "rust"),
+            ("cat <<EOF\n# inside\nEOF\n", "shell"),
+            ("let s = \"a\n// inside\";\n", "rust"),
+        ] {
+            assert_eq!(light(src, lang), src, "{lang}");
+        }
+    }
+
+    #[test]
+    fn directives_and_continued_comments_stay() {
+        let src = "//go:build linux\n// plain\npackage x\n";
+        assert_eq!(light(src, "go"), "//go:build linux\npackage x\n");
+        let src = "// continued \\\nint x;\n";
+        assert_eq!(light(src, "c"), src);
     }
 
     #[test]

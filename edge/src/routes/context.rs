@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
+use ctxgate_core::compose::PieceForm;
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::index::IndexPack;
@@ -163,8 +164,10 @@ const SESSION_AUDIT_DEPTH: usize = 500;
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_BYTES: usize = 128;
 
-/// Chunk ids `org`'s `session` already received from `project`, read back from the audit (which
-/// records every delivered chunk id per call), so sessions need no storage of their own.
+/// Chunk ids `org`'s `session` already received whole from `project`, read back from the audit
+/// (which records every delivered chunk id per call, and which were signatures only), so
+/// sessions need no storage of their own. Session ids are the org's: clients of one org that
+/// share an id share its history.
 async fn session_chunks(
     state: &AppState,
     org: &str,
@@ -179,7 +182,10 @@ async fn session_chunks(
                 && r.session.as_deref() == Some(session)
                 && r.project.as_deref() == Some(project)
         })
-        .flat_map(|r| r.chunks)
+        .flat_map(|r| {
+            let partial = r.signature_only;
+            r.chunks.into_iter().filter(move |c| !partial.contains(c))
+        })
         .collect())
 }
 
@@ -261,13 +267,18 @@ async fn run(
         Ok::<_, ApiError>((done, referenced))
     }
     .await;
-    let (used, chunks, status) = match &result {
+    let (used, chunks, signature_only, status) = match &result {
         Ok((d, _)) => (
             u64::from(d.tokens_total) + history,
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
+            d.pieces
+                .iter()
+                .filter(|p| p.form == PieceForm::Signature)
+                .map(|p| p.chunk_id.clone())
+                .collect(),
             200,
         ),
-        Err(e) => (0, Vec::new(), e.status.as_u16()),
+        Err(e) => (0, Vec::new(), Vec::new(), e.status.as_u16()),
     };
     meter::finish(
         state,
@@ -279,6 +290,7 @@ async fn run(
             project: Some(project.id.clone()),
             session: asked.session.map(str::to_string),
             chunks,
+            signature_only,
         },
     )
     .await;

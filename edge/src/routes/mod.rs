@@ -1,6 +1,6 @@
 //! The HTTP API: one axum router, served by the Worker and by `ctxgate serve` alike.
 
-mod admin;
+pub(crate) mod admin;
 mod auth;
 mod context;
 mod history;

@@ -99,33 +99,37 @@ static TABLES: [(Encoding, &[u8]); 2] = [
     ),
 ];
 
-/// Installs the compiled-in token tables, so no request builds tiktoken-rs's (about half a
-/// second of CPU in a fresh isolate). A table that fails to load leaves tiktoken-rs counting:
-/// slower to start, same counts.
-fn install_token_tables() {
-    for (encoding, bytes) in TABLES {
-        match RankTable::load_static(encoding, bytes) {
-            Ok(table) => {
-                Encoding::install(table);
-            }
-            Err(e) => worker::console_error!("token table {}: {e}", encoding.name()),
+/// Loads a compiled-in token table on its encoding's first count, so no request builds
+/// tiktoken-rs's tables (about half a second of CPU in a fresh isolate) and an isolate pays only
+/// for the encodings it uses. A table that fails to load leaves tiktoken-rs counting: slower to
+/// start, same counts.
+fn load_token_table(encoding: Encoding) -> Option<RankTable> {
+    let (_, bytes) = TABLES.iter().find(|(e, _)| *e == encoding)?;
+    match RankTable::load_static(encoding, bytes) {
+        Ok(table) => Some(table),
+        Err(e) => {
+            worker::console_error!("token table {}: {e}", encoding.name());
+            None
         }
     }
 }
 
 /// The router over `env`'s bindings and settings, and its general body limit.
-fn build(env: &Env) -> Result<(Router, usize), HostError> {
-    install_token_tables();
+fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
+    Encoding::set_loader(load_token_table);
     let backend =
         CloudflareBackend::from_env(env).map_err(|e| HostError::Binding(e.to_string()))?;
     let config = config(env)?;
-    let limit = config.max_body_bytes;
+    let limits = BodyLimits {
+        general: config.max_body_bytes,
+        admin_secret: config.admin_secret.clone(),
+    };
     let state = AppState::new(Arc::new(backend), catalog(env)?, config);
-    Ok((crate::router(state), limit))
+    Ok((crate::router(state), limits))
 }
 
 /// Built on the isolate's first request and kept: bindings are the same for every request.
-static ROUTER: OnceLock<(Router, usize)> = OnceLock::new();
+static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 
 #[event(fetch)]
 async fn fetch(
@@ -134,7 +138,7 @@ async fn fetch(
     _ctx: Context,
 ) -> worker::Result<axum::http::Response<axum::body::Body>> {
     console_error_panic_hook::set_once();
-    let (mut router, limit) = match ROUTER.get() {
+    let (mut router, limits) = match ROUTER.get() {
         Some(r) => r.clone(),
         None => match build(&env) {
             Ok(r) => ROUTER.get_or_init(|| r).clone(),
@@ -149,7 +153,7 @@ async fn fetch(
             }
         },
     };
-    let req = match buffered(req, limit).await {
+    let req = match buffered(req, &limits).await {
         Ok(req) => req,
         Err(refusal) => return Ok(refusal.into_response()),
     };
@@ -170,39 +174,81 @@ async fn fetch(
     Ok(res)
 }
 
-/// The request with its body read in full (up to the route's limit) before routing.
+/// Largest index object the Worker takes in one upload: an isolate has 128 MB, and the body is
+/// held once here and once on its way to R2.
+const WORKER_MAX_OBJECT_BYTES: usize = 32 * 1024 * 1024;
+
+/// What bounds a request body on this host.
+#[derive(Clone)]
+struct BodyLimits {
+    /// Every route but object uploads.
+    general: usize,
+    /// Only an upload that carries it gets the object limit (the handler checks it again).
+    admin_secret: Option<String>,
+}
+
+impl BodyLimits {
+    fn for_request(&self, req: &HttpRequest) -> usize {
+        let upload = req.method() == axum::http::Method::PUT
+            && crate::routes::admin::is_object_upload(req.uri().path());
+        let admin = self.admin_secret.as_deref().is_some_and(|secret| {
+            req.headers()
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .is_some_and(|given| given == secret)
+        });
+        if upload && admin {
+            WORKER_MAX_OBJECT_BYTES
+        } else {
+            self.general
+        }
+    }
+}
+
+/// The request with its body read in full (up to its limit) before routing.
 ///
 /// workerd kills the isolate when a body stream is read after the response went out, which
 /// happens when a handler answers without reading the body (an empty `{}` on an endpoint that
 /// takes none, an early error). Reading first makes every handler safe. A body over the limit
 /// is read to its end but never held, then refused; Cloudflare's front end caps what can arrive.
-async fn buffered(req: HttpRequest, limit: usize) -> Result<axum::extract::Request, ApiError> {
-    let limit = crate::routes::body_limit(req.uri().path(), limit);
+async fn buffered(
+    req: HttpRequest,
+    limits: &BodyLimits,
+) -> Result<axum::extract::Request, ApiError> {
+    let limit = limits.for_request(&req);
     let (parts, body) = req.into_parts();
-    let declared_over =
-        crate::routes::declared_length(&parts.headers).is_some_and(|n| n > limit as u64);
-    let bytes = read_capped(
-        axum::body::Body::new(body),
-        if declared_over { 0 } else { limit },
-    )
-    .await;
-    match bytes {
-        Some(bytes) if !declared_over => Ok(axum::extract::Request::from_parts(
+    let declared = crate::routes::declared_length(&parts.headers);
+    if declared.is_some_and(|n| n > limit as u64) {
+        let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
+        return Err(crate::routes::too_large(limit));
+    }
+    let expected = declared.map_or(0, |n| n as usize);
+    match read_capped(axum::body::Body::new(body), limit, expected).await {
+        Ok(Some(bytes)) => Ok(axum::extract::Request::from_parts(
             parts,
             axum::body::Body::from(bytes),
         )),
-        _ => Err(crate::routes::too_large(limit)),
+        Ok(None) => Err(crate::routes::too_large(limit)),
+        Err(()) => Err(ApiError::bad_request(
+            "invalid_body",
+            "the request body could not be read to its end",
+        )),
     }
 }
 
-/// Reads `body` to its end; its bytes if they fit in `cap`, else `None` (the rest is dropped
-/// as it arrives, so memory stays bounded by `cap`).
-async fn read_capped(body: axum::body::Body, cap: usize) -> Option<Vec<u8>> {
+/// Reads `body` to its end: its bytes if they fit in `cap`, else `None` (the rest is dropped as
+/// it arrives, so memory stays bounded by `cap`); `Err` if the stream broke.
+async fn read_capped(
+    body: axum::body::Body,
+    cap: usize,
+    expected: usize,
+) -> Result<Option<Vec<u8>>, ()> {
     use axum::body::HttpBody;
     let mut body = std::pin::pin!(body);
-    let mut kept = Some(Vec::new());
+    let mut kept = Some(Vec::with_capacity(expected.min(cap)));
     while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
-        let Ok(frame) = frame else { return None };
+        let frame = frame.map_err(|_| ())?;
         if let (Some(buf), Ok(data)) = (kept.as_mut(), frame.into_data()) {
             if buf.len() + data.len() > cap {
                 kept = None;
@@ -211,5 +257,5 @@ async fn read_capped(body: axum::body::Body, cap: usize) -> Option<Vec<u8>> {
             }
         }
     }
-    kept
+    Ok(kept)
 }

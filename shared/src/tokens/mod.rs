@@ -19,6 +19,10 @@ pub use table::{RankTable, TableError};
 /// Fast tables installed by the host, one slot per encoding.
 static INSTALLED: [OnceLock<RankTable>; 5] = [const { OnceLock::new() }; 5];
 
+/// Where a host that carries tables (the Worker compiles them in) loads one on first use, so a
+/// process pays only for the encodings it counts with.
+static LOADER: OnceLock<fn(Encoding) -> Option<RankTable>> = OnceLock::new();
+
 /// A tiktoken encoding ctxgate can count exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -79,9 +83,22 @@ impl Encoding {
         INSTALLED[table.encoding() as usize].set(table).is_ok()
     }
 
-    /// The installed fast table, if any.
+    /// Makes `loader` the source of tables not installed yet, asked on an encoding's first
+    /// count (it may answer `None`: tiktoken-rs counts then); false when one is already set.
+    pub fn set_loader(loader: fn(Encoding) -> Option<RankTable>) -> bool {
+        LOADER.set(loader).is_ok()
+    }
+
+    /// The installed fast table, if any (loaded now if a loader has it).
     pub fn installed(self) -> Option<&'static RankTable> {
-        INSTALLED[self as usize].get()
+        let slot = &INSTALLED[self as usize];
+        if let Some(t) = slot.get() {
+            return Some(t);
+        }
+        let table = LOADER.get()?(self)?;
+        // Two threads may load at once; the first to finish is kept.
+        let _ = slot.set(table);
+        slot.get()
     }
 
     /// Makes sure a later count does not pay for building tables.
@@ -137,6 +154,30 @@ impl std::fmt::Display for Encoding {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn r50k_only(e: Encoding) -> Option<RankTable> {
+        if e != Encoding::R50kBase {
+            return None;
+        }
+        RankTable::load(e, RankTable::export(e).ok()?).ok()
+    }
+
+    /// A loader is asked on first use, only for what it has, and counts stay tiktoken's.
+    #[test]
+    fn loader_supplies_tables_on_first_use() {
+        assert!(Encoding::set_loader(r50k_only));
+        assert!(Encoding::P50kBase.installed().is_none());
+        let table = Encoding::R50kBase.installed().expect("loaded on first use");
+        let text = "fn main() { println!(\"It's 12345 naïve 🙂\"); }\n";
+        assert_eq!(
+            table.count(text),
+            Encoding::R50kBase.reference().count_ordinary(text)
+        );
+        assert!(std::ptr::eq(
+            table,
+            Encoding::R50kBase.installed().expect("kept")
+        ));
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
