@@ -88,22 +88,15 @@ impl Probe {
         let url = format!("{}{path}", self.base);
         let cpu = cpu_ns(&self.pids);
         let t = Instant::now();
-        let req = self.agent.post(&url);
-        let res = match (method, body) {
-            ("GET", _) => {
-                let mut r = self.agent.get(&url);
-                if let Some(k) = key {
-                    r = r.header("Authorization", &format!("Bearer {k}"));
-                }
-                r.call()
-            }
-            (_, body) => {
-                let mut r = req.header("Content-Type", "application/json");
-                if let Some(k) = key {
-                    r = r.header("Authorization", &format!("Bearer {k}"));
-                }
-                r.send(body.unwrap_or("{}"))
-            }
+        let auth = key.map(|k| format!("Bearer {k}")).unwrap_or_default();
+        let res = if method == "GET" {
+            self.agent.get(&url).header("Authorization", &auth).call()
+        } else {
+            self.agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(body.unwrap_or("{}"))
         };
         let mut res = res.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
         let _ = res.body_mut().read_to_string();

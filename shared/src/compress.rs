@@ -44,13 +44,18 @@ impl Compression {
 /// left whole, since a "comment" or blank line inside a string is data. Errs on the safe side.
 fn may_span_lines(text: &str, language: &str) -> bool {
     let odd_line = text.lines().any(|line| {
-        let line = line
-            .replace("\\\\", "")
-            .replace("\\\"", "")
-            .replace("\\`", "");
-        line.matches('"').count() % 2 == 1
-            || line.matches("\'\'\'").count() % 2 == 1
-            || line.matches('`').count() % 2 == 1
+        // Quotes and backticks outside escapes; a triple quote counts 3, so odd stays odd.
+        let (mut quotes, mut ticks, mut escaped) = (0u32, 0u32, false);
+        for c in line.chars() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quotes += 1,
+                '`' => ticks += 1,
+                _ => {}
+            }
+        }
+        quotes % 2 == 1 || ticks % 2 == 1 || line.matches("'''").count() % 2 == 1
     });
     let heredoc = matches!(language, "shell" | "bash" | "ruby" | "perl") && text.contains("<<");
     odd_line || heredoc || text.contains("r#\"") || text.contains("R\"(")

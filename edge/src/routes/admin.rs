@@ -29,16 +29,22 @@ impl FromRequestParts<AppState> for Admin {
                 "this server has no admin secret; admin endpoints are off",
             ));
         };
-        // Comparing hashes keeps the comparison's time independent of the secret.
-        match bearer(parts) {
-            Some(k) if hash_key(k) == hash_key(secret) => Ok(Admin),
-            _ => Err(ApiError::new(
+        if carries_secret(parts, secret) {
+            Ok(Admin)
+        } else {
+            Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "invalid_admin_secret",
                 "send the admin secret as `Authorization: Bearer <secret>`",
-            )),
+            ))
         }
     }
+}
+
+/// Whether the request's bearer token is `secret`. Comparing hashes keeps the comparison's time
+/// independent of the secret.
+pub fn carries_secret(parts: &Parts, secret: &str) -> bool {
+    bearer(parts).is_some_and(|k| hash_key(k) == hash_key(secret))
 }
 
 /// `POST /v1/admin/orgs` body.

@@ -188,16 +188,13 @@ struct BodyLimits {
 }
 
 impl BodyLimits {
-    fn for_request(&self, req: &HttpRequest) -> usize {
-        let upload = req.method() == axum::http::Method::PUT
-            && crate::routes::admin::is_object_upload(req.uri().path());
-        let admin = self.admin_secret.as_deref().is_some_and(|secret| {
-            req.headers()
-                .get(axum::http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .is_some_and(|given| given == secret)
-        });
+    fn for_request(&self, parts: &axum::http::request::Parts) -> usize {
+        use crate::routes::admin::{carries_secret, is_object_upload};
+        let upload = parts.method == axum::http::Method::PUT && is_object_upload(parts.uri.path());
+        let admin = self
+            .admin_secret
+            .as_deref()
+            .is_some_and(|secret| carries_secret(parts, secret));
         if upload && admin {
             WORKER_MAX_OBJECT_BYTES
         } else {
@@ -216,8 +213,8 @@ async fn buffered(
     req: HttpRequest,
     limits: &BodyLimits,
 ) -> Result<axum::extract::Request, ApiError> {
-    let limit = limits.for_request(&req);
     let (parts, body) = req.into_parts();
+    let limit = limits.for_request(&parts);
     let declared = crate::routes::declared_length(&parts.headers);
     if declared.is_some_and(|n| n > limit as u64) {
         let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
