@@ -29,10 +29,16 @@ scripts/worker-build.sh
 step "wrangler deploy --dry-run: the bundle and wrangler.toml are deployable"
 scripts/worker-dry-run.sh
 
+step "AWS test tools: moto (S3/DynamoDB server) and cfn-lint (into target/aws-venv)"
+bash scripts/aws-tools-setup.sh
+
+step "cfn-lint: infra/template.yaml"
+bash scripts/cfn-lint.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
 
 step "tests: unit, property, CLI and API integration tests (the API suite also runs against the Worker under workerd)"
-CTXGATE_REQUIRE_WORKER=1 cargo test --release --locked --workspace
+CTXGATE_REQUIRE_WORKER=1 CTXGATE_REQUIRE_AWS=1 cargo test --release --locked --workspace
 
 step "all tests passed"

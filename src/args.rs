@@ -65,6 +65,11 @@ pub enum Command {
     /// Manage an organisation's projects.
     #[command(subcommand)]
     Project(ProjectCommand),
+    /// Set up the AWS store (S3 bucket and DynamoDB table).
+    #[command(subcommand)]
+    Aws(AwsCommand),
+    /// List index jobs (newest first): state, stage, errors.
+    Jobs(JobsArgs),
 }
 
 impl Command {
@@ -81,6 +86,8 @@ impl Command {
             Command::Key(KeyCommand::Create(a)) => a.format,
             Command::Quota(QuotaCommand::Set(a)) => a.format,
             Command::Project(ProjectCommand::Add(a)) => a.format,
+            Command::Aws(AwsCommand::Init(a)) => a.format,
+            Command::Jobs(a) => a.format,
         }
     }
 }
@@ -165,12 +172,27 @@ pub struct IndexFlags {
     pub max_file_size: u64,
 }
 
+/// Where indexes are published: the embedded data directory unless `--store` names S3.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StoreArgs {
+    /// Publish to S3 (`s3://BUCKET/PREFIX`) with metadata in DynamoDB (--table) instead of the
+    /// data directory. Credentials, region and endpoint come from the standard AWS variables
+    /// (AWS_ENDPOINT_URL for a local server).
+    #[arg(long, env = "CTXGATE_STORE", value_name = "S3_URL", requires = "table")]
+    pub store: Option<String>,
+    /// The DynamoDB table that goes with --store.
+    #[arg(long, env = "CTXGATE_TABLE", value_name = "NAME", requires = "store")]
+    pub table: Option<String>,
+}
+
 #[derive(Args, Debug)]
 pub struct IndexArgs {
     /// The folder to index.
     pub dir: PathBuf,
     #[command(flatten)]
     pub flags: IndexFlags,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -358,6 +380,40 @@ pub struct ProjectAddArgs {
     pub name: String,
     /// The folder.
     pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AwsCommand {
+    /// Create the S3 bucket and the DynamoDB table when missing (safe to run again).
+    Init(AwsInitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AwsInitArgs {
+    /// The bucket (and key prefix) to create, `s3://BUCKET/PREFIX`.
+    #[arg(long, env = "CTXGATE_STORE", value_name = "S3_URL")]
+    pub store: String,
+    /// The table to create.
+    #[arg(long, env = "CTXGATE_TABLE", value_name = "NAME")]
+    pub table: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct JobsArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only this organisation's jobs.
+    #[arg(long)]
+    pub org: Option<String>,
+    /// At most this many jobs.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -3,9 +3,8 @@
 use std::process::ExitCode;
 
 use ctxgate_core::catalog::{BudgetError, CatalogError};
-use ctxgate_core::compose::ComposeError;
-use ctxgate_core::index::PackError;
 use ctxgate_indexer::IndexerError;
+use ctxgate_indexer::error::{budget_code, catalog_code};
 
 use crate::args::Format;
 
@@ -49,21 +48,7 @@ impl Failure {
 
 impl From<IndexerError> for Failure {
     fn from(e: IndexerError) -> Self {
-        let code = match &e {
-            IndexerError::RepoMissing(_) => "repo_not_found",
-            IndexerError::RepoNotDir(_) => "repo_not_a_directory",
-            IndexerError::RepoEmpty { .. } => "repo_empty",
-            IndexerError::DataDirInsideRepo { .. } => "data_dir_inside_repo",
-            IndexerError::Io { .. } => "io_error",
-            IndexerError::Db(_) => "store_error",
-            IndexerError::Corrupt(_) => "store_corrupt",
-            IndexerError::Pack(PackError::Version { .. }) => "index_version_mismatch",
-            IndexerError::Pack(_) => "index_corrupt",
-            IndexerError::Catalog(c) => catalog_code(c),
-            IndexerError::Budget(b) => budget_code(b),
-            IndexerError::Compose(ComposeError::QueryTooLarge { .. }) => "query_too_large",
-            IndexerError::EmptyQuery => "query_empty",
-        };
+        let code = e.code();
         Self {
             code,
             user_error: e.is_user_error(),
@@ -75,22 +60,6 @@ impl From<IndexerError> for Failure {
 impl From<CatalogError> for Failure {
     fn from(e: CatalogError) -> Self {
         Failure::input(catalog_code(&e), e.to_string())
-    }
-}
-
-fn catalog_code(e: &CatalogError) -> &'static str {
-    match e {
-        CatalogError::UnknownModel { .. } => "unknown_model",
-        _ => "invalid_catalog",
-    }
-}
-
-fn budget_code(e: &BudgetError) -> &'static str {
-    match e {
-        BudgetError::Missing => "budget_missing",
-        BudgetError::Zero => "budget_zero",
-        BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
-        BudgetError::NothingUsable { .. } => "budget_nothing_usable",
     }
 }
 

@@ -67,6 +67,25 @@ pub enum IndexerError {
     /// The query is empty.
     #[error("the query is empty")]
     EmptyQuery,
+    /// A store location or name is malformed.
+    #[error("invalid store: {0}")]
+    InvalidStore(String),
+    /// A remote store (S3, DynamoDB) refused or failed a request.
+    #[error("{action}: {message}")]
+    Remote {
+        /// What was being done.
+        action: String,
+        /// What the service said.
+        message: String,
+    },
+    /// Another indexer holds the project.
+    #[error("project `{project}` is being indexed by {holder}; try again when it is done")]
+    Busy {
+        /// The project.
+        project: String,
+        /// Who holds it.
+        holder: String,
+    },
 }
 
 impl From<ctxgate_core::assemble::AssembleError> for IndexerError {
@@ -94,6 +113,28 @@ impl IndexerError {
         }
     }
 
+    /// The machine-readable code the CLI, the Lambda function and the API report.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IndexerError::RepoMissing(_) => "repo_not_found",
+            IndexerError::RepoNotDir(_) => "repo_not_a_directory",
+            IndexerError::RepoEmpty { .. } => "repo_empty",
+            IndexerError::DataDirInsideRepo { .. } => "data_dir_inside_repo",
+            IndexerError::Io { .. } => "io_error",
+            IndexerError::Db(_) => "store_error",
+            IndexerError::Corrupt(_) => "store_corrupt",
+            IndexerError::Pack(PackError::Version { .. }) => "index_version_mismatch",
+            IndexerError::Pack(_) => "index_corrupt",
+            IndexerError::Catalog(c) => catalog_code(c),
+            IndexerError::Budget(b) => budget_code(b),
+            IndexerError::Compose(ComposeError::QueryTooLarge { .. }) => "query_too_large",
+            IndexerError::EmptyQuery => "query_empty",
+            IndexerError::InvalidStore(_) => "invalid_store",
+            IndexerError::Remote { .. } => "remote_store_error",
+            IndexerError::Busy { .. } => "project_busy",
+        }
+    }
+
     /// Whether the error comes from the caller's input (exit code 2 in the CLI) rather than
     /// from the machine or the store.
     pub fn is_user_error(&self) -> bool {
@@ -107,7 +148,26 @@ impl IndexerError {
                 | IndexerError::Budget(_)
                 | IndexerError::Compose(_)
                 | IndexerError::EmptyQuery
+                | IndexerError::InvalidStore(_)
                 | IndexerError::Pack(PackError::Version { .. })
         )
+    }
+}
+
+/// The code of a catalog error.
+pub fn catalog_code(e: &CatalogError) -> &'static str {
+    match e {
+        CatalogError::UnknownModel { .. } => "unknown_model",
+        _ => "invalid_catalog",
+    }
+}
+
+/// The code of a budget error.
+pub fn budget_code(e: &BudgetError) -> &'static str {
+    match e {
+        BudgetError::Missing => "budget_missing",
+        BudgetError::Zero => "budget_zero",
+        BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
+        BudgetError::NothingUsable { .. } => "budget_nothing_usable",
     }
 }

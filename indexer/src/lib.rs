@@ -6,10 +6,14 @@
 //! - [`store`] is the embedded default store: a data directory of immutable objects laid out
 //!   like the S3 keys, and metadata in SQLite laid out like the DynamoDB items;
 //! - [`assemble`] answers a query from the current version within a budget;
+//! - [`aws`] is the cloud store: objects in S3, metadata in DynamoDB (feature `aws`);
 //! - [`token_tables`] keeps fast exact token tables in the data directory.
 
 pub mod assemble;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod error;
+pub mod jobs;
 pub mod pipeline;
 pub mod store;
 pub mod token_tables;

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::IndexerError;
-use crate::store::{LOCAL_ORG, Manifest, ProjectItem, Store, VersionItem, keys};
+use crate::store::{IndexStore, LOCAL_ORG, Manifest, ProjectItem, VersionItem, keys};
 use crate::walk::{WalkOptions, walk};
 
 /// How to index.
@@ -180,7 +180,7 @@ pub struct OpenVersion {
 
 /// Opens the current version of a project, if it has one.
 pub fn open_current(
-    store: &Store,
+    store: &dyn IndexStore,
     org: &str,
     project: &str,
 ) -> Result<Option<OpenVersion>, IndexerError> {
@@ -284,7 +284,7 @@ impl ProjectTarget {
 /// Indexes the local folder `repo` for the local organisation (the CLI's default), publishing a
 /// new version when anything changed.
 pub fn index_repo(
-    store: &Store,
+    store: &dyn IndexStore,
     repo: &Path,
     opts: &IndexOptions,
     progress: &dyn Progress,
@@ -304,7 +304,7 @@ pub fn index_repo(
 /// Indexes the folder `repo` as project `target`, publishing a new version when anything
 /// changed.
 pub fn index_project(
-    store: &Store,
+    store: &dyn IndexStore,
     target: &ProjectTarget,
     repo: &Path,
     opts: &IndexOptions,
@@ -312,9 +312,11 @@ pub fn index_project(
 ) -> Result<IndexReport, IndexerError> {
     let started = Instant::now();
     let root = canonical_repo(repo)?;
-    if store.root().starts_with(&root) {
+    if let Some(data) = store.local_root()
+        && data.starts_with(&root)
+    {
         return Err(IndexerError::DataDirInsideRepo {
-            data: store.root().to_path_buf(),
+            data: data.to_path_buf(),
             repo: root,
         });
     }
@@ -329,7 +331,7 @@ pub fn index_project(
         current_version: None,
         updated_at_ns: now_ns(),
     })?;
-    let _lock = store.lock_project(&project_id)?;
+    let _lock = store.lock_project(&project_id, &format!("pid {}", std::process::id()))?;
     let indexed_at_ns = now_ns();
     let settings = opts.settings();
     let mut warnings = Vec::new();
@@ -367,7 +369,7 @@ pub fn index_project(
     let (found, walk_warnings) = walk(&root, &opts.walk);
     warnings.extend(walk_warnings);
     progress.start(found.len() as u64);
-    let data_dir = store.root();
+    let data_dir = store.cache_root();
     let outcomes: Vec<(String, Outcome)> = found
         .par_iter()
         .map(|f| {
@@ -539,7 +541,7 @@ pub fn index_project(
     if !buffer.is_empty() {
         let sha = Sha256Digest::of(&buffer).to_hex();
         let key = keys::segment(org, &project_id, &sha);
-        if !store.has_object(&key) {
+        if !store.has_object(&key)? {
             store.put_object(&key, &buffer)?;
         }
         segments.push(sha);
@@ -637,7 +639,7 @@ pub fn index_project(
     let version = previous
         .as_ref()
         .map_or(0, |p| p.version)
-        .max(store.versions(&project_id)?.last().map_or(0, |v| v.version))
+        .max(store.latest_version(&project_id)?)
         + 1;
     let bytes = pack.encode()?;
     let pack_key = keys::pack(org, &project_id, version);

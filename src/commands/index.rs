@@ -2,17 +2,19 @@
 
 use ctxgate_indexer::pipeline::{IndexStatus, index_repo};
 
-use super::{index_options, open_store, print_json, thousands};
+use super::{index_options, index_store, print_json, thousands};
 use crate::CmdResult;
 use crate::args::{Format, Global, IndexArgs};
 use crate::progress::FileBar;
 
 pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
-    let store = open_store(global)?;
+    let store = index_store(global, &args.store)?;
     let mut opts = index_options(&args.flags);
-    opts.walk.exclude.push(store.root().to_path_buf());
+    if let Some(root) = store.local_root() {
+        opts.walk.exclude.push(root.to_path_buf());
+    }
     let bar = FileBar::new(global.quiet, "indexing");
-    let report = index_repo(&store, &args.dir, &opts, &bar)?;
+    let report = index_repo(store.as_ref(), &args.dir, &opts, &bar)?;
     if args.format == Format::Json {
         return print_json(&report);
     }

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod assemble;
+pub mod aws;
 pub mod compact;
 pub mod count;
 pub mod index;
@@ -13,11 +14,12 @@ use std::path::PathBuf;
 
 use ctxgate_core::catalog::Catalog;
 use ctxgate_core::chunk::FilterOptions;
+use ctxgate_indexer::aws::{AwsStore, S3Location};
 use ctxgate_indexer::pipeline::IndexOptions;
-use ctxgate_indexer::store::Store;
+use ctxgate_indexer::store::{IndexStore, Store};
 use ctxgate_indexer::walk::WalkOptions;
 
-use crate::args::{Global, IndexFlags};
+use crate::args::{Global, IndexFlags, StoreArgs};
 use crate::failure::Failure;
 
 /// The data directory: --data-dir / CTXGATE_HOME, else the platform's data folder.
@@ -37,6 +39,19 @@ pub fn data_dir(global: &Global) -> Result<PathBuf, Failure> {
 
 pub fn open_store(global: &Global) -> Result<Store, Failure> {
     Ok(Store::open(&data_dir(global)?)?)
+}
+
+/// The store `--store`/`--table` name, else the embedded data directory.
+pub fn index_store(global: &Global, args: &StoreArgs) -> Result<Box<dyn IndexStore>, Failure> {
+    match (&args.store, &args.table) {
+        (Some(url), Some(table)) => {
+            let location = S3Location::parse(url)?;
+            // Token tables are still cached locally.
+            let cache = data_dir(global)?;
+            Ok(Box::new(AwsStore::open(location, table, &cache)?))
+        }
+        _ => Ok(Box::new(open_store(global)?)),
+    }
 }
 
 /// The built-in catalog, with the user's file laid over it.

@@ -16,10 +16,12 @@
 //! `current_version` in one transaction, so a crash at any point leaves the previous version
 //! current and no half version visible.
 
+mod index_store;
 mod items;
 mod objects;
 mod records;
 
+pub use index_store::{IndexStore, ProjectGuard};
 pub use items::{ProjectItem, VersionItem};
 pub use objects::{Manifest, keys};
 

@@ -1,0 +1,414 @@
+//! Metadata in one DynamoDB table, in the embedded store's item layout: `pk`, `sk`, `data`
+//! (JSON), plus `rev` for optimistic read-modify-write and, on project items, `current_version`
+//! for the conditional publish.
+//!
+//! Every read that decides a write is strongly consistent; queries page through DynamoDB's 1 MB
+//! pages; every conditional failure is told apart from a real error.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+
+use super::{AwsStore, Traffic, now_ms, remote};
+use crate::IndexerError;
+use crate::store::{ProjectGuard, ProjectItem, VersionItem};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// An item as stored.
+pub(super) struct RawItem {
+    pub data: String,
+    pub rev: u64,
+    pub current_version: Option<u64>,
+}
+
+/// How long an indexing lock lasts without being released (a Lambda runs 15 minutes at most).
+const LOCK_MS: u64 = 16 * 60 * 1000;
+/// Retries of an optimistic update before giving up (each lost race means another writer won).
+const UPDATE_ATTEMPTS: usize = 50;
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}
+
+fn n(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+}
+
+fn get_n(item: &Item, name: &str) -> Option<u64> {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+fn decode<T: for<'de> serde::Deserialize<'de>>(data: &str) -> Result<T, IndexerError> {
+    serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<String, IndexerError> {
+    serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+/// DynamoDB refuses items over 400 KB; say so before sending one.
+fn check_size(pk: &str, sk: &str, data: &str) -> Result<(), IndexerError> {
+    let size = pk.len() + sk.len() + data.len() + 64;
+    if size > 400 * 1024 {
+        return Err(IndexerError::Corrupt(format!(
+            "item {pk}/{sk} would be {size} bytes; DynamoDB items are at most 400 KB"
+        )));
+    }
+    Ok(())
+}
+
+/// DynamoDB's idempotency token (at most 36 characters), unique to this run's publish.
+fn publish_token(v: &VersionItem) -> String {
+    let digest = ctxgate_core::hash::Sha256Digest::of(
+        format!("{}\0{}\0{}", v.project, v.version, v.created_at_ns).as_bytes(),
+    );
+    digest.to_hex()[..32].to_string()
+}
+
+impl AwsStore {
+    fn ddb(&self) {
+        Traffic::add(&self.traffic.dynamo_requests, 1);
+    }
+
+    pub(super) fn get_raw(&self, pk: &str, sk: &str) -> Result<Option<RawItem>, IndexerError> {
+        self.ddb();
+        let out = self
+            .block(
+                self.dynamo
+                    .get_item()
+                    .table_name(&self.table)
+                    .key("pk", s(pk))
+                    .key("sk", s(sk))
+                    .consistent_read(true)
+                    .send(),
+            )
+            .map_err(|e| {
+                remote(
+                    format!("DynamoDB GetItem {pk}/{sk}"),
+                    DisplayErrorContext(e),
+                )
+            })?;
+        Ok(out.item.map(|item| RawItem {
+            data: get_s(&item, "data").unwrap_or_default().to_string(),
+            rev: get_n(&item, "rev").unwrap_or(0),
+            current_version: get_n(&item, "current_version"),
+        }))
+    }
+
+    pub(super) fn put_raw(&self, pk: &str, sk: &str, data: &str) -> Result<(), IndexerError> {
+        check_size(pk, sk, data)?;
+        self.ddb();
+        // An update, not a put: attributes other than `data` (a project's current version)
+        // survive, and `rev` moves so that optimistic writers see the change.
+        self.block(
+            self.dynamo
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(pk))
+                .key("sk", s(sk))
+                .update_expression("SET #d = :d ADD #r :one")
+                .expression_attribute_names("#d", "data")
+                .expression_attribute_names("#r", "rev")
+                .expression_attribute_values(":d", s(data))
+                .expression_attribute_values(":one", n(1))
+                .send(),
+        )
+        .map_err(|e| {
+            remote(
+                format!("DynamoDB UpdateItem {pk}/{sk}"),
+                DisplayErrorContext(e),
+            )
+        })?;
+        Ok(())
+    }
+
+    pub(super) fn update_raw(
+        &self,
+        pk: &str,
+        sk: &str,
+        f: &mut dyn FnMut(Option<String>) -> Result<Option<String>, IndexerError>,
+    ) -> Result<(), IndexerError> {
+        for _ in 0..UPDATE_ATTEMPTS {
+            let old = self.get_raw(pk, sk)?;
+            let rev = old.as_ref().map(|o| o.rev);
+            let Some(new) = f(old.map(|o| o.data))? else {
+                return Ok(());
+            };
+            check_size(pk, sk, &new)?;
+            self.ddb();
+            let mut req = self
+                .dynamo
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(pk))
+                .key("sk", s(sk))
+                .update_expression("SET #d = :d, #r = :next")
+                .expression_attribute_names("#d", "data")
+                .expression_attribute_names("#r", "rev")
+                .expression_attribute_values(":d", s(&new))
+                .expression_attribute_values(":next", n(rev.map_or(1, |r| r + 1)));
+            req = match rev {
+                Some(r) => req
+                    .condition_expression("#r = :rev")
+                    .expression_attribute_values(":rev", n(r)),
+                None => req.condition_expression("attribute_not_exists(pk)"),
+            };
+            match self.block(req.send()) {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+                {
+                    continue;
+                }
+                Err(e) => {
+                    return Err(remote(
+                        format!("DynamoDB UpdateItem {pk}/{sk}"),
+                        DisplayErrorContext(e),
+                    ));
+                }
+            }
+        }
+        Err(remote(
+            format!("DynamoDB UpdateItem {pk}/{sk}"),
+            format!("{UPDATE_ATTEMPTS} concurrent writers won in a row; try again"),
+        ))
+    }
+
+    /// Pages through the query (DynamoDB returns at most 1 MB a page) until `limit` items.
+    pub(super) fn query_prefix(
+        &self,
+        pk: &str,
+        prefix: &str,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<Vec<String>, IndexerError> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        while out.len() < limit {
+            self.ddb();
+            let page = self
+                .block(
+                    self.dynamo
+                        .query()
+                        .table_name(&self.table)
+                        .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                        .expression_attribute_values(":pk", s(pk))
+                        .expression_attribute_values(":p", s(prefix))
+                        .scan_index_forward(!newest_first)
+                        .consistent_read(true)
+                        .limit(i32::try_from(limit - out.len()).unwrap_or(i32::MAX))
+                        .set_exclusive_start_key(start.take())
+                        .send(),
+                )
+                .map_err(|e| remote(format!("DynamoDB Query {pk}"), DisplayErrorContext(e)))?;
+            for item in page.items() {
+                out.push(get_s(item, "data").unwrap_or_default().to_string());
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    pub(super) fn get_project(
+        &self,
+        org: &str,
+        id: &str,
+    ) -> Result<Option<ProjectItem>, IndexerError> {
+        let Some(raw) = self.get_raw(&format!("ORG#{org}"), &format!("PROJECT#{id}"))? else {
+            return Ok(None);
+        };
+        let mut item: ProjectItem = decode(&raw.data)?;
+        // The attribute is the truth: publishing moves it conditionally.
+        item.current_version = raw.current_version;
+        Ok(Some(item))
+    }
+
+    pub(super) fn put_project(&self, item: &ProjectItem) -> Result<(), IndexerError> {
+        let mut stored = item.clone();
+        stored.current_version = None;
+        self.put_raw(
+            &format!("ORG#{}", item.org),
+            &format!("PROJECT#{}", item.id),
+            &encode(&stored)?,
+        )
+    }
+
+    pub(super) fn publish(
+        &self,
+        org: &str,
+        version: &VersionItem,
+        expected: Option<u64>,
+    ) -> Result<bool, IndexerError> {
+        let project_pk = format!("ORG#{org}");
+        let project_sk = format!("PROJECT#{}", version.project);
+        let Some(mut project) = self.get_project(org, &version.project)? else {
+            return Err(IndexerError::Corrupt(format!(
+                "project {} vanished before publishing",
+                version.project
+            )));
+        };
+        project.updated_at_ns = version.created_at_ns;
+        project.current_version = None;
+        let version_pk = format!("PROJECT#{}", version.project);
+        let version_sk = format!("VERSION#{:010}", version.version);
+        let version_data = encode(version)?;
+        check_size(&version_pk, &version_sk, &version_data)?;
+        let put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", s(&version_pk))
+            .item("sk", s(&version_sk))
+            .item("data", s(&version_data))
+            .item("rev", n(1))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|e| remote("build the publish transaction", e))?;
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&project_pk))
+            .key("sk", s(&project_sk))
+            .update_expression("SET #cv = :v, #d = :d ADD #r :one")
+            .expression_attribute_names("#cv", "current_version")
+            .expression_attribute_names("#d", "data")
+            .expression_attribute_names("#r", "rev")
+            .expression_attribute_values(":v", n(version.version))
+            .expression_attribute_values(":d", s(&encode(&project)?))
+            .expression_attribute_values(":one", n(1));
+        update = match expected {
+            Some(e) => update
+                .condition_expression("#cv = :expected")
+                .expression_attribute_values(":expected", n(e)),
+            None => {
+                update.condition_expression("attribute_exists(pk) AND attribute_not_exists(#cv)")
+            }
+        };
+        let update = update
+            .build()
+            .map_err(|e| remote("build the publish transaction", e))?;
+        self.ddb();
+        let out = self.block(
+            self.dynamo
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(put).build())
+                .transact_items(TransactWriteItem::builder().update(update).build())
+                // The same token on a retried request is applied once, not twice.
+                .client_request_token(publish_token(version))
+                .send(),
+        );
+        match out {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_transaction_canceled_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(remote(
+                format!("DynamoDB TransactWriteItems (publish {})", version.project),
+                DisplayErrorContext(e),
+            )),
+        }
+    }
+
+    pub(super) fn newest_version(&self, project: &str) -> Result<u64, IndexerError> {
+        let newest = self.query_prefix(&format!("PROJECT#{project}"), "VERSION#", true, 1)?;
+        match newest.first() {
+            Some(d) => Ok(decode::<VersionItem>(d)?.version),
+            None => Ok(0),
+        }
+    }
+
+    /// A lease in the table: taken when absent or expired, released by its holder only.
+    pub(super) fn lock(&self, project: &str, who: &str) -> Result<ProjectGuard, IndexerError> {
+        let pk = format!("PROJECT#{project}");
+        let now = now_ms();
+        let token = format!("{who}@{now}");
+        self.ddb();
+        let out = self.block(
+            self.dynamo
+                .put_item()
+                .table_name(&self.table)
+                .item("pk", s(&pk))
+                .item("sk", s("LOCK"))
+                .item("holder", s(&token))
+                .item("expires_ms", n(now + LOCK_MS))
+                .condition_expression("attribute_not_exists(pk) OR expires_ms < :now")
+                .expression_attribute_values(":now", n(now))
+                .send(),
+        );
+        match out {
+            Ok(_) => Ok(ProjectGuard::new(LockRelease {
+                dynamo: self.dynamo.clone(),
+                handle: self.handle.clone(),
+                table: self.table.clone(),
+                pk,
+                token,
+            })),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                let holder = self
+                    .block(
+                        self.dynamo
+                            .get_item()
+                            .table_name(&self.table)
+                            .key("pk", s(&pk))
+                            .key("sk", s("LOCK"))
+                            .consistent_read(true)
+                            .send(),
+                    )
+                    .ok()
+                    .and_then(|o| o.item)
+                    .and_then(|i| get_s(&i, "holder").map(str::to_string))
+                    .unwrap_or_else(|| "another indexer".into());
+                Err(IndexerError::Busy {
+                    project: project.into(),
+                    holder,
+                })
+            }
+            Err(e) => Err(remote(
+                format!("DynamoDB PutItem {pk}/LOCK"),
+                DisplayErrorContext(e),
+            )),
+        }
+    }
+}
+
+struct LockRelease {
+    dynamo: aws_sdk_dynamodb::Client,
+    handle: tokio::runtime::Handle,
+    table: String,
+    pk: String,
+    token: String,
+}
+
+impl Drop for LockRelease {
+    fn drop(&mut self) {
+        // Best effort: an unreleased lease expires on its own.
+        let _ = self.handle.block_on(
+            self.dynamo
+                .delete_item()
+                .table_name(&self.table)
+                .key("pk", s(&self.pk))
+                .key("sk", s("LOCK"))
+                .condition_expression("holder = :me")
+                .expression_attribute_values(":me", s(&self.token))
+                .send(),
+        );
+    }
+}

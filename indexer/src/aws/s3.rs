@@ -1,0 +1,159 @@
+//! Objects in S3: whole puts for small objects, multipart uploads for large ones.
+
+use aws_sdk_s3::error::DisplayErrorContext;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+
+use super::{AwsStore, Traffic, remote};
+use crate::IndexerError;
+
+/// Objects above this size go up in parts (S3 allows 5 GiB in one PUT, but a failed part is
+/// cheaper to retry than a failed 100 MB body).
+const MULTIPART_FROM: usize = 16 << 20;
+/// Part size (S3's minimum is 5 MiB for all parts but the last).
+const PART_BYTES: usize = 8 << 20;
+
+impl AwsStore {
+    pub(super) fn head(&self, key: &str) -> Result<bool, IndexerError> {
+        Traffic::add(&self.traffic.s3_requests, 1);
+        let out = self.block(
+            self.s3
+                .head_object()
+                .bucket(&self.location.bucket)
+                .key(self.location.key(key))
+                .send(),
+        );
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
+            Err(e) => Err(remote(
+                format!("S3 HEAD {}", self.location.key(key)),
+                DisplayErrorContext(e),
+            )),
+        }
+    }
+
+    pub(super) fn upload(&self, key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
+        let s3_key = self.location.key(key);
+        if bytes.len() >= MULTIPART_FROM {
+            return self.upload_parts(&s3_key, bytes);
+        }
+        Traffic::add(&self.traffic.s3_requests, 1);
+        Traffic::add(&self.traffic.s3_bytes_up, bytes.len() as u64);
+        self.block(
+            self.s3
+                .put_object()
+                .bucket(&self.location.bucket)
+                .key(&s3_key)
+                .body(ByteStream::from(bytes.to_vec()))
+                .send(),
+        )
+        .map_err(|e| remote(format!("S3 PUT {s3_key}"), DisplayErrorContext(e)))?;
+        Ok(())
+    }
+
+    fn upload_parts(&self, s3_key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
+        let action = format!("S3 multipart upload {s3_key}");
+        Traffic::add(&self.traffic.s3_requests, 1);
+        let created = self
+            .block(
+                self.s3
+                    .create_multipart_upload()
+                    .bucket(&self.location.bucket)
+                    .key(s3_key)
+                    .send(),
+            )
+            .map_err(|e| remote(&action, DisplayErrorContext(e)))?;
+        let upload_id = created
+            .upload_id()
+            .ok_or_else(|| remote(&action, "no upload id in the answer"))?
+            .to_string();
+        let result = self.send_parts(s3_key, &upload_id, bytes, &action);
+        if result.is_err() {
+            // An abandoned upload keeps its parts (and their cost) until aborted.
+            Traffic::add(&self.traffic.s3_requests, 1);
+            let _ = self.block(
+                self.s3
+                    .abort_multipart_upload()
+                    .bucket(&self.location.bucket)
+                    .key(s3_key)
+                    .upload_id(&upload_id)
+                    .send(),
+            );
+        }
+        result
+    }
+
+    fn send_parts(
+        &self,
+        s3_key: &str,
+        upload_id: &str,
+        bytes: &[u8],
+        action: &str,
+    ) -> Result<(), IndexerError> {
+        let mut parts = Vec::new();
+        for (i, part) in bytes.chunks(PART_BYTES).enumerate() {
+            let number = i as i32 + 1;
+            Traffic::add(&self.traffic.s3_requests, 1);
+            Traffic::add(&self.traffic.s3_bytes_up, part.len() as u64);
+            let out = self
+                .block(
+                    self.s3
+                        .upload_part()
+                        .bucket(&self.location.bucket)
+                        .key(s3_key)
+                        .upload_id(upload_id)
+                        .part_number(number)
+                        .body(ByteStream::from(part.to_vec()))
+                        .send(),
+                )
+                .map_err(|e| remote(action, DisplayErrorContext(e)))?;
+            parts.push(
+                CompletedPart::builder()
+                    .part_number(number)
+                    .set_e_tag(out.e_tag().map(str::to_string))
+                    .build(),
+            );
+        }
+        Traffic::add(&self.traffic.s3_requests, 1);
+        self.block(
+            self.s3
+                .complete_multipart_upload()
+                .bucket(&self.location.bucket)
+                .key(s3_key)
+                .upload_id(upload_id)
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(parts))
+                        .build(),
+                )
+                .send(),
+        )
+        .map_err(|e| remote(action, DisplayErrorContext(e)))?;
+        Ok(())
+    }
+
+    pub(super) fn download(&self, key: &str) -> Result<Vec<u8>, IndexerError> {
+        let s3_key = self.location.key(key);
+        Traffic::add(&self.traffic.s3_requests, 1);
+        let action = format!("S3 GET {s3_key}");
+        self.block(async {
+            let out = self
+                .s3
+                .get_object()
+                .bucket(&self.location.bucket)
+                .key(&s3_key)
+                .send()
+                .await
+                .map_err(|e| {
+                    if e.as_service_error().is_some_and(|s| s.is_no_such_key()) {
+                        IndexerError::Corrupt(format!("object `{s3_key}` is missing"))
+                    } else {
+                        remote(&action, DisplayErrorContext(e))
+                    }
+                })?;
+            let body = out.body.collect().await.map_err(|e| remote(&action, e))?;
+            Ok(body.into_bytes().to_vec())
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! Index jobs as operators see them (`ctxgate jobs`): one record per job, updated at each stage,
+//! so a job that failed or died midway says where.
+//!
+//! Item layout (both stores): `JOBS` / `JOB#{id}`. A job's id is its invocation's id (the Lambda
+//! request id, which Lambda keeps when it retries an event), so a retried job updates its own
+//! record instead of adding a second one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::IndexerError;
+use crate::store::IndexStore;
+
+const JOBS_PK: &str = "JOBS";
+
+/// What started a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// An explicit index request (CLI, API, an invocation).
+    Request,
+    /// The re-index schedule.
+    Schedule,
+}
+
+/// Where a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Working (or died without saying so: see `stage` and `updated_ms`).
+    Running,
+    /// A new version was published.
+    Published,
+    /// Indexed, and nothing had changed: the current version stands.
+    UpToDate,
+    /// Stopped with an error; the previous version stands.
+    Failed,
+}
+
+/// One job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Job id.
+    pub id: String,
+    /// Owning organisation.
+    pub org: String,
+    /// Project id.
+    pub project: String,
+    /// Project name.
+    pub name: String,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Where it is.
+    pub state: JobState,
+    /// The step it is in or stopped at (`fetch`, `index`, `publish`, `done`).
+    pub stage: String,
+    /// The source's revision, when known (a commit id, a tarball's sha256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The version it published or found current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// Files seen / re-chunked, once indexed.
+    #[serde(default)]
+    pub files_seen: u64,
+    /// Files re-chunked (the rest were reused).
+    #[serde(default)]
+    pub files_chunked: u64,
+    /// New bytes of chunk text uploaded.
+    #[serde(default)]
+    pub bytes_stored: u64,
+    /// Machine-readable error code, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// What went wrong, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How many times this job id was started (retries of one event).
+    pub attempts: u32,
+    /// Started, milliseconds since the epoch.
+    pub started_ms: u64,
+    /// Last update, milliseconds since the epoch.
+    pub updated_ms: u64,
+}
+
+impl JobRecord {
+    fn key(&self) -> String {
+        format!("JOB#{}", self.id)
+    }
+}
+
+fn decode(data: &str) -> Result<JobRecord, IndexerError> {
+    serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(format!("job record: {e}")))
+}
+
+fn encode(job: &JobRecord) -> Result<String, IndexerError> {
+    serde_json::to_string(job).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+/// Records that `job` starts (again, if its id was seen before: `attempts` counts).
+pub fn start(store: &dyn IndexStore, job: &mut JobRecord) -> Result<(), IndexerError> {
+    let mut attempts = 1;
+    let fresh = job.clone();
+    store.update_item(JOBS_PK, &job.key(), &mut |old| {
+        let mut next = fresh.clone();
+        next.attempts = 1;
+        if let Some(old) = old.as_deref().map(decode).transpose()? {
+            next.attempts = old.attempts + 1;
+            next.started_ms = old.started_ms;
+        }
+        attempts = next.attempts;
+        Ok(Some(encode(&next)?))
+    })?;
+    job.attempts = attempts;
+    Ok(())
+}
+
+/// Writes the job's current state.
+pub fn save(store: &dyn IndexStore, job: &JobRecord) -> Result<(), IndexerError> {
+    store.put_item(JOBS_PK, &job.key(), &encode(job)?)
+}
+
+/// The newest jobs first, at most `limit` (`org` filters).
+pub fn list(
+    store: &dyn IndexStore,
+    org: Option<&str>,
+    limit: usize,
+) -> Result<Vec<JobRecord>, IndexerError> {
+    let mut jobs = store
+        .items_with_prefix(JOBS_PK, "JOB#", false, usize::MAX)?
+        .iter()
+        .map(|d| decode(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    jobs.retain(|j| org.is_none_or(|o| j.org == o));
+    jobs.sort_by(|a, b| b.started_ms.cmp(&a.started_ms).then(b.id.cmp(&a.id)));
+    jobs.truncate(limit);
+    Ok(jobs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn job(id: &str, started: u64) -> JobRecord {
+        JobRecord {
+            id: id.into(),
+            org: "acme".into(),
+            project: "p1".into(),
+            name: "web".into(),
+            trigger: Trigger::Request,
+            state: JobState::Running,
+            stage: "fetch".into(),
+            revision: None,
+            version: None,
+            files_seen: 0,
+            files_chunked: 0,
+            bytes_stored: 0,
+            error_code: None,
+            error: None,
+            attempts: 0,
+            started_ms: started,
+            updated_ms: started,
+        }
+    }
+
+    #[test]
+    fn a_retried_job_keeps_one_record_and_counts_attempts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut a = job("req-1", 10);
+        start(&store, &mut a).unwrap();
+        assert_eq!(a.attempts, 1);
+        let mut again = job("req-1", 20);
+        start(&store, &mut again).unwrap();
+        assert_eq!(again.attempts, 2);
+        let mut b = job("req-2", 30);
+        start(&store, &mut b).unwrap();
+        b.state = JobState::Failed;
+        b.error = Some("boom".into());
+        save(&store, &b).unwrap();
+        let jobs = list(&store, None, 10).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].id, "req-2");
+        assert_eq!(jobs[0].state, JobState::Failed);
+        assert_eq!(jobs[1].attempts, 2);
+        assert_eq!(jobs[1].started_ms, 10, "the first start is kept");
+        assert!(list(&store, Some("other"), 10).unwrap().is_empty());
+    }
+}
