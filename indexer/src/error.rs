@@ -78,6 +78,12 @@ pub enum IndexerError {
         /// What the service said.
         message: String,
     },
+    /// A request is malformed (names, fields).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// A source could not be fetched.
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
     /// Another indexer holds the project.
     #[error("project `{project}` is being indexed by {holder}; try again when it is done")]
     Busy {
@@ -132,6 +138,8 @@ impl IndexerError {
             IndexerError::InvalidStore(_) => "invalid_store",
             IndexerError::Remote { .. } => "remote_store_error",
             IndexerError::Busy { .. } => "project_busy",
+            IndexerError::InvalidRequest(_) => "invalid_request",
+            IndexerError::Source(e) => source_code(e),
         }
     }
 
@@ -149,8 +157,9 @@ impl IndexerError {
                 | IndexerError::Compose(_)
                 | IndexerError::EmptyQuery
                 | IndexerError::InvalidStore(_)
+                | IndexerError::InvalidRequest(_)
                 | IndexerError::Pack(PackError::Version { .. })
-        )
+        ) || matches!(self, IndexerError::Source(e) if e.is_user_error())
     }
 }
 
@@ -169,5 +178,26 @@ pub fn budget_code(e: &BudgetError) -> &'static str {
         BudgetError::Zero => "budget_zero",
         BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
         BudgetError::NothingUsable { .. } => "budget_nothing_usable",
+    }
+}
+
+/// The code of a source error.
+pub fn source_code(e: &crate::source::SourceError) -> &'static str {
+    use crate::source::SourceError as S;
+    match e {
+        S::TooLarge { .. } => "source_too_large",
+        S::TooManyFiles { .. } => "source_too_many_files",
+        S::UnsafeEntry { .. } => "source_unsafe_entry",
+        S::Http { .. } => "source_http_error",
+        S::Network { .. } => "source_unreachable",
+        S::Git(_) => "source_git_error",
+        S::NotFound { .. } => "source_rev_not_found",
+        S::BadRev { .. } => "source_bad_rev",
+        S::BadUrl { .. } => "source_bad_url",
+        S::Unsupported { .. } => "source_unsupported",
+        S::BadArchive(_) => "source_bad_archive",
+        S::Missing(_) => "repo_not_found",
+        S::NotADirectory(_) => "repo_not_a_directory",
+        S::Io { .. } => "io_error",
     }
 }

@@ -3,6 +3,11 @@
 //!
 //! - [`walk`] lists a repository's files with `.gitignore` rules;
 //! - [`pipeline`] indexes a repository incrementally and publishes a version atomically;
+//! - [`source`] brings a project's files from a local folder, a git URL or a tarball URL, with
+//!   path-safety checks and size limits, and probes whether a source changed;
+//! - [`reindex`] runs index jobs for registered projects, on request and on a schedule;
+//! - [`jobs`] records each job's progress and failures for operators;
+//! - [`lambda`] is the AWS Lambda function around them (feature `lambda`);
 //! - [`store`] is the embedded default store: a data directory of immutable objects laid out
 //!   like the S3 keys, and metadata in SQLite laid out like the DynamoDB items;
 //! - [`assemble`] answers a query from the current version within a budget;
@@ -14,7 +19,11 @@ pub mod assemble;
 pub mod aws;
 pub mod error;
 pub mod jobs;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 pub mod pipeline;
+pub mod reindex;
+pub mod source;
 pub mod store;
 pub mod token_tables;
 pub mod walk;

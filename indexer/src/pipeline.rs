@@ -267,6 +267,8 @@ pub struct ProjectTarget {
     pub id: String,
     /// The project's name within its organisation.
     pub name: String,
+    /// How the project's source is shown (a URL); `None` shows the indexed folder.
+    pub source: Option<String>,
 }
 
 impl ProjectTarget {
@@ -277,6 +279,7 @@ impl ProjectTarget {
             org: org.into(),
             id: format!("p{}", &digest[..16]),
             name: name.into(),
+            source: None,
         }
     }
 }
@@ -297,6 +300,7 @@ pub fn index_repo(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into()),
+        source: None,
     };
     index_project(store, &target, &root, opts, progress)
 }
@@ -327,7 +331,10 @@ pub fn index_project(
         id: project_id.clone(),
         org: org.into(),
         name: name.clone(),
-        source: root.to_string_lossy().into_owned(),
+        source: target
+            .source
+            .clone()
+            .unwrap_or_else(|| root.to_string_lossy().into_owned()),
         current_version: None,
         updated_at_ns: now_ns(),
     })?;
@@ -670,6 +677,7 @@ pub fn index_project(
         chunks: pack.chunks.len() as u64,
         created_at_ns: indexed_at_ns,
     };
+    crash_point("before_publish");
     if !store.publish_version(org, &item, current_version)? {
         return Err(IndexerError::Corrupt(
             "another indexer published while this one held the lock".into(),
@@ -694,6 +702,15 @@ pub fn index_project(
         warnings,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// For crash tests: `CTXGATE_CRASH_AT=<point>` aborts the process there, as a kill would, so a
+/// test can show that nothing half-written becomes visible.
+fn crash_point(point: &str) {
+    if std::env::var("CTXGATE_CRASH_AT").is_ok_and(|v| v == point) {
+        tracing::error!("CTXGATE_CRASH_AT={point}: aborting");
+        std::process::abort();
+    }
 }
 
 fn unique(chunks: &[ChunkRecord]) -> usize {

@@ -23,8 +23,17 @@ pub(super) struct RawItem {
     pub current_version: Option<u64>,
 }
 
-/// How long an indexing lock lasts without being released (a Lambda runs 15 minutes at most).
-const LOCK_MS: u64 = 16 * 60 * 1000;
+/// How long an indexing lease lasts unless its holder renews it (a third of the way through):
+/// a crashed indexer blocks its project for at most this long. `CTXGATE_LOCK_TTL_SECS` changes
+/// it (tests use seconds).
+fn lease_ms() -> u64 {
+    std::env::var("CTXGATE_LOCK_TTL_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(60)
+        * 1000
+}
 /// Retries of an optimistic update before giving up (each lost race means another writer won).
 const UPDATE_ATTEMPTS: usize = 50;
 
@@ -337,6 +346,7 @@ impl AwsStore {
         let pk = format!("PROJECT#{project}");
         let now = now_ms();
         let token = format!("{who}@{now}");
+        let lease = lease_ms();
         self.ddb();
         let out = self.block(
             self.dynamo
@@ -345,19 +355,20 @@ impl AwsStore {
                 .item("pk", s(&pk))
                 .item("sk", s("LOCK"))
                 .item("holder", s(&token))
-                .item("expires_ms", n(now + LOCK_MS))
+                .item("expires_ms", n(now + lease))
                 .condition_expression("attribute_not_exists(pk) OR expires_ms < :now")
                 .expression_attribute_values(":now", n(now))
                 .send(),
         );
         match out {
-            Ok(_) => Ok(ProjectGuard::new(LockRelease {
-                dynamo: self.dynamo.clone(),
-                handle: self.handle.clone(),
-                table: self.table.clone(),
+            Ok(_) => Ok(ProjectGuard::new(Lease::hold(
+                self.dynamo.clone(),
+                self.handle.clone(),
+                self.table.clone(),
                 pk,
                 token,
-            })),
+                lease,
+            ))),
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
@@ -389,7 +400,10 @@ impl AwsStore {
     }
 }
 
-struct LockRelease {
+/// A held lease: a thread renews it until it is dropped, then it is deleted.
+struct Lease {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    renewer: Option<std::thread::JoinHandle<()>>,
     dynamo: aws_sdk_dynamodb::Client,
     handle: tokio::runtime::Handle,
     table: String,
@@ -397,8 +411,68 @@ struct LockRelease {
     token: String,
 }
 
-impl Drop for LockRelease {
+impl Lease {
+    fn hold(
+        dynamo: aws_sdk_dynamodb::Client,
+        handle: tokio::runtime::Handle,
+        table: String,
+        pk: String,
+        token: String,
+        lease_ms: u64,
+    ) -> Self {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let renewer = {
+            let (dynamo, handle, table, pk, token) = (
+                dynamo.clone(),
+                handle.clone(),
+                table.clone(),
+                pk.clone(),
+                token.clone(),
+            );
+            std::thread::spawn(move || {
+                let every = std::time::Duration::from_millis((lease_ms / 3).max(100));
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
+                {
+                    let renewed = handle.block_on(
+                        dynamo
+                            .update_item()
+                            .table_name(&table)
+                            .key("pk", s(&pk))
+                            .key("sk", s("LOCK"))
+                            .update_expression("SET expires_ms = :e")
+                            .condition_expression("holder = :me")
+                            .expression_attribute_values(":e", n(now_ms() + lease_ms))
+                            .expression_attribute_values(":me", s(&token))
+                            .send(),
+                    );
+                    if let Err(e) = renewed {
+                        tracing::warn!(
+                            "could not renew the lease on {pk}: {}",
+                            DisplayErrorContext(e)
+                        );
+                    }
+                }
+            })
+        };
+        Self {
+            stop: Some(stop),
+            renewer: Some(renewer),
+            dynamo,
+            handle,
+            table,
+            pk,
+            token,
+        }
+    }
+}
+
+impl Drop for Lease {
     fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(r) = self.renewer.take() {
+            let _ = r.join();
+        }
         // Best effort: an unreleased lease expires on its own.
         let _ = self.handle.block_on(
             self.dynamo

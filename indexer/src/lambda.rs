@@ -1,0 +1,237 @@
+//! The Lambda function: a typed event in, a plain function of the store out.
+//!
+//! Events (JSON):
+//! - `{"action":"index","org":..,"project":..,"source":{..},"full":false}`: register the
+//!   project and index it now;
+//! - `{"action":"reindex_due"}`, or EventBridge's `Scheduled Event`: the scheduled pass;
+//! - anything else is refused with `invalid_event`.
+//!
+//! The function answers with the job record (or the pass report). A job that failed is an error
+//! of the invocation (its code as the error type), so that asynchronous invocations are retried
+//! and land in the dead-letter queue; a retry reuses the job's record (its id is the request id).
+//!
+//! Configuration: `CTXGATE_STORE` (`s3://bucket/prefix`), `CTXGATE_TABLE`, and optionally
+//! `CTXGATE_WORK_DIR` (default: the temporary folder, `/tmp` on Lambda).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::IndexerError;
+use crate::aws::{AwsStore, S3Location};
+use crate::jobs::{JobState, Trigger};
+use crate::pipeline::IndexOptions;
+use crate::reindex::{IndexRequest, JobContext, index_now, reindex_due};
+use crate::source::SourceLimits;
+
+/// What an invocation asks for.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    /// Index one project now.
+    Index(IndexRequest),
+    /// The scheduled pass.
+    ReindexDue,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+enum Explicit {
+    Index(IndexRequest),
+    ReindexDue {},
+}
+
+/// Reads an event: explicit actions, or EventBridge's scheduled event.
+pub fn parse_event(event: Value) -> Result<Command, Diagnostic> {
+    if event.get("detail-type").is_some() {
+        let e: EventBridgeEvent = serde_json::from_value(event)
+            .map_err(|e| failure("invalid_event", format!("not an EventBridge event: {e}")))?;
+        if e.detail_type == "Scheduled Event" {
+            return Ok(Command::ReindexDue);
+        }
+        return Err(failure(
+            "invalid_event",
+            format!(
+                "EventBridge event `{}` from `{}` is not handled; only `Scheduled Event`",
+                e.detail_type, e.source
+            ),
+        ));
+    }
+    match serde_json::from_value::<Explicit>(event) {
+        Ok(Explicit::Index(req)) => Ok(Command::Index(req)),
+        Ok(Explicit::ReindexDue {}) => Ok(Command::ReindexDue),
+        Err(e) => Err(failure(
+            "invalid_event",
+            format!(
+                "expected {{\"action\":\"index\",\"org\",\"project\",\"source\"}} or \
+                 {{\"action\":\"reindex_due\"}}: {e}"
+            ),
+        )),
+    }
+}
+
+fn failure(code: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        error_type: code.into(),
+        error_message: message.into(),
+    }
+}
+
+impl From<IndexerError> for Diagnostic {
+    fn from(e: IndexerError) -> Self {
+        failure(e.code(), e.to_string())
+    }
+}
+
+struct Function {
+    store: AwsStore,
+    work_dir: PathBuf,
+    options: IndexOptions,
+}
+
+impl Function {
+    /// Runs one command; blocking (the store drives its clients from this thread).
+    fn handle(&self, command: Command, request_id: &str) -> Result<Value, Diagnostic> {
+        let ctx = JobContext {
+            options: &self.options,
+            work_dir: &self.work_dir,
+            limits: SourceLimits::default(),
+        };
+        let json = |v: &dyn erased::Json| v.to_value();
+        match command {
+            Command::Index(req) => {
+                let job = index_now(&self.store, &ctx, &req, request_id, Trigger::Request)?;
+                if job.state == JobState::Failed {
+                    return Err(failure(
+                        job.error_code.as_deref().unwrap_or("index_failed"),
+                        job.error.clone().unwrap_or_default(),
+                    ));
+                }
+                json(&job)
+            }
+            Command::ReindexDue => {
+                let report = reindex_due(&self.store, &ctx, request_id)?;
+                tracing::info!(
+                    projects = report.projects,
+                    unchanged = report.unchanged,
+                    jobs = report.jobs.len(),
+                    "scheduled pass done in {} ms",
+                    report.elapsed_ms
+                );
+                json(&report)
+            }
+        }
+    }
+}
+
+mod erased {
+    /// Serializes any answer (a job or a pass report) the same way.
+    pub trait Json {
+        fn to_value(&self) -> Result<serde_json::Value, lambda_runtime::Diagnostic>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn to_value(&self) -> Result<serde_json::Value, lambda_runtime::Diagnostic> {
+            serde_json::to_value(self).map_err(|e| super::failure("internal", e.to_string()))
+        }
+    }
+}
+
+/// The function's entry point: reads its configuration, then serves invocations until the
+/// runtime stops.
+pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber_init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let env = |name: &str| {
+        std::env::var(name).map_err(|_| format!("the function needs the variable {name}"))
+    };
+    let location = S3Location::parse(&env("CTXGATE_STORE")?)?;
+    let table = env("CTXGATE_TABLE")?;
+    let work_dir = std::env::var_os("CTXGATE_WORK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let cache = work_dir.join("ctxgate-cache");
+    let store = AwsStore::connect(location, &table, &cache, runtime.handle().clone())?;
+    let function = Arc::new(Function {
+        store,
+        work_dir,
+        options: IndexOptions::default(),
+    });
+    runtime.block_on(lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<Value>| {
+            let function = Arc::clone(&function);
+            async move {
+                let request_id = event.context.request_id.clone();
+                let command = parse_event(event.payload)?;
+                tracing::info!(request = %request_id, ?command, "invocation");
+                tokio::task::spawn_blocking(move || function.handle(command, &request_id))
+                    .await
+                    .map_err(|e| failure("internal", format!("the job panicked: {e}")))?
+            }
+        },
+    )))
+}
+
+fn tracing_subscriber_init() {
+    // Lambda's log stream takes plain lines on stderr; RUST_LOG sets the level.
+    let _ = tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            )
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .without_time()
+            .finish(),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceSpec;
+
+    #[test]
+    fn events_parse_or_are_refused_with_a_code() {
+        let scheduled = serde_json::json!({
+            "version": "0", "id": "1", "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "123456789012", "time": "2026-11-23T10:00:00Z", "region": "us-east-1",
+            "resources": ["arn:aws:events:us-east-1:123456789012:rule/r"], "detail": {}
+        });
+        assert_eq!(parse_event(scheduled).unwrap(), Command::ReindexDue);
+        let index = serde_json::json!({
+            "action": "index", "org": "acme", "project": "web",
+            "source": {"kind": "git", "url": "https://example.com/r.git"}
+        });
+        assert_eq!(
+            parse_event(index).unwrap(),
+            Command::Index(IndexRequest {
+                org: "acme".into(),
+                project: "web".into(),
+                source: SourceSpec::Git {
+                    url: "https://example.com/r.git".into(),
+                    rev: None
+                },
+                full: false,
+            })
+        );
+        assert_eq!(
+            parse_event(serde_json::json!({"action": "reindex_due"})).unwrap(),
+            Command::ReindexDue
+        );
+        for bad in [
+            serde_json::json!({"action": "drop_tables"}),
+            serde_json::json!({"action": "index", "org": "acme"}),
+            serde_json::json!({"detail-type": "EC2 Instance State-change Notification", "source": "aws.ec2", "detail": {}}),
+            serde_json::json!([1, 2]),
+        ] {
+            assert_eq!(parse_event(bad).unwrap_err().error_type, "invalid_event");
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! Index jobs for registered projects: one on request, and the scheduled pass over all of them.
+//!
+//! Registration writes a schedule item per project (`SCHEDULE` / `PROJECT#{id}`: its source and
+//! what the source looked like when it was last indexed). The scheduled pass reads them all with
+//! one paged query and asks each source for its current revision without downloading it (a git
+//! ref advertisement, an HTTP `HEAD`): a project whose answer matches the stored one costs that
+//! query and nothing else. A changed project is fetched and indexed incrementally (unchanged
+//! files are recognised by content hash, so only changed files are re-chunked and only new chunk
+//! texts uploaded). Local folders have no cheap revision, so they always go through the
+//! stat-based incremental index.
+//!
+//! Jobs are safe to retry: a job's id comes from its invocation, so a retry updates its own job
+//! record, and the per-project run counter moves once per job id, however often it is applied.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::IndexerError;
+use crate::jobs::{self, JobRecord, JobState, Trigger};
+use crate::pipeline::{IndexOptions, IndexStatus, NoProgress, ProjectTarget, index_project};
+use crate::source::{SourceLimits, SourceSpec, fetch, probe_revision};
+use crate::store::IndexStore;
+
+const SCHEDULE_PK: &str = "SCHEDULE";
+/// Job ids remembered per project for idempotency (Lambda retries within hours, not weeks).
+const RECENT_JOBS: usize = 64;
+
+/// A request to index one project.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexRequest {
+    /// The owning organisation.
+    pub org: String,
+    /// The project's name within it.
+    pub project: String,
+    /// Where its files come from.
+    pub source: SourceSpec,
+    /// Re-read and re-chunk everything (ignore the previous version).
+    #[serde(default)]
+    pub full: bool,
+}
+
+impl IndexRequest {
+    /// Checks names before anything is written: they become parts of keys.
+    pub fn validate(&self) -> Result<(), IndexerError> {
+        for (what, v) in [("org", &self.org), ("project", &self.project)] {
+            let ok = !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+                && v != "."
+                && v != "..";
+            if !ok {
+                return Err(IndexerError::InvalidRequest(format!(
+                    "{what} `{v}` must be 1-64 letters, digits, `-`, `_` or `.`"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A registered project, as the schedule keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleItem {
+    /// The owning organisation.
+    pub org: String,
+    /// Project id.
+    pub id: String,
+    /// Project name.
+    pub name: String,
+    /// Where its files come from.
+    pub source: SourceSpec,
+    /// What a probe of the source answered when it was last indexed.
+    #[serde(default)]
+    pub last_probe: Option<String>,
+    /// The revision last indexed (a commit id, a tarball's sha256).
+    #[serde(default)]
+    pub last_revision: Option<String>,
+    /// The newest jobs applied to this item, newest last (so a retried job, even one retried
+    /// after later jobs ran, does not count twice).
+    #[serde(default)]
+    pub recent_jobs: Vec<String>,
+    /// Jobs that indexed this project successfully.
+    #[serde(default)]
+    pub runs: u64,
+    /// When it was last indexed, milliseconds since the epoch.
+    #[serde(default)]
+    pub last_indexed_ms: u64,
+}
+
+fn decode(data: &str) -> Result<ScheduleItem, IndexerError> {
+    serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(format!("schedule item: {e}")))
+}
+
+fn encode(item: &ScheduleItem) -> Result<String, IndexerError> {
+    serde_json::to_string(item).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What jobs need besides the store.
+pub struct JobContext<'a> {
+    /// Indexing settings.
+    pub options: &'a IndexOptions,
+    /// Where sources are fetched to.
+    pub work_dir: &'a Path,
+    /// Source size limits.
+    pub limits: SourceLimits,
+}
+
+/// Registers (or updates) the project and indexes it as job `job_id`. The job record says how
+/// it ended; an `Err` is returned only when the store itself failed.
+pub fn index_now(
+    store: &dyn IndexStore,
+    ctx: &JobContext<'_>,
+    req: &IndexRequest,
+    job_id: &str,
+    trigger: Trigger,
+) -> Result<JobRecord, IndexerError> {
+    req.validate()?;
+    // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
+    // registered, so the schedule never carries it.
+    probe_revision(&req.source)?;
+    let target = ProjectTarget {
+        source: Some(describe(&req.source)),
+        ..ProjectTarget::named(&req.org, &req.project)
+    };
+    let pk_sk = format!("PROJECT#{}", target.id);
+    let source = req.source.clone();
+    let (org, id, name) = (target.org.clone(), target.id.clone(), target.name.clone());
+    store.update_item(SCHEDULE_PK, &pk_sk, &mut |old| {
+        let mut item = match old.as_deref().map(decode).transpose()? {
+            Some(item) if item.source == source => return Ok(None),
+            Some(item) => item,
+            None => ScheduleItem {
+                org: org.clone(),
+                id: id.clone(),
+                name: name.clone(),
+                source: source.clone(),
+                last_probe: None,
+                last_revision: None,
+                recent_jobs: Vec::new(),
+                runs: 0,
+                last_indexed_ms: 0,
+            },
+        };
+        // A new source: whatever was probed before says nothing about it.
+        item.source = source.clone();
+        item.last_probe = None;
+        Ok(Some(encode(&item)?))
+    })?;
+    let mut options = ctx.options.clone();
+    options.force |= req.full;
+    run_job(store, ctx, &options, &target, &req.source, job_id, trigger)
+}
+
+fn describe(source: &SourceSpec) -> String {
+    match source {
+        SourceSpec::Local { path } => path.clone(),
+        SourceSpec::Git { url, rev: None } => url.clone(),
+        SourceSpec::Git { url, rev: Some(r) } => format!("{url}#{r}"),
+        SourceSpec::Tarball { url } => url.clone(),
+    }
+}
+
+fn run_job(
+    store: &dyn IndexStore,
+    ctx: &JobContext<'_>,
+    options: &IndexOptions,
+    target: &ProjectTarget,
+    source: &SourceSpec,
+    job_id: &str,
+    trigger: Trigger,
+) -> Result<JobRecord, IndexerError> {
+    let now = now_ms();
+    let mut job = JobRecord {
+        id: job_id.into(),
+        org: target.org.clone(),
+        project: target.id.clone(),
+        name: target.name.clone(),
+        trigger,
+        state: JobState::Running,
+        stage: "fetch".into(),
+        revision: None,
+        version: None,
+        files_seen: 0,
+        files_chunked: 0,
+        bytes_stored: 0,
+        error_code: None,
+        error: None,
+        attempts: 0,
+        started_ms: now,
+        updated_ms: now,
+    };
+    jobs::start(store, &mut job)?;
+    let outcome = fetch_and_index(store, ctx, options, target, source, &mut job);
+    job.updated_ms = now_ms();
+    match outcome {
+        Ok(probe) => {
+            job.stage = "done".into();
+            record_success(store, target, &job, probe)?;
+        }
+        Err(e) => {
+            job.state = JobState::Failed;
+            job.error_code = Some(e.code().into());
+            job.error = Some(e.to_string());
+            tracing::warn!(job = %job.id, project = %target.id, "index job failed: {e}");
+        }
+    }
+    jobs::save(store, &job)?;
+    Ok(job)
+}
+
+/// Fetches and indexes; returns the probe answer taken before fetching.
+fn fetch_and_index(
+    store: &dyn IndexStore,
+    ctx: &JobContext<'_>,
+    options: &IndexOptions,
+    target: &ProjectTarget,
+    source: &SourceSpec,
+    job: &mut JobRecord,
+) -> Result<Option<String>, IndexerError> {
+    // Probed first: if the source moves while it is fetched, the next pass sees a difference.
+    let probe = probe_revision(source)?;
+    let fetched = fetch(source, &ctx.limits, ctx.work_dir)?;
+    job.revision = fetched.revision.clone();
+    job.stage = "index".into();
+    job.updated_ms = now_ms();
+    jobs::save(store, job)?;
+    let report = index_project(store, target, &fetched.root, options, &NoProgress)?;
+    job.state = match report.status {
+        IndexStatus::Published => JobState::Published,
+        IndexStatus::UpToDate => JobState::UpToDate,
+    };
+    job.version = Some(report.version);
+    job.files_seen = report.files_seen as u64;
+    job.files_chunked = report.files_chunked as u64;
+    job.bytes_stored = report.stored_bytes;
+    Ok(probe.or(fetched.probe_token))
+}
+
+fn record_success(
+    store: &dyn IndexStore,
+    target: &ProjectTarget,
+    job: &JobRecord,
+    probe: Option<String>,
+) -> Result<(), IndexerError> {
+    let at = job.updated_ms;
+    store.update_item(SCHEDULE_PK, &format!("PROJECT#{}", target.id), &mut |old| {
+        let Some(mut item) = old.as_deref().map(decode).transpose()? else {
+            return Ok(None);
+        };
+        // Applied once per job id: a retry of the same job leaves the counter alone.
+        if item.recent_jobs.contains(&job.id) {
+            return Ok(None);
+        }
+        item.recent_jobs.push(job.id.clone());
+        if item.recent_jobs.len() > RECENT_JOBS {
+            item.recent_jobs.remove(0);
+        }
+        item.runs += 1;
+        item.last_probe = probe.clone();
+        item.last_revision = job.revision.clone();
+        item.last_indexed_ms = at;
+        Ok(Some(encode(&item)?))
+    })
+}
+
+/// What a scheduled pass did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PassReport {
+    /// Registered projects looked at.
+    pub projects: usize,
+    /// Projects whose source had not changed (nothing fetched).
+    pub unchanged: usize,
+    /// Jobs run for the others.
+    pub jobs: Vec<JobRecord>,
+    /// Projects whose source could not be probed (`id: error`); they are retried next pass.
+    pub probe_failures: Vec<String>,
+    /// Wall time, milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// The scheduled pass: probes every registered project and indexes the changed ones. Job ids
+/// are `{pass_id}-{project id}`, so a retried pass reuses its jobs' records.
+pub fn reindex_due(
+    store: &dyn IndexStore,
+    ctx: &JobContext<'_>,
+    pass_id: &str,
+) -> Result<PassReport, IndexerError> {
+    let started = std::time::Instant::now();
+    let items = store
+        .items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?
+        .iter()
+        .map(|d| decode(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut report = PassReport {
+        projects: items.len(),
+        ..PassReport::default()
+    };
+    for item in items {
+        let probe = match probe_revision(&item.source) {
+            Ok(p) => p,
+            Err(e) => {
+                report.probe_failures.push(format!("{}: {e}", item.id));
+                continue;
+            }
+        };
+        if probe.is_some() && probe == item.last_probe {
+            report.unchanged += 1;
+            continue;
+        }
+        let target = ProjectTarget {
+            source: Some(describe(&item.source)),
+            ..ProjectTarget::named(&item.org, &item.name)
+        };
+        let job_id = format!("{pass_id}-{}", item.id);
+        let job = run_job(
+            store,
+            ctx,
+            ctx.options,
+            &target,
+            &item.source,
+            &job_id,
+            Trigger::Schedule,
+        )?;
+        report.jobs.push(job);
+    }
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Every registered project (for operators and tests).
+pub fn registered(store: &dyn IndexStore) -> Result<Vec<ScheduleItem>, IndexerError> {
+    store
+        .items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?
+        .iter()
+        .map(|d| decode(d))
+        .collect()
+}

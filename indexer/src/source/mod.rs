@@ -1,0 +1,423 @@
+//! Where a project's files come from: a local folder, a git URL or a tarball URL.
+//!
+//! [`fetch`] puts a source's files in a folder the indexer can walk and says which revision it
+//! got; [`probe_revision`] asks only for the revision, so the scheduled re-indexer can skip a
+//! project whose source has not changed for the price of one small request.
+//!
+//! Remote sources are hostile input. Git goes through gitoxide (pure Rust: nothing to install in
+//! Lambda) and is materialised by walking the commit's tree ourselves; tarballs are unpacked
+//! entry by entry. Both write through one [`extract`] gate that refuses absolute paths, `..`,
+//! links that resolve outside the root (also through other links), devices and fifos, and holds
+//! the size and file-count limits, so a hostile server can neither write outside the work folder
+//! nor fill the disk.
+//!
+//! Everything here blocks (reqwest's blocking client, gitoxide's blocking transport): call it
+//! from a plain thread or `tokio::task::spawn_blocking`, never directly on an async executor.
+//!
+//! The hosted service should accept only [`SourceSpec::is_remote`] sources: a local folder or a
+//! `file://` git URL reads the host's own disk.
+
+mod extract;
+mod git;
+mod tarball;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where a project's files come from.
+///
+/// JSON shape: `{"kind":"local","path":..}` | `{"kind":"git","url":..,"rev":null|".."}` |
+/// `{"kind":"tarball","url":..}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SourceSpec {
+    /// A folder on this machine (the CLI).
+    Local {
+        /// The folder.
+        path: String,
+    },
+    /// A git repository.
+    Git {
+        /// Any URL git understands: `https://`, `ssh://` or `user@host:path`, `git://`, `file://`.
+        url: String,
+        /// A full commit id, a branch or a tag; `None` is the remote's `HEAD`.
+        #[serde(default)]
+        rev: Option<String>,
+    },
+    /// A `.tar` or `.tar.gz` over HTTP(S), such as a forge's archive download.
+    Tarball {
+        /// The archive's URL.
+        url: String,
+    },
+}
+
+impl SourceSpec {
+    /// Whether the source is fetched over the network rather than read from this machine's disk:
+    /// the hosted service refuses the others, which would let a caller read the host's files.
+    pub fn is_remote(&self) -> bool {
+        match self {
+            SourceSpec::Local { .. } => false,
+            SourceSpec::Tarball { .. } => true,
+            SourceSpec::Git { url, .. } => git::is_network_url(url),
+        }
+    }
+}
+
+/// How much a source may bring in. The download (git pack or tarball) and the unpacked files are
+/// each held to `max_bytes`; every file, folder and link counts towards `max_files`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceLimits {
+    /// Bytes of download and of unpacked file contents.
+    pub max_bytes: u64,
+    /// Entries written (files, folders, links).
+    pub max_files: u64,
+}
+
+impl Default for SourceLimits {
+    /// 1 GiB and 200,000 entries: above any repository worth a context window, below a full
+    /// Lambda `/tmp`.
+    fn default() -> Self {
+        Self {
+            max_bytes: 1 << 30,
+            max_files: 200_000,
+        }
+    }
+}
+
+/// A source's files on disk.
+///
+/// For git and tarballs `root` lies in a temporary folder owned by this value: dropping it
+/// deletes the files, so keep it alive while indexing.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The project's root folder.
+    pub root: PathBuf,
+    /// What was fetched: the commit id for git, the SHA-256 (hex) of the downloaded bytes for a
+    /// tarball (equal archives share it), `None` for a local folder.
+    pub revision: Option<String>,
+    /// What [`probe_revision`] answers for this same content (the commit id, a tarball's strong
+    /// ETag): store it and compare it with a later probe to skip an unchanged source.
+    pub probe_token: Option<String>,
+    /// Entries left out on purpose (links leaving the root, submodules), for the user to see.
+    pub warnings: Vec<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// Everything that can stop fetching a source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The download or the unpacked files exceed [`SourceLimits::max_bytes`].
+    #[error("{what} exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// What grew too large: "the download", "the unpacked files".
+        what: &'static str,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The source has more entries than [`SourceLimits::max_files`].
+    #[error("the source has more than {limit} files")]
+    TooManyFiles {
+        /// The limit.
+        limit: u64,
+    },
+    /// An archive entry or git tree entry would escape the root or is not a plain file, folder
+    /// or link; the whole source is refused.
+    #[error("refused entry `{path}`: {why}")]
+    UnsafeEntry {
+        /// The entry's path as the source gave it.
+        path: String,
+        /// Why it was refused.
+        why: &'static str,
+    },
+    /// The server answered with an error status.
+    #[error("{url} answered HTTP {status}")]
+    Http {
+        /// The URL asked.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The server could not be reached or the transfer broke.
+    #[error("network error for {url}: {message}")]
+    Network {
+        /// The URL asked.
+        url: String,
+        /// What went wrong, with its causes.
+        message: String,
+    },
+    /// Git failed (connection, protocol, authentication, object database).
+    #[error("git: {0}")]
+    Git(String),
+    /// The asked revision is not on the remote.
+    #[error("`{rev}` is not a commit, branch or tag of {url}")]
+    NotFound {
+        /// The repository.
+        url: String,
+        /// The revision asked.
+        rev: String,
+    },
+    /// The revision cannot be asked for as written.
+    #[error("revision `{rev}`: {why}")]
+    BadRev {
+        /// The revision asked.
+        rev: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The URL cannot be parsed.
+    #[error("`{url}` is not a valid URL: {why}")]
+    BadUrl {
+        /// The URL given.
+        url: String,
+        /// Why it was refused.
+        why: String,
+    },
+    /// The URL's scheme is not one this kind of source can fetch.
+    #[error("a {kind} source cannot use the `{scheme}` scheme")]
+    Unsupported {
+        /// The scheme.
+        scheme: String,
+        /// "git" or "tarball".
+        kind: &'static str,
+    },
+    /// The download is not a (gzip-compressed) tar archive, or is corrupt.
+    #[error("not a readable tar or tar.gz archive: {0}")]
+    BadArchive(String),
+    /// The local folder does not exist.
+    #[error("folder `{0}` does not exist")]
+    Missing(PathBuf),
+    /// The local path is not a folder.
+    #[error("`{0}` is not a folder")]
+    NotADirectory(PathBuf),
+    /// A file operation on this machine failed.
+    #[error("{action} `{path}`: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+impl SourceError {
+    /// Whether the caller's input is at fault (a 4xx answer, a CLI exit code 2) rather than the
+    /// network, the remote's availability or this machine.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            SourceError::TooLarge { .. }
+            | SourceError::TooManyFiles { .. }
+            | SourceError::UnsafeEntry { .. }
+            | SourceError::NotFound { .. }
+            | SourceError::BadRev { .. }
+            | SourceError::BadUrl { .. }
+            | SourceError::Unsupported { .. }
+            | SourceError::BadArchive(_)
+            | SourceError::Missing(_)
+            | SourceError::NotADirectory(_) => true,
+            SourceError::Http { status, .. } => (400..500).contains(status),
+            SourceError::Network { .. } | SourceError::Git(_) | SourceError::Io { .. } => false,
+        }
+    }
+
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| SourceError::Io {
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// Puts the source's files on disk; git and tarball sources go to a new temporary folder inside
+/// `work_dir`, deleted when the returned [`Fetched`] is dropped.
+pub fn fetch(
+    spec: &SourceSpec,
+    limits: &SourceLimits,
+    work_dir: &Path,
+) -> Result<Fetched, SourceError> {
+    match spec {
+        SourceSpec::Local { path } => fetch_local(Path::new(path)),
+        SourceSpec::Git { url, rev } => git::fetch(url, rev.as_deref(), limits, work_dir),
+        SourceSpec::Tarball { url } => tarball::fetch(url, limits, work_dir),
+    }
+}
+
+/// The source's current revision without downloading it: for git the commit the rev (or `HEAD`)
+/// points to on the remote, from the ref advertisement alone (a pinned commit id is answered
+/// without asking); for a tarball the strong ETag of an HTTP `HEAD` (`None` when the server gives
+/// none); for a local folder `None`, and the caller falls back to the stat-based incremental
+/// index.
+pub fn probe_revision(spec: &SourceSpec) -> Result<Option<String>, SourceError> {
+    match spec {
+        SourceSpec::Local { .. } => Ok(None),
+        SourceSpec::Git { url, rev } => git::probe(url, rev.as_deref()).map(Some),
+        SourceSpec::Tarball { url } => tarball::probe(url),
+    }
+}
+
+fn fetch_local(path: &Path) -> Result<Fetched, SourceError> {
+    let root = match std::fs::canonicalize(path) {
+        Ok(root) => root,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(SourceError::Missing(path.to_path_buf()));
+        }
+        Err(e) => return Err(SourceError::io("resolving", path)(e)),
+    };
+    if !root.is_dir() {
+        return Err(SourceError::NotADirectory(root));
+    }
+    Ok(Fetched {
+        root,
+        revision: None,
+        probe_token: None,
+        warnings: Vec::new(),
+        _dir: None,
+    })
+}
+
+/// Installs rustls' ring provider as the process default once: reqwest is built without its own
+/// provider (no aws-lc C build), and both our client and gitoxide's HTTP transport use it.
+fn ensure_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err means another part of the process installed one first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// A new temporary folder inside `work_dir`.
+fn temp_dir_in(work_dir: &Path) -> Result<tempfile::TempDir, SourceError> {
+    tempfile::Builder::new()
+        .prefix("ctxgate-source-")
+        .tempdir_in(work_dir)
+        .map_err(SourceError::io("creating a temporary folder in", work_dir))
+}
+
+/// An error and its causes on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_spec_json_shapes() {
+        let cases = [
+            (
+                r#"{"kind":"local","path":"/src"}"#,
+                SourceSpec::Local {
+                    path: "/src".into(),
+                },
+            ),
+            (
+                r#"{"kind":"git","url":"https://h/r.git","rev":"v1"}"#,
+                SourceSpec::Git {
+                    url: "https://h/r.git".into(),
+                    rev: Some("v1".into()),
+                },
+            ),
+            (
+                r#"{"kind":"tarball","url":"https://h/a.tgz"}"#,
+                SourceSpec::Tarball {
+                    url: "https://h/a.tgz".into(),
+                },
+            ),
+        ];
+        for (json, spec) in cases {
+            assert_eq!(serde_json::from_str::<SourceSpec>(json).unwrap(), spec);
+            let back: SourceSpec =
+                serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+            assert_eq!(back, spec);
+        }
+        let no_rev: SourceSpec =
+            serde_json::from_str(r#"{"kind":"git","url":"https://h/r.git"}"#).unwrap();
+        assert_eq!(
+            no_rev,
+            SourceSpec::Git {
+                url: "https://h/r.git".into(),
+                rev: None
+            }
+        );
+        assert!(serde_json::from_str::<SourceSpec>(r#"{"kind":"svn","url":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn source_remote_or_local() {
+        let git = |url: &str| SourceSpec::Git {
+            url: url.into(),
+            rev: None,
+        };
+        assert!(git("https://example.com/r.git").is_remote());
+        assert!(git("git@example.com:o/r.git").is_remote());
+        assert!(!git("file:///srv/r.git").is_remote());
+        assert!(!git("/srv/r.git").is_remote());
+        assert!(
+            !SourceSpec::Local {
+                path: "/srv".into()
+            }
+            .is_remote()
+        );
+        assert!(
+            SourceSpec::Tarball {
+                url: "https://e/a.tgz".into()
+            }
+            .is_remote()
+        );
+    }
+
+    #[test]
+    fn source_local_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "x").unwrap();
+        let spec = SourceSpec::Local {
+            path: dir.path().display().to_string(),
+        };
+        let got = fetch(&spec, &SourceLimits::default(), dir.path()).unwrap();
+        assert_eq!(got.root, std::fs::canonicalize(dir.path()).unwrap());
+        assert_eq!(got.revision, None);
+        assert_eq!(probe_revision(&spec).unwrap(), None);
+
+        let file = SourceSpec::Local {
+            path: dir.path().join("f.txt").display().to_string(),
+        };
+        let err = fetch(&file, &SourceLimits::default(), dir.path()).unwrap_err();
+        assert!(matches!(err, SourceError::NotADirectory(_)), "{err}");
+        assert!(err.is_user_error());
+
+        let missing = SourceSpec::Local {
+            path: dir.path().join("nope").display().to_string(),
+        };
+        let err = fetch(&missing, &SourceLimits::default(), dir.path()).unwrap_err();
+        assert!(matches!(err, SourceError::Missing(_)), "{err}");
+    }
+
+    #[test]
+    fn source_user_errors() {
+        let http = |status| SourceError::Http {
+            url: "u".into(),
+            status,
+        };
+        assert!(http(404).is_user_error());
+        assert!(!http(503).is_user_error());
+        assert!(!SourceError::Git("x".into()).is_user_error());
+    }
+}
