@@ -68,6 +68,10 @@ pub struct JobRecord {
     /// New bytes of chunk text uploaded.
     #[serde(default)]
     pub bytes_stored: u64,
+    /// Requests this job made to a remote store: S3 requests, S3 bytes uploaded, DynamoDB
+    /// requests (absent for the embedded store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
     /// Machine-readable error code, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
@@ -80,6 +84,32 @@ pub struct JobRecord {
     pub started_ms: u64,
     /// Last update, milliseconds since the epoch.
     pub updated_ms: u64,
+}
+
+/// What a job sent to S3 and DynamoDB.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// S3 requests.
+    pub s3_requests: u64,
+    /// Bytes uploaded to S3.
+    pub s3_bytes_up: u64,
+    /// DynamoDB requests.
+    pub dynamo_requests: u64,
+}
+
+impl Traffic {
+    /// The difference between two readings of [`IndexStore::traffic`].
+    pub fn between(
+        before: Option<(u64, u64, u64)>,
+        after: Option<(u64, u64, u64)>,
+    ) -> Option<Self> {
+        let ((a, b, c), (x, y, z)) = (before?, after?);
+        Some(Self {
+            s3_requests: x.saturating_sub(a),
+            s3_bytes_up: y.saturating_sub(b),
+            dynamo_requests: z.saturating_sub(c),
+        })
+    }
 }
 
 impl JobRecord {
@@ -155,6 +185,7 @@ mod tests {
             files_seen: 0,
             files_chunked: 0,
             bytes_stored: 0,
+            traffic: None,
             error_code: None,
             error: None,
             attempts: 0,

@@ -192,15 +192,18 @@ fn run_job(
         files_seen: 0,
         files_chunked: 0,
         bytes_stored: 0,
+        traffic: None,
         error_code: None,
         error: None,
         attempts: 0,
         started_ms: now,
         updated_ms: now,
     };
+    let before = store.traffic();
     jobs::start(store, &mut job)?;
     let outcome = fetch_and_index(store, ctx, options, target, source, &mut job);
     job.updated_ms = now_ms();
+    job.traffic = jobs::Traffic::between(before, store.traffic());
     match outcome {
         Ok(probe) => {
             job.stage = "done".into();

@@ -274,6 +274,10 @@ impl IndexStore for AwsStore {
         self.download(key)
     }
 
+    fn traffic(&self) -> Option<(u64, u64, u64)> {
+        Some(self.traffic.snapshot())
+    }
+
     fn item(&self, pk: &str, sk: &str) -> Result<Option<String>, IndexerError> {
         Ok(self.get_raw(pk, sk)?.map(|r| r.data))
     }

@@ -51,6 +51,12 @@ pub trait IndexStore {
     /// Reads a whole object.
     fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError>;
 
+    /// Requests and bytes sent to a remote store so far (S3 requests, S3 bytes uploaded,
+    /// DynamoDB requests); `None` for a local store.
+    fn traffic(&self) -> Option<(u64, u64, u64)> {
+        None
+    }
+
     /// The data of metadata item (`pk`, `sk`).
     fn item(&self, pk: &str, sk: &str) -> Result<Option<String>, IndexerError>;
     /// Writes item (`pk`, `sk`), replacing it.
