@@ -53,6 +53,8 @@ fn function(api: &RuntimeApi, moto: &Moto, work: &Path) -> Child {
         .env("CTXGATE_STORE", format!("s3://{BUCKET}/idx"))
         .env("CTXGATE_TABLE", TABLE)
         .env("CTXGATE_WORK_DIR", work)
+        // The test's repositories are served over file://.
+        .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
         .env("RUST_LOG", "error")
         .spawn()
         .expect("start the function")

@@ -11,7 +11,9 @@
 //! and land in the dead-letter queue; a retry reuses the job's record (its id is the request id).
 //!
 //! Configuration: `CTXGATE_STORE` (`s3://bucket/prefix`), `CTXGATE_TABLE`, and optionally
-//! `CTXGATE_WORK_DIR` (default: the temporary folder, `/tmp` on Lambda).
+//! `CTXGATE_WORK_DIR` (default: the temporary folder, `/tmp` on Lambda) and
+//! `CTXGATE_ALLOW_LOCAL_SOURCES=1` (local folders and `file://` git URLs; tests and self-hosted
+//! runs only — otherwise they are refused with `invalid_request`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -87,6 +89,7 @@ impl From<IndexerError> for Diagnostic {
 }
 
 struct Function {
+    allow_local: bool,
     store: AwsStore,
     work_dir: PathBuf,
     options: IndexOptions,
@@ -99,6 +102,7 @@ impl Function {
             options: &self.options,
             work_dir: &self.work_dir,
             limits: SourceLimits::default(),
+            allow_local: self.allow_local,
         };
         let json = |v: &dyn erased::Json| v.to_value();
         match command {
@@ -158,6 +162,8 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let cache = work_dir.join("ctxgate-cache");
     let store = AwsStore::connect(location, &table, &cache, runtime.handle().clone())?;
     let function = Arc::new(Function {
+        // Off in production: a hosted function must not index its own disk.
+        allow_local: std::env::var("CTXGATE_ALLOW_LOCAL_SOURCES").is_ok_and(|v| v == "1"),
         store,
         work_dir,
         options: IndexOptions::default(),

@@ -42,8 +42,17 @@ pub struct IndexRequest {
 }
 
 impl IndexRequest {
-    /// Checks names before anything is written: they become parts of keys.
-    pub fn validate(&self) -> Result<(), IndexerError> {
+    /// Checks names before anything is written (they become parts of keys), and that the source
+    /// is fetched over the network unless local sources are allowed: a hosted indexer must not
+    /// index its own disk (`/proc/self/environ` holds its credentials).
+    pub fn validate(&self, allow_local: bool) -> Result<(), IndexerError> {
+        if !allow_local && !self.source.is_remote() {
+            return Err(IndexerError::InvalidRequest(
+                "this indexer only fetches network sources (git over https/ssh/git, tarballs over \
+                 http/https); local folders and file:// URLs are refused"
+                    .into(),
+            ));
+        }
         for (what, v) in [("org", &self.org), ("project", &self.project)] {
             let ok = !v.is_empty()
                 && v.len() <= 64
@@ -112,6 +121,9 @@ pub struct JobContext<'a> {
     pub work_dir: &'a Path,
     /// Source size limits.
     pub limits: SourceLimits,
+    /// Whether local folders and `file://` git URLs may be indexed (the CLI, tests; never a
+    /// hosted indexer).
+    pub allow_local: bool,
 }
 
 /// Registers (or updates) the project and indexes it as job `job_id`. The job record says how
@@ -123,7 +135,7 @@ pub fn index_now(
     job_id: &str,
     trigger: Trigger,
 ) -> Result<JobRecord, IndexerError> {
-    req.validate()?;
+    req.validate(ctx.allow_local)?;
     // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
     // registered, so the schedule never carries it.
     probe_revision(&req.source)?;
@@ -298,16 +310,26 @@ pub fn reindex_due(
     pass_id: &str,
 ) -> Result<PassReport, IndexerError> {
     let started = std::time::Instant::now();
-    let items = store
-        .items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?
-        .iter()
-        .map(|d| decode(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let raw = store.items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?;
     let mut report = PassReport {
-        projects: items.len(),
+        projects: raw.len(),
         ..PassReport::default()
     };
-    for item in items {
+    // One bad item or one failing job never stops the pass for the others.
+    for data in raw {
+        let item = match decode(&data) {
+            Ok(item) => item,
+            Err(e) => {
+                report.probe_failures.push(e.to_string());
+                continue;
+            }
+        };
+        if !ctx.allow_local && !item.source.is_remote() {
+            report
+                .probe_failures
+                .push(format!("{}: local sources are not indexed here", item.id));
+            continue;
+        }
         let probe = match probe_revision(&item.source) {
             Ok(p) => p,
             Err(e) => {
@@ -324,7 +346,7 @@ pub fn reindex_due(
             ..ProjectTarget::named(&item.org, &item.name)
         };
         let job_id = format!("{pass_id}-{}", item.id);
-        let job = run_job(
+        match run_job(
             store,
             ctx,
             ctx.options,
@@ -332,8 +354,10 @@ pub fn reindex_due(
             &item.source,
             &job_id,
             Trigger::Schedule,
-        )?;
-        report.jobs.push(job);
+        ) {
+            Ok(job) => report.jobs.push(job),
+            Err(e) => report.probe_failures.push(format!("{}: {e}", item.id)),
+        }
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
@@ -346,4 +370,43 @@ pub fn registered(store: &dyn IndexStore) -> Result<Vec<ScheduleItem>, IndexerEr
         .iter()
         .map(|d| decode(d))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosted_requests_take_network_sources_with_safe_names() {
+        let req = |org: &str, source: SourceSpec| IndexRequest {
+            org: org.into(),
+            project: "web".into(),
+            source,
+            full: false,
+        };
+        let git = |url: &str| SourceSpec::Git {
+            url: url.into(),
+            rev: None,
+        };
+        assert!(
+            req("acme", git("https://example.com/r.git"))
+                .validate(false)
+                .is_ok()
+        );
+        for refused in [
+            req(
+                "acme",
+                SourceSpec::Local {
+                    path: "/proc/self".into(),
+                },
+            ),
+            req("acme", git("file:///var/task")),
+            req("../etc", git("https://example.com/r.git")),
+            req("", git("https://example.com/r.git")),
+        ] {
+            let e = refused.validate(false).unwrap_err();
+            assert_eq!(e.code(), "invalid_request", "{refused:?}");
+        }
+        assert!(req("acme", git("file:///tmp/r")).validate(true).is_ok());
+    }
 }

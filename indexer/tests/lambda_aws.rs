@@ -63,6 +63,8 @@ fn function(api: &RuntimeApi, moto: &Moto, work: &Path, crash_at: Option<&str>) 
         .env("CTXGATE_STORE", format!("s3://{BUCKET}/idx"))
         .env("CTXGATE_TABLE", TABLE)
         .env("CTXGATE_WORK_DIR", work)
+        // The test's repositories are served over file://.
+        .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
         .env("CTXGATE_LOCK_TTL_SECS", "2")
         .env("RUST_LOG", "warn");
     if let Some(point) = crash_at {

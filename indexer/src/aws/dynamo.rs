@@ -76,6 +76,23 @@ fn check_size(pk: &str, sk: &str, data: &str) -> Result<(), IndexerError> {
     Ok(())
 }
 
+/// Whether a cancelled publish failed its condition (another run won), as opposed to a
+/// conflict, throttling or validation error, which is an error to retry.
+fn lost_the_race(
+    e: &aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
+    >,
+) -> bool {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
+    match e.as_service_error() {
+        Some(E::TransactionCanceledException(t)) => t
+            .cancellation_reasons()
+            .iter()
+            .any(|r| r.code() == Some("ConditionalCheckFailed")),
+        _ => false,
+    }
+}
+
 /// DynamoDB's idempotency token (at most 36 characters), unique to this run's publish.
 fn publish_token(v: &VersionItem) -> String {
     let digest = ctxgate_core::hash::Sha256Digest::of(
@@ -150,6 +167,7 @@ impl AwsStore {
         for _ in 0..UPDATE_ATTEMPTS {
             let old = self.get_raw(pk, sk)?;
             let rev = old.as_ref().map(|o| o.rev);
+            let exists = old.is_some();
             let Some(new) = f(old.map(|o| o.data))? else {
                 return Ok(());
             };
@@ -167,6 +185,8 @@ impl AwsStore {
                 .expression_attribute_values(":d", s(&new))
                 .expression_attribute_values(":next", n(rev.map_or(1, |r| r + 1)));
             req = match rev {
+                // An item written without `rev` (by another tool) is matched by its absence.
+                Some(0) if exists => req.condition_expression("attribute_not_exists(#r)"),
                 Some(r) => req
                     .condition_expression("#r = :rev")
                     .expression_attribute_values(":rev", n(r)),
@@ -320,12 +340,9 @@ impl AwsStore {
         );
         match out {
             Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_transaction_canceled_exception()) =>
-            {
-                Ok(false)
-            }
+            // Only a failed condition means another run won; a cancellation for a conflict,
+            // throttling or validation is an error to retry, not a lost race.
+            Err(e) if lost_the_race(&e) => Ok(false),
             Err(e) => Err(remote(
                 format!("DynamoDB TransactWriteItems (publish {})", version.project),
                 DisplayErrorContext(e),
@@ -345,7 +362,11 @@ impl AwsStore {
     pub(super) fn lock(&self, project: &str, who: &str) -> Result<ProjectGuard, IndexerError> {
         let pk = format!("PROJECT#{project}");
         let now = now_ms();
-        let token = format!("{who}@{now}");
+        // Unique per holder even when two Lambda containers share a pid and a millisecond.
+        let nonce = ctxgate_core::hash::Sha256Digest::of(
+            format!("{who}{now}{:?}{:p}", std::thread::current().id(), &now).as_bytes(),
+        );
+        let token = format!("{who}@{now}#{}", &nonce.to_hex()[..12]);
         let lease = lease_ms();
         self.ddb();
         let out = self.block(
