@@ -9,6 +9,7 @@
 //! crate adapts HTTP to it and maps every failure to one error shape ([`error::ApiError`]).
 
 pub mod admin;
+pub mod aws;
 pub mod backend;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod embedded;

@@ -1,6 +1,7 @@
 //! The HTTP API against both hosts: `ctxgate serve` and the Worker under workerd (wrangler dev).
 //! auth, quotas, isolation, continuation, bad input: the same cases, over HTTP only.
 
+mod aws;
 mod cases;
 mod host;
 mod worker;
@@ -16,4 +17,9 @@ fn worker_api_suite() {
     if let Some(host) = worker::WorkerHost::start_or_skip() {
         cases::run_suite(&host, "w");
     }
+}
+
+#[test]
+fn worker_serves_what_the_lambda_published_to_aws() {
+    aws::run();
 }

@@ -69,9 +69,38 @@ impl WorkerHost {
     }
 
     fn start() -> Self {
-        let host = Self::spawn();
+        Self::start_with_vars(&[])
+    }
+
+    /// Starts the Worker with extra vars (as `.dev.vars` lines would give them).
+    pub fn start_with_vars(vars: &[(&str, String)]) -> Self {
+        let host = Self::spawn_with(vars);
         host.wait_ready(Duration::from_secs(180));
         host
+    }
+
+    /// Whether the Worker can run here; panics when it must (`CTXGATE_REQUIRE_WORKER=1`).
+    pub fn available() -> bool {
+        Self::tools_missing().is_none()
+    }
+
+    fn tools_missing() -> Option<String> {
+        let required = std::env::var("CTXGATE_REQUIRE_WORKER").is_ok_and(|v| v == "1");
+        let missing: Vec<String> = [wrangler(), worker_module()]
+            .into_iter()
+            .filter(|p| !p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let why = format!(
+            "the Worker suite needs {} (run scripts/worker-toolchain.sh and scripts/worker-build.sh)",
+            missing.join(" and ")
+        );
+        assert!(!required, "{why}");
+        eprintln!("SKIPPED: {why}");
+        Some(why)
     }
 
     /// Starts the Worker and returns once `wrangler dev` says it is ready, before any request
@@ -92,16 +121,20 @@ impl WorkerHost {
     }
 
     fn spawn() -> Self {
+        Self::spawn_with(&[])
+    }
+
+    fn spawn_with(extra: &[(&str, String)]) -> Self {
         let scratch = tempfile::tempdir().unwrap();
         // Dev vars for this run only (the equivalent of `.dev.vars`; never committed).
         let vars = scratch.path().join("dev.env");
-        std::fs::write(
-            &vars,
-            format!(
-                "TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"
-            ),
-        )
-        .unwrap();
+        let mut text = format!(
+            "TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"
+        );
+        for (k, v) in extra {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+        std::fs::write(&vars, text).unwrap();
         let port = free_port();
         let log = std::fs::File::create(scratch.path().join("wrangler.log")).unwrap();
         let child = Command::new(wrangler())

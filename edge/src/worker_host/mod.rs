@@ -7,8 +7,11 @@
 //! Deployment settings come from Worker secrets and vars (`.dev.vars` or `--var` locally):
 //! `TOKEN_SECRET` (required, at least 16 characters: signs continuation tokens),
 //! `ADMIN_SECRET` (optional: unlocks the admin endpoints), `MAX_BODY_BYTES` (optional),
-//! `CATALOG_TOML` (optional: models merged over the built-in catalog).
+//! `CATALOG_TOML` (optional: models merged over the built-in catalog), and `CTXGATE_STORE` with
+//! `CTXGATE_TABLE` and AWS credentials (optional: read projects from what the batch indexer
+//! published to S3 and DynamoDB; see `aws_fetch::config`).
 
+mod aws_fetch;
 mod cloudflare;
 mod org_object;
 mod random;
@@ -124,7 +127,19 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
         general: config.max_body_bytes,
         admin_secret: config.admin_secret.clone(),
     };
-    let state = AppState::new(Arc::new(backend), catalog(env)?, config);
+    // With `CTXGATE_STORE`, projects and index objects come from what the batch indexer
+    // published to S3 and DynamoDB; orgs, keys and quotas stay in the Durable Objects.
+    let aws = aws_fetch::config(|name| var(env, name))
+        .map_err(|e| HostError::BadVar("CTXGATE_STORE", e))?;
+    let backend: Arc<dyn crate::backend::Backend> = match aws {
+        Some(aws) => Arc::new(crate::aws::PublishedBackend::new(
+            backend,
+            aws_fetch::WorkerFetch,
+            aws,
+        )),
+        None => Arc::new(backend),
+    };
+    let state = AppState::new(backend, catalog(env)?, config);
     Ok((crate::router(state), limits))
 }
 

@@ -12,11 +12,12 @@ pub struct Moto {
     pub endpoint: String,
 }
 
-/// The workspace root.
+/// The workspace root (these helpers are shared by the indexer's tests and the root's).
 pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the indexer lives in the workspace")
+        .ancestors()
+        .find(|d| d.join("scripts/moto_server.py").is_file())
+        .expect("the workspace root holds scripts/moto_server.py")
         .to_path_buf()
 }
 

@@ -1,0 +1,17 @@
+//! Reading what the batch indexer publishes to AWS: index objects from S3 and project records
+//! from DynamoDB, over SigV4-signed HTTP (the `aws-sigv4` crate signs; the host sends), so the
+//! Worker needs no SDK, tokio or socket.
+//!
+//! [`PublishedBackend`] wraps a host's backend: projects and objects come from AWS, where the
+//! indexer put them; organisations, keys, quotas and audit stay with the wrapped backend (in the
+//! Worker, Durable Objects: an atomic quota reservation at the edge costs no round trip to a
+//! region). The item layout is the indexer's (`indexer/src/aws/`): a project is
+//! `ORG#{org}` / `PROJECT#{id}` with its JSON in `data` and the published version in the
+//! `current_version` attribute, which the indexer flips in one conditional transaction after
+//! every object is uploaded, so a reader never sees a half-published version.
+
+mod backend;
+mod request;
+
+pub use backend::{HttpClient, HttpResponse, PublishedBackend};
+pub use request::{AwsConfig, SignedRequest};

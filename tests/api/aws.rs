@@ -1,0 +1,208 @@
+//! End to end on AWS protocols: the real Lambda binary indexes a real repository (ctxgate's own
+//! core sources, as a git repository) into moto's S3 and DynamoDB, and the Worker under workerd,
+//! configured with `CTXGATE_STORE`/`CTXGATE_TABLE`, answers `POST /v1/context` from what was
+//! published (SigV4-signed fetches), scoped to the project's organisation. A second index run
+//! publishes version 2 and the Worker picks it up without a restart.
+
+#[allow(dead_code)]
+#[path = "../../indexer/tests/support/moto.rs"]
+mod moto;
+#[allow(dead_code)]
+#[path = "../../indexer/tests/support/runtime_api.rs"]
+mod runtime_api;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use ctxgate_core::tokens::Encoding;
+use ctxgate_indexer::aws::{AwsStore, S3Location};
+use serde_json::{Value, json};
+
+use super::host::{get, org_with_key, post};
+use super::worker::WorkerHost;
+
+const BUCKET: &str = "ctxgate-e2e";
+const TABLE: &str = "ctxgate-e2e";
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The Lambda binary `cargo test --workspace` builds beside this test's binary.
+fn lambda_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let bin = dir.join("ctxgate-lambda");
+    assert!(
+        bin.exists(),
+        "{} is missing: run the tests with `cargo test --workspace` (it builds the indexer's \
+         binaries) or `cargo build --release -p ctxgate-indexer` first",
+        bin.display()
+    );
+    bin
+}
+
+fn invoke(api: &runtime_api::RuntimeApi, id: &str, event: Value) -> Value {
+    api.invoke(id, event);
+    match api.outcome(id, Duration::from_secs(300)) {
+        Some(runtime_api::Outcome::Response(v)) => v,
+        other => panic!("{id}: {other:?}"),
+    }
+}
+
+pub fn run() {
+    if !WorkerHost::available() {
+        return;
+    }
+    let Some(moto) = moto::Moto::start() else {
+        return;
+    };
+    moto.export();
+    let cache = tempfile::tempdir().unwrap();
+    let store_url = format!("s3://{BUCKET}/published");
+    let store =
+        AwsStore::open(S3Location::parse(&store_url).unwrap(), TABLE, cache.path()).unwrap();
+    store.init().unwrap();
+
+    // Index with the real Lambda binary.
+    let repo = tempfile::tempdir().unwrap();
+    copy_tree(&moto::workspace().join("shared/src"), repo.path());
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-qm", "one"]);
+    let api = runtime_api::RuntimeApi::start();
+    let work = tempfile::tempdir().unwrap();
+    let mut lambda = Command::new(lambda_binary())
+        .envs(moto.env())
+        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "ctxgate-indexer")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("CTXGATE_STORE", &store_url)
+        .env("CTXGATE_TABLE", TABLE)
+        .env("CTXGATE_WORK_DIR", work.path())
+        .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
+        .env("RUST_LOG", "warn")
+        .spawn()
+        .unwrap();
+    let url = format!("file://{}", repo.path().display());
+    let event = json!({"action": "index", "org": "acmeaws", "project": "core",
+                       "source": {"kind": "git", "url": url}});
+    let job = invoke(&api, "e2e-1", event.clone());
+    assert_eq!(job["state"], "published", "{job}");
+
+    // The Worker reads S3 and DynamoDB; orgs and keys stay in its Durable Objects.
+    let mut vars: Vec<(&str, String)> = moto.env().into_iter().collect();
+    vars.push(("CTXGATE_STORE", store_url.clone()));
+    vars.push(("CTXGATE_TABLE", TABLE.to_string()));
+    let worker = WorkerHost::start_with_vars(&vars);
+    let key = org_with_key(&worker, "acmeaws", json!({}));
+    let other = org_with_key(&worker, "otheraws", json!({}));
+
+    let projects = get(&worker, "/v1/projects", Some(&key));
+    assert_eq!(projects.status, 200, "{}", projects.body);
+    let listed = projects.body["projects"]
+        .as_array()
+        .expect("a project list");
+    assert_eq!(listed.len(), 1, "{}", projects.body);
+    assert_eq!(listed[0]["name"], "core");
+    assert_eq!(listed[0]["current_version"], 1);
+
+    let body = json!({"project": "core", "query": "how does the quota ledger reserve and settle tokens", "budget": 3000});
+    let r = post(&worker, "/v1/context", Some(&key), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let total = r.body["tokens_total"].as_u64().unwrap();
+    assert!(total <= 3000);
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(r.body["prompt"].as_str().unwrap())),
+        total
+    );
+    let paths: Vec<&str> = r.body["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(paths.iter().any(|p| p.starts_with("quota")), "{paths:?}");
+
+    // Another org sees nothing of it.
+    let r = post(&worker, "/v1/context", Some(&other), &body);
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "{}",
+        r.body
+    );
+    let r = get(&worker, "/v1/projects", Some(&other));
+    assert_eq!(
+        r.body["projects"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        r.body
+    );
+    // Publishing through the Worker is refused: the indexer owns publishing here.
+    let r = post(
+        &worker,
+        "/v1/projects",
+        Some(&key),
+        &json!({"name": "x", "source": {"kind": "git", "url": "https://example.com/x.git"}}),
+    );
+    assert!(r.status >= 400 && r.status < 500, "{} {}", r.status, r.body);
+
+    // A new version published by the indexer is served without restarting the Worker.
+    std::fs::write(
+        repo.path().join("aws_marker.rs"),
+        "/// Published later.\npub fn aws_e2e_marker_function() {}\n",
+    )
+    .unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-qm", "two"]);
+    let job = invoke(&api, "e2e-2", event);
+    assert_eq!(job["version"], 2, "{job}");
+    let r = post(
+        &worker,
+        "/v1/context",
+        Some(&key),
+        &json!({"project": "core", "query": "aws_e2e_marker_function", "budget": 2000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("aws_e2e_marker_function"),
+        "{}",
+        r.body
+    );
+
+    lambda.kill().ok();
+    lambda.wait().ok();
+    drop(worker);
+}
