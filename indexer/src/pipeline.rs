@@ -643,14 +643,25 @@ pub fn index_project(
         lexical: builder.finish(Bm25Params::default()),
     };
 
-    let version = previous
+    let mut version = previous
         .as_ref()
         .map_or(0, |p| p.version)
         .max(store.latest_version(&project_id)?)
         + 1;
     let bytes = pack.encode()?;
+    // Version objects are never overwritten: a number whose pack exists (left by a killed run,
+    // or written by a racing indexer) is skipped, so version numbers may have gaps.
+    let mut skipped_numbers = 0;
+    while !store.put_new_object(&keys::pack(org, &project_id, version), &bytes)? {
+        skipped_numbers += 1;
+        if skipped_numbers > 100 {
+            return Err(IndexerError::Corrupt(format!(
+                "100 version numbers after {version} already have packs"
+            )));
+        }
+        version += 1;
+    }
     let pack_key = keys::pack(org, &project_id, version);
-    store.put_object(&pack_key, &bytes)?;
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         org: org.into(),
@@ -668,7 +679,12 @@ pub fn index_project(
     };
     let manifest_json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;
-    store.put_object(&keys::manifest(org, &project_id, version), &manifest_json)?;
+    if !store.put_new_object(&keys::manifest(org, &project_id, version), &manifest_json)? {
+        return Err(IndexerError::Busy {
+            project: project_id.clone(),
+            holder: format!("another indexer writing version {version}"),
+        });
+    }
     let item = VersionItem {
         project: project_id.clone(),
         version,

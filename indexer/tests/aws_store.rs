@@ -109,6 +109,22 @@ fn the_aws_store_keeps_its_promises() {
     let too_big = "x".repeat(401 * 1024);
     assert!(store.put_item("BIG", "huge", &too_big).is_err());
 
+    // Conditional writes never overwrite, small or multipart.
+    assert!(
+        store
+            .put_new_object("org/o/project/p1/v.pack", b"first")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_new_object("org/o/project/p1/v.pack", b"second")
+            .unwrap()
+    );
+    assert_eq!(
+        store.get_object("org/o/project/p1/v.pack").unwrap(),
+        b"first"
+    );
+
     // A 20 MiB object goes up in parts and comes back whole.
     let object: Vec<u8> = (0..20u32 << 20).map(|i| (i % 251) as u8).collect();
     store
@@ -116,6 +132,16 @@ fn the_aws_store_keeps_its_promises() {
         .unwrap();
     assert!(store.has_object("org/o/project/p1/big.bin").unwrap());
     assert!(!store.has_object("org/o/project/p1/none.bin").unwrap());
+    assert_eq!(
+        store.get_object("org/o/project/p1/big.bin").unwrap(),
+        object
+    );
+    let other: Vec<u8> = vec![7; 17 << 20];
+    assert!(
+        !store
+            .put_new_object("org/o/project/p1/big.bin", &other)
+            .unwrap()
+    );
     assert_eq!(
         store.get_object("org/o/project/p1/big.bin").unwrap(),
         object

@@ -69,6 +69,13 @@ fn lambda_binary() -> PathBuf {
     bin
 }
 
+/// Whether the answer delivers a piece of `path` (the prompt also quotes the query).
+fn has_piece(answer: &Value, path: &str) -> bool {
+    answer["pieces"]
+        .as_array()
+        .is_some_and(|p| p.iter().any(|p| p["path"] == path))
+}
+
 fn invoke(api: &runtime_api::RuntimeApi, id: &str, event: Value) -> Value {
     api.invoke(id, event);
     match api.outcome(id, Duration::from_secs(300)) {
@@ -99,19 +106,25 @@ pub fn run() {
     git(repo.path(), &["commit", "-qm", "one"]);
     let api = runtime_api::RuntimeApi::start();
     let work = tempfile::tempdir().unwrap();
-    let mut lambda = Command::new(lambda_binary())
-        .envs(moto.env())
-        .env("AWS_LAMBDA_RUNTIME_API", &api.address)
-        .env("AWS_LAMBDA_FUNCTION_NAME", "ctxgate-indexer")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("CTXGATE_STORE", &store_url)
-        .env("CTXGATE_TABLE", TABLE)
-        .env("CTXGATE_WORK_DIR", work.path())
-        .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .unwrap();
+    let function = |crash_at: Option<&str>| {
+        let mut cmd = Command::new(lambda_binary());
+        cmd.envs(moto.env())
+            .env("AWS_LAMBDA_RUNTIME_API", &api.address)
+            .env("AWS_LAMBDA_FUNCTION_NAME", "ctxgate-indexer")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("CTXGATE_STORE", &store_url)
+            .env("CTXGATE_TABLE", TABLE)
+            .env("CTXGATE_WORK_DIR", work.path())
+            .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
+            .env("CTXGATE_LOCK_TTL_SECS", "2")
+            .env("RUST_LOG", "warn");
+        if let Some(point) = crash_at {
+            cmd.env("CTXGATE_CRASH_AT", point);
+        }
+        cmd.spawn().unwrap()
+    };
+    let mut lambda = function(None);
     let url = format!("file://{}", repo.path().display());
     let event = json!({"action": "index", "org": "acmeaws", "project": "core",
                        "source": {"kind": "git", "url": url}});
@@ -176,7 +189,7 @@ pub fn run() {
     );
     assert!(r.status >= 400 && r.status < 500, "{} {}", r.status, r.body);
 
-    // A new version published by the indexer is served without restarting the Worker.
+    // An index job killed just before it publishes: the Worker goes on serving version 1.
     std::fs::write(
         repo.path().join("aws_marker.rs"),
         "/// Published later.\npub fn aws_e2e_marker_function() {}\n",
@@ -184,23 +197,27 @@ pub fn run() {
     .unwrap();
     git(repo.path(), &["add", "-A"]);
     git(repo.path(), &["commit", "-qm", "two"]);
-    let job = invoke(&api, "e2e-2", event);
-    assert_eq!(job["version"], 2, "{job}");
-    let r = post(
-        &worker,
-        "/v1/context",
-        Some(&key),
-        &json!({"project": "core", "query": "aws_e2e_marker_function", "budget": 2000}),
-    );
+    lambda.kill().ok();
+    lambda.wait().ok();
+    let mut doomed = function(Some("before_publish"));
+    api.invoke("e2e-crash", event.clone());
+    assert!(!doomed.wait().unwrap().success(), "the job was killed");
+    let marker = json!({"project": "core", "query": "aws_e2e_marker_function", "budget": 2000});
+    let r = post(&worker, "/v1/context", Some(&key), &marker);
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(
-        r.body["prompt"]
-            .as_str()
-            .unwrap()
-            .contains("aws_e2e_marker_function"),
-        "{}",
-        r.body
-    );
+    assert!(!has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
+    let r = get(&worker, "/v1/projects", Some(&key));
+    assert_eq!(r.body["projects"][0]["current_version"], 1, "{}", r.body);
+
+    // Once the dead job's lease expires, the next run publishes (version 3: the killed run's
+    // version-2 objects are never overwritten) and the Worker serves it without a restart.
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut lambda = function(None);
+    let job = invoke(&api, "e2e-2", event);
+    assert_eq!(job["version"], 3, "{job}");
+    let r = post(&worker, "/v1/context", Some(&key), &marker);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
 
     lambda.kill().ok();
     lambda.wait().ok();

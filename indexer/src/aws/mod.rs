@@ -270,6 +270,10 @@ impl IndexStore for AwsStore {
         self.upload(key, bytes)
     }
 
+    fn put_new_object(&self, key: &str, bytes: &[u8]) -> Result<bool, IndexerError> {
+        self.upload_new(key, bytes)
+    }
+
     fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError> {
         self.download(key)
     }

@@ -13,6 +13,12 @@ const MULTIPART_FROM: usize = 16 << 20;
 /// Part size (S3's minimum is 5 MiB for all parts but the last).
 const PART_BYTES: usize = 8 << 20;
 
+/// S3 answers a failed `If-None-Match` with 412 (or 409 when a concurrent conditional write of
+/// the same key is in flight).
+fn precondition_failed(status: Option<u16>) -> bool {
+    matches!(status, Some(412 | 409))
+}
+
 impl AwsStore {
     pub(super) fn head(&self, key: &str) -> Result<bool, IndexerError> {
         Traffic::add(&self.traffic.s3_requests, 1);
@@ -34,25 +40,48 @@ impl AwsStore {
     }
 
     pub(super) fn upload(&self, key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
+        self.put(key, bytes, false).map(|_| ())
+    }
+
+    /// A conditional write (`If-None-Match: *`): `false` when the key exists.
+    pub(super) fn upload_new(&self, key: &str, bytes: &[u8]) -> Result<bool, IndexerError> {
+        self.put(key, bytes, true)
+    }
+
+    fn put(&self, key: &str, bytes: &[u8], only_new: bool) -> Result<bool, IndexerError> {
         let s3_key = self.location.key(key);
         if bytes.len() >= MULTIPART_FROM {
-            return self.upload_parts(&s3_key, bytes);
+            return self.upload_parts(&s3_key, bytes, only_new);
         }
         Traffic::add(&self.traffic.s3_requests, 1);
         Traffic::add(&self.traffic.s3_bytes_up, bytes.len() as u64);
-        self.block(
-            self.s3
-                .put_object()
-                .bucket(&self.location.bucket)
-                .key(&s3_key)
-                .body(ByteStream::from(bytes.to_vec()))
-                .send(),
-        )
-        .map_err(|e| remote(format!("S3 PUT {s3_key}"), DisplayErrorContext(e)))?;
-        Ok(())
+        let mut req = self
+            .s3
+            .put_object()
+            .bucket(&self.location.bucket)
+            .key(&s3_key)
+            .body(ByteStream::from(bytes.to_vec()));
+        if only_new {
+            req = req.if_none_match("*");
+        }
+        match self.block(req.send()) {
+            Ok(_) => Ok(true),
+            Err(e)
+                if only_new
+                    && precondition_failed(e.raw_response().map(|r| r.status().as_u16())) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(remote(format!("S3 PUT {s3_key}"), DisplayErrorContext(e))),
+        }
     }
 
-    fn upload_parts(&self, s3_key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
+    fn upload_parts(
+        &self,
+        s3_key: &str,
+        bytes: &[u8],
+        only_new: bool,
+    ) -> Result<bool, IndexerError> {
         let action = format!("S3 multipart upload {s3_key}");
         Traffic::add(&self.traffic.s3_requests, 1);
         let created = self
@@ -68,8 +97,8 @@ impl AwsStore {
             .upload_id()
             .ok_or_else(|| remote(&action, "no upload id in the answer"))?
             .to_string();
-        let result = self.send_parts(s3_key, &upload_id, bytes, &action);
-        if result.is_err() {
+        let result = self.send_parts(s3_key, &upload_id, bytes, &action, only_new);
+        if !matches!(result, Ok(true)) {
             // An abandoned upload keeps its parts (and their cost) until aborted.
             Traffic::add(&self.traffic.s3_requests, 1);
             let _ = self.block(
@@ -90,7 +119,8 @@ impl AwsStore {
         upload_id: &str,
         bytes: &[u8],
         action: &str,
-    ) -> Result<(), IndexerError> {
+        only_new: bool,
+    ) -> Result<bool, IndexerError> {
         let mut parts = Vec::new();
         for (i, part) in bytes.chunks(PART_BYTES).enumerate() {
             let number = i as i32 + 1;
@@ -116,21 +146,30 @@ impl AwsStore {
             );
         }
         Traffic::add(&self.traffic.s3_requests, 1);
-        self.block(
-            self.s3
-                .complete_multipart_upload()
-                .bucket(&self.location.bucket)
-                .key(s3_key)
-                .upload_id(upload_id)
-                .multipart_upload(
-                    CompletedMultipartUpload::builder()
-                        .set_parts(Some(parts))
-                        .build(),
-                )
-                .send(),
-        )
-        .map_err(|e| remote(action, DisplayErrorContext(e)))?;
-        Ok(())
+        let mut req = self
+            .s3
+            .complete_multipart_upload()
+            .bucket(&self.location.bucket)
+            .key(s3_key)
+            .upload_id(upload_id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            );
+        if only_new {
+            req = req.if_none_match("*");
+        }
+        match self.block(req.send()) {
+            Ok(_) => Ok(true),
+            Err(e)
+                if only_new
+                    && precondition_failed(e.raw_response().map(|r| r.status().as_u16())) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(remote(action, DisplayErrorContext(e))),
+        }
     }
 
     pub(super) fn download(&self, key: &str) -> Result<Vec<u8>, IndexerError> {

@@ -48,6 +48,10 @@ pub trait IndexStore {
     fn has_object(&self, key: &str) -> Result<bool, IndexerError>;
     /// Writes an object whole: readers see all of it or nothing.
     fn put_object(&self, key: &str, bytes: &[u8]) -> Result<(), IndexerError>;
+    /// Writes an object only if no object has that key yet; returns whether it wrote it.
+    /// Version objects go through this, so two indexers that both believe they hold a project
+    /// (a lease lost to a long pause) can never overwrite each other's version.
+    fn put_new_object(&self, key: &str, bytes: &[u8]) -> Result<bool, IndexerError>;
     /// Reads a whole object.
     fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError>;
 
@@ -124,6 +128,15 @@ impl IndexStore for Store {
 
     fn put_object(&self, key: &str, bytes: &[u8]) -> Result<(), IndexerError> {
         Store::put_object(self, key, bytes)
+    }
+
+    fn put_new_object(&self, key: &str, bytes: &[u8]) -> Result<bool, IndexerError> {
+        // The project's file lock already keeps a second indexer out.
+        if Store::has_object(self, key) {
+            return Ok(false);
+        }
+        Store::put_object(self, key, bytes)?;
+        Ok(true)
     }
 
     fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError> {
