@@ -144,9 +144,18 @@ pub fn start(store: &dyn IndexStore, job: &mut JobRecord) -> Result<(), IndexerE
     Ok(())
 }
 
-/// Writes the job's current state.
+/// Writes the job's current state, unless a later attempt of the same job has started since
+/// (a slow earlier attempt must not overwrite its retry's record).
 pub fn save(store: &dyn IndexStore, job: &JobRecord) -> Result<(), IndexerError> {
-    store.put_item(JOBS_PK, &job.key(), &encode(job)?)
+    let data = encode(job)?;
+    store.update_item(JOBS_PK, &job.key(), &mut |old| {
+        if let Some(old) = old.as_deref().map(decode).transpose()?
+            && old.attempts > job.attempts
+        {
+            return Ok(None);
+        }
+        Ok(Some(data.clone()))
+    })
 }
 
 /// The newest jobs first, at most `limit` (`org` filters).
@@ -216,5 +225,11 @@ mod tests {
         assert_eq!(jobs[1].attempts, 2);
         assert_eq!(jobs[1].started_ms, 10, "the first start is kept");
         assert!(list(&store, Some("other"), 10).unwrap().is_empty());
+        // The first attempt finishing late does not overwrite the retry's record.
+        a.state = JobState::Failed;
+        save(&store, &a).unwrap();
+        let now = list(&store, None, 10).unwrap();
+        let one = now.iter().find(|j| j.id == "req-1").unwrap();
+        assert_eq!((one.attempts, one.state), (2, JobState::Running));
     }
 }

@@ -76,27 +76,38 @@ fn check_size(pk: &str, sk: &str, data: &str) -> Result<(), IndexerError> {
     Ok(())
 }
 
-/// Whether a cancelled publish failed its condition (another run won), as opposed to a
-/// conflict, throttling or validation error, which is an error to retry.
-fn lost_the_race(
+/// Which items of a cancelled publish (version put, project update) failed their condition. A
+/// cancellation for a conflict, throttling or validation fails none, and stays an error to retry.
+fn failed_conditions(
     e: &aws_sdk_dynamodb::error::SdkError<
         aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
     >,
-) -> bool {
+) -> [bool; 2] {
     use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError as E;
-    match e.as_service_error() {
-        Some(E::TransactionCanceledException(t)) => t
-            .cancellation_reasons()
-            .iter()
-            .any(|r| r.code() == Some("ConditionalCheckFailed")),
-        _ => false,
+    let mut failed = [false; 2];
+    if let Some(E::TransactionCanceledException(t)) = e.as_service_error() {
+        for (i, r) in t.cancellation_reasons().iter().take(2).enumerate() {
+            failed[i] = r.code() == Some("ConditionalCheckFailed");
+        }
     }
+    failed
+}
+
+/// How one publish attempt ended.
+enum Attempt {
+    Published,
+    VersionTaken,
+    ProjectMoved,
 }
 
 /// DynamoDB's idempotency token (at most 36 characters), unique to this run's publish.
-fn publish_token(v: &VersionItem) -> String {
+fn publish_token(v: &VersionItem, attempt: u32) -> String {
     let digest = ctxgate_core::hash::Sha256Digest::of(
-        format!("{}\0{}\0{}", v.project, v.version, v.created_at_ns).as_bytes(),
+        format!(
+            "{}\0{}\0{}\0{attempt}",
+            v.project, v.version, v.created_at_ns
+        )
+        .as_bytes(),
     );
     digest.to_hex()[..32].to_string()
 }
@@ -277,20 +288,49 @@ impl AwsStore {
         )
     }
 
+    /// Publishes conditionally; a project description changed between the read and the write
+    /// (not the version) makes it read and try again, so that change is never lost.
     pub(super) fn publish(
         &self,
         org: &str,
         version: &VersionItem,
         expected: Option<u64>,
     ) -> Result<bool, IndexerError> {
+        for attempt in 0..8 {
+            let project_pk = format!("ORG#{org}");
+            let project_sk = format!("PROJECT#{}", version.project);
+            let Some(raw) = self.get_raw(&project_pk, &project_sk)? else {
+                return Err(IndexerError::Corrupt(format!(
+                    "project {} vanished before publishing",
+                    version.project
+                )));
+            };
+            if raw.current_version != expected {
+                return Ok(false);
+            }
+            match self.publish_once(org, version, expected, &raw, attempt)? {
+                Attempt::Published => return Ok(true),
+                Attempt::VersionTaken => return Ok(false),
+                Attempt::ProjectMoved => continue,
+            }
+        }
+        Err(remote(
+            format!("publish {}", version.project),
+            "the project's record kept changing; try again",
+        ))
+    }
+
+    fn publish_once(
+        &self,
+        org: &str,
+        version: &VersionItem,
+        expected: Option<u64>,
+        raw: &RawItem,
+        attempt: u32,
+    ) -> Result<Attempt, IndexerError> {
         let project_pk = format!("ORG#{org}");
         let project_sk = format!("PROJECT#{}", version.project);
-        let Some(mut project) = self.get_project(org, &version.project)? else {
-            return Err(IndexerError::Corrupt(format!(
-                "project {} vanished before publishing",
-                version.project
-            )));
-        };
+        let mut project: ProjectItem = decode(&raw.data)?;
         project.updated_at_ns = version.created_at_ns;
         project.current_version = None;
         let version_pk = format!("PROJECT#{}", version.project);
@@ -316,14 +356,16 @@ impl AwsStore {
             .expression_attribute_names("#r", "rev")
             .expression_attribute_values(":v", n(version.version))
             .expression_attribute_values(":d", s(&encode(&project)?))
-            .expression_attribute_values(":one", n(1));
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":rev", n(raw.rev));
+        // The description written back is the one read: it must not have changed since.
         update = match expected {
             Some(e) => update
-                .condition_expression("#cv = :expected")
+                .condition_expression("#cv = :expected AND #r = :rev")
                 .expression_attribute_values(":expected", n(e)),
-            None => {
-                update.condition_expression("attribute_exists(pk) AND attribute_not_exists(#cv)")
-            }
+            None => update.condition_expression(
+                "attribute_exists(pk) AND attribute_not_exists(#cv) AND #r = :rev",
+            ),
         };
         let update = update
             .build()
@@ -335,14 +377,16 @@ impl AwsStore {
                 .transact_items(TransactWriteItem::builder().put(put).build())
                 .transact_items(TransactWriteItem::builder().update(update).build())
                 // The same token on a retried request is applied once, not twice.
-                .client_request_token(publish_token(version))
+                .client_request_token(publish_token(version, attempt))
                 .send(),
         );
         match out {
-            Ok(_) => Ok(true),
-            // Only a failed condition means another run won; a cancellation for a conflict,
-            // throttling or validation is an error to retry, not a lost race.
-            Err(e) if lost_the_race(&e) => Ok(false),
+            Ok(_) => Ok(Attempt::Published),
+            // The version item exists: another run recorded this number; final.
+            // The version item exists: another run recorded this number; final.
+            Err(e) if failed_conditions(&e)[0] => Ok(Attempt::VersionTaken),
+            // Only the project's conditions failed: its version or description moved; re-read.
+            Err(e) if failed_conditions(&e)[1] => Ok(Attempt::ProjectMoved),
             Err(e) => Err(remote(
                 format!("DynamoDB TransactWriteItems (publish {})", version.project),
                 DisplayErrorContext(e),
