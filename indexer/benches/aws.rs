@@ -10,6 +10,9 @@
 #[path = "../tests/support/moto.rs"]
 mod moto;
 #[allow(dead_code)]
+#[path = "../tests/support/repo.rs"]
+mod repo;
+#[allow(dead_code)]
 #[path = "../tests/support/runtime_api.rs"]
 mod runtime_api;
 
@@ -19,29 +22,12 @@ use std::time::{Duration, Instant};
 
 use ctxgate_indexer::aws::{AwsStore, S3Location};
 use moto::{Moto, workspace};
+use repo::{committed_copy, git};
 use runtime_api::{Outcome, RuntimeApi};
 use serde_json::{Value, json};
 
 const BUCKET: &str = "ctxgate-bench";
 const TABLE: &str = "ctxgate-bench";
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .expect("git")
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 fn function(api: &RuntimeApi, moto: &Moto, work: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_ctxgate-lambda"))
@@ -92,16 +78,7 @@ fn main() {
     // 1. Full index of the corpus.
     let big = tempfile::tempdir().unwrap();
     let big_repo = big.path().join("corpus");
-    let ok = Command::new("cp")
-        .arg("-r")
-        .arg(&corpus)
-        .arg(&big_repo)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    git(&big_repo, &["init", "-q"]);
-    git(&big_repo, &["add", "-A"]);
-    git(&big_repo, &["commit", "-qm", "corpus"]);
+    committed_copy(&corpus, &big_repo);
     let (job, took) = call(
         &api,
         "full-1",

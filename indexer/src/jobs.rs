@@ -112,7 +112,45 @@ impl Traffic {
     }
 }
 
+/// Milliseconds since the epoch, the time of job records, leases and schedule items.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 impl JobRecord {
+    /// A job about to fetch its source, at `now` (ms).
+    pub fn starting(
+        id: &str,
+        org: &str,
+        project: &str,
+        name: &str,
+        trigger: Trigger,
+        now: u64,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            org: org.into(),
+            project: project.into(),
+            name: name.into(),
+            trigger,
+            state: JobState::Running,
+            stage: "fetch".into(),
+            revision: None,
+            version: None,
+            files_seen: 0,
+            files_chunked: 0,
+            bytes_stored: 0,
+            traffic: None,
+            error_code: None,
+            error: None,
+            attempts: 0,
+            started_ms: now,
+            updated_ms: now,
+        }
+    }
+
     fn key(&self) -> String {
         format!("JOB#{}", self.id)
     }
@@ -181,26 +219,7 @@ mod tests {
     use crate::store::Store;
 
     fn job(id: &str, started: u64) -> JobRecord {
-        JobRecord {
-            id: id.into(),
-            org: "acme".into(),
-            project: "p1".into(),
-            name: "web".into(),
-            trigger: Trigger::Request,
-            state: JobState::Running,
-            stage: "fetch".into(),
-            revision: None,
-            version: None,
-            files_seen: 0,
-            files_chunked: 0,
-            bytes_stored: 0,
-            traffic: None,
-            error_code: None,
-            error: None,
-            attempts: 0,
-            started_ms: started,
-            updated_ms: started,
-        }
+        JobRecord::starting(id, "acme", "p1", "web", Trigger::Request, started)
     }
 
     #[test]

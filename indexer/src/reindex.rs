@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::IndexerError;
-use crate::jobs::{self, JobRecord, JobState, Trigger};
+use crate::jobs::{self, JobRecord, JobState, Trigger, now_ms};
 use crate::pipeline::{IndexOptions, IndexStatus, NoProgress, ProjectTarget, index_project};
 use crate::source::{SourceLimits, SourceSpec, fetch, probe_revision};
 use crate::store::IndexStore;
@@ -107,12 +107,6 @@ fn encode(item: &ScheduleItem) -> Result<String, IndexerError> {
     serde_json::to_string(item).map_err(|e| IndexerError::Corrupt(e.to_string()))
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// What jobs need besides the store.
 pub struct JobContext<'a> {
     /// Indexing settings.
@@ -190,27 +184,14 @@ fn run_job(
     job_id: &str,
     trigger: Trigger,
 ) -> Result<JobRecord, IndexerError> {
-    let now = now_ms();
-    let mut job = JobRecord {
-        id: job_id.into(),
-        org: target.org.clone(),
-        project: target.id.clone(),
-        name: target.name.clone(),
+    let mut job = JobRecord::starting(
+        job_id,
+        &target.org,
+        &target.id,
+        &target.name,
         trigger,
-        state: JobState::Running,
-        stage: "fetch".into(),
-        revision: None,
-        version: None,
-        files_seen: 0,
-        files_chunked: 0,
-        bytes_stored: 0,
-        traffic: None,
-        error_code: None,
-        error: None,
-        attempts: 0,
-        started_ms: now,
-        updated_ms: now,
-    };
+        now_ms(),
+    );
     let before = store.traffic();
     jobs::start(store, &mut job)?;
     let outcome = fetch_and_index(store, ctx, options, target, source, &mut job);

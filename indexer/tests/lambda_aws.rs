@@ -15,41 +15,12 @@ use ctxgate_indexer::pipeline::{ProjectTarget, open_current};
 use ctxgate_indexer::store::IndexStore;
 use serde_json::{Value, json};
 use support::moto::{Moto, workspace};
+use support::repo::{committed_copy, git};
 use support::runtime_api::{Outcome, RuntimeApi};
 
 const BUCKET: &str = "ctxgate-lambda-test";
 const TABLE: &str = "ctxgate-lambda-test";
 const WAIT: Duration = Duration::from_secs(240);
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn function(api: &RuntimeApi, moto: &Moto, work: &Path, crash_at: Option<&str>) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate-lambda"));
@@ -102,10 +73,7 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
 
     // A real repository: ctxgate's core sources, committed to a git repository.
     let repo = tempfile::tempdir().unwrap();
-    copy_tree(&workspace().join("shared/src"), repo.path());
-    git(repo.path(), &["init", "-q"]);
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-qm", "first"]);
+    committed_copy(&workspace().join("shared/src"), repo.path());
     let url = format!("file://{}", repo.path().display());
     let files_in_repo = walk_count(repo.path());
 

@@ -8,6 +8,9 @@
 #[path = "../../indexer/tests/support/moto.rs"]
 mod moto;
 #[allow(dead_code)]
+#[path = "../../indexer/tests/support/repo.rs"]
+mod repo;
+#[allow(dead_code)]
 #[path = "../../indexer/tests/support/runtime_api.rs"]
 mod runtime_api;
 
@@ -17,6 +20,7 @@ use std::time::Duration;
 
 use ctxgate_core::tokens::Encoding;
 use ctxgate_indexer::aws::{AwsStore, S3Location};
+use repo::git;
 use serde_json::{Value, json};
 
 use super::host::{get, org_with_key, post};
@@ -24,36 +28,6 @@ use super::worker::WorkerHost;
 
 const BUCKET: &str = "ctxgate-e2e";
 const TABLE: &str = "ctxgate-e2e";
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
 
 /// The Lambda binary `cargo test --workspace` builds beside this test's binary.
 fn lambda_binary() -> PathBuf {
@@ -100,10 +74,7 @@ pub fn run() {
 
     // Index with the real Lambda binary.
     let repo = tempfile::tempdir().unwrap();
-    copy_tree(&moto::workspace().join("shared/src"), repo.path());
-    git(repo.path(), &["init", "-q"]);
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-qm", "one"]);
+    repo::committed_copy(&moto::workspace().join("shared/src"), repo.path());
     let api = runtime_api::RuntimeApi::start();
     let work = tempfile::tempdir().unwrap();
     let function = |crash_at: Option<&str>| {

@@ -30,6 +30,7 @@ use aws_config::meta::region::RegionProviderChain;
 use tokio::runtime::{Handle, Runtime};
 
 use crate::IndexerError;
+use crate::jobs::now_ms;
 use crate::store::{IndexStore, ProjectGuard, ProjectItem, VersionItem};
 
 pub use setup::InitReport;
@@ -209,12 +210,6 @@ impl AwsStore {
     fn block<F: std::future::Future>(&self, f: F) -> F::Output {
         self.handle.block_on(f)
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn remote(action: impl Into<String>, e: impl std::fmt::Display) -> IndexerError {

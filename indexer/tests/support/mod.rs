@@ -4,4 +4,5 @@
 #![allow(dead_code)]
 
 pub mod moto;
+pub mod repo;
 pub mod runtime_api;
