@@ -12,16 +12,24 @@ use serde::Serialize;
 use crate::catalog::{ResolvedBudget, TokenizerSpec};
 use crate::chunk::{ChunkKind, signature_len};
 use crate::compose::{ComposeError, Piece, PieceForm, fit, render};
-use crate::compress::Compression;
+use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
-use crate::intent::{QueryAnalysis, analyze};
+use crate::intent::{QueryAnalysis, analyze, entities};
 use crate::lexical::{Bm25Params, query_terms};
+use crate::profile::{
+    PLAN_PIECES, Profile, ProfileReport, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task,
+};
 use crate::rank::{Signals, Weights, rank};
 use crate::select::{Candidate, select_greedy};
 
 /// Below this budget, pieces are signatures only: a few declarations tell a model more than
 /// one body.
 pub const SIGNATURES_BELOW: u32 = 1000;
+
+/// Under `medium`, a piece scoring at least this share of the best chosen piece stays at
+/// `light`: the pieces that carry the answer keep their bodies, the supporting ones keep their
+/// signatures.
+pub const MEDIUM_KEEP_SHARE: f32 = 0.5;
 
 /// Reads the text of chunk `i` of the pack being answered from.
 pub trait ChunkSource {
@@ -41,6 +49,9 @@ pub enum AssembleError {
     /// The prompt could not be held to the budget.
     #[error(transparent)]
     Compose(#[from] ComposeError),
+    /// The `repair` profile was asked for without the error output it answers.
+    #[error("the repair profile needs the error output (error_output / --error-file)")]
+    ErrorOutputMissing,
 }
 
 /// How to search and rank: the tuned defaults unless an experiment overrides them.
@@ -56,6 +67,10 @@ pub struct QueryOptions {
     pub exclude: Vec<u32>,
     /// How much each piece's text may be reduced.
     pub compression: Compression,
+    /// How the budget is spent (`expand` unless asked).
+    pub profile: Profile,
+    /// The error output a `repair` request answers (ignored by other profiles).
+    pub error_output: Option<String>,
 }
 
 /// The assembled context and how it was chosen.
@@ -83,6 +98,10 @@ pub struct Assembled {
     pub candidates: usize,
     /// Relevant chunks that did not fit (a continuation can deliver them).
     pub left_out: usize,
+    /// Tokens compression took out of the pieces sent (their counts before, less after).
+    pub compression_saved_tokens: u32,
+    /// The profile and what it did.
+    pub profile: ProfileReport,
     /// Pack indices of the chunks in the prompt (for continuations and audit).
     #[serde(skip)]
     pub chosen: Vec<u32>,
@@ -113,8 +132,49 @@ pub fn assemble(
     }
     let spec = &resolved.tokenizer;
     let mut warnings = resolved.warnings.clone();
-    let hits = pack.lexical.search_with(&query_terms(query), options.bm25);
+    let profile = options.profile;
+    let budget = profile.budget(resolved.budget);
+    let error_output = match profile {
+        Profile::Repair => Some(
+            options
+                .error_output
+                .as_deref()
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .ok_or(AssembleError::ErrorOutputMissing)?,
+        ),
+        _ => None,
+    };
     let mut intent = analyze(query);
+    // Under `repair`, what the error output names is searched and ranked like the query's own.
+    let mut search_text = query.to_string();
+    if let Some(e) = error_output {
+        let found = entities(e);
+        let named = &mut intent.entities;
+        for s in found.strings.iter().chain(&found.symbols) {
+            search_text.push('\n');
+            search_text.push_str(s);
+        }
+        for (to, from) in [
+            (&mut named.paths, found.paths),
+            (&mut named.symbols, found.symbols),
+            (&mut named.strings, found.strings),
+        ] {
+            for x in from {
+                if !to.contains(&x) {
+                    to.push(x);
+                }
+            }
+        }
+        for f in found.frames {
+            if !named.frames.contains(&f) {
+                named.frames.push(f);
+            }
+        }
+    }
+    let hits = pack
+        .lexical
+        .search_with(&query_terms(&search_text), options.bm25);
     for p in &options.hot_paths {
         if !intent.entities.paths.contains(p) {
             intent.entities.paths.push(p.clone());
@@ -129,8 +189,43 @@ pub fn assemble(
         .filter(|r| !excluded.contains(&r.chunk))
         .map(|r| (r.chunk, r.score))
         .collect();
+    // `repair`: the chunks holding the lines the error names go first, in its order.
+    let framed: Vec<u32> = match profile {
+        Profile::Repair => frame_chunks(pack, &intent.entities.frames)
+            .into_iter()
+            .filter(|i| !excluded.contains(i))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !framed.is_empty() {
+        let top = scores.iter().map(|s| s.1).fold(1.0f32, f32::max) * 4.0;
+        scores.retain(|(i, _)| !framed.contains(i));
+        for (k, &i) in framed.iter().enumerate().rev() {
+            scores.insert(0, (i, top * (1.0 - 0.01 * k as f32)));
+        }
+    }
+    let (task, error_tokens, error_truncated) = match error_output {
+        Some(e) => {
+            let (task, tokens, cut) = repair_task(query, e, budget / 2, spec);
+            (task, Some(tokens), cut)
+        }
+        None => (query.to_string(), None, false),
+    };
+    let max_pieces = match profile {
+        Profile::Plan => Some(PLAN_PIECES),
+        Profile::Repair => Some(framed.len() + REPAIR_CONTEXT_PIECES),
+        Profile::Expand => None,
+    };
+    let level = match profile {
+        Profile::Plan => options.compression.max(Compression::Medium),
+        _ => options.compression,
+    };
+    let keys = KeyTerms::new(&search_text, &intent.entities);
 
-    let frame_tokens = spec.count(&render(&[], query));
+    // Hook for project summaries (issue 3, item 6): under `plan`, the project summary belongs at
+    // the head of the prompt. Render it ahead of the pieces here, count it in `frame_tokens` so
+    // that `room` leaves space for it, and return it in `ProfileReport::project_summary`.
+    let frame_tokens = spec.count(&render(&[], &task));
     let slot = pack.encoding_slot(spec.base());
     let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
     let repo_tokens: u64 = match slot {
@@ -141,7 +236,7 @@ pub fn assemble(
             .sum(),
         None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
     };
-    let room = resolved.budget.saturating_sub(frame_tokens);
+    let room = budget.saturating_sub(frame_tokens);
     let mut strategy;
     let mut texts: HashMap<u32, String> = HashMap::new();
     if scores.is_empty() {
@@ -157,7 +252,9 @@ pub fn assemble(
         );
     }
     // A repository that fits whole goes in whole (matching chunks keep their scores).
-    let whole_fits = excluded.is_empty() && repo_tokens + overhead_total(pack) <= u64::from(room);
+    let whole_fits = excluded.is_empty()
+        && profile == Profile::Expand
+        && repo_tokens + overhead_total(pack) <= u64::from(room);
     if whole_fits && !scores.is_empty() {
         let mut seen = vec![false; pack.chunks.len()];
         for (i, _) in &scores {
@@ -171,7 +268,7 @@ pub fn assemble(
         strategy = "whole repository: it fits in the budget".to_string();
     }
     // Small budgets get signatures of the best definitions instead of bodies.
-    let signatures_only = resolved.budget < SIGNATURES_BELOW && !scores.is_empty();
+    let signatures_only = budget < SIGNATURES_BELOW && !scores.is_empty();
     let mut signatures: HashMap<u32, usize> = HashMap::new();
     if signatures_only {
         let mut kept = Vec::new();
@@ -231,7 +328,14 @@ pub fn assemble(
         original.insert(i, score);
         piece_tokens.insert(i, tokens);
     }
-    let chosen = select_greedy(cands.clone(), room, 0).chosen;
+    let mut chosen = select_greedy(cands.clone(), room, 0).chosen;
+    if let Some(m) = max_pieces {
+        chosen.truncate(m);
+    }
+    let best = chosen
+        .iter()
+        .filter_map(|c| original.get(&c.key).copied())
+        .fold(0.0f32, f32::max);
     let mut taken: std::collections::HashSet<u32> = chosen.iter().map(|c| c.key).collect();
     let mut pieces = Vec::with_capacity(chosen.len());
     let mut make = |c: &Candidate| -> Result<Piece, AssembleError> {
@@ -246,9 +350,11 @@ pub fn assemble(
         if let Some(&n) = signatures.get(&c.key) {
             p = to_signature(p, n, spec);
         }
-        p = compressed(p, options.compression, spec);
         // Pieces added because the whole repository fits have no signal: all zeros.
-        p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
+        let why = reasons.get(&c.key).copied().unwrap_or_default();
+        p.reasoning = Some(why);
+        let named = why.mention > 0.0 || why.symbol >= 1.0;
+        p = compressed(p, piece_level(level, score, best, named), &keys, spec);
         Ok(p)
     };
     let mut planned = 0u32;
@@ -259,14 +365,20 @@ pub fn assemble(
     }
     // Compression frees room the plan had counted: fill it with the next best candidates (a few
     // rounds, since they shrink too).
-    if options.compression != Compression::None {
-        for _ in 0..3 {
+    if level != Compression::None {
+        let rounds = if level >= Compression::Medium { 6 } else { 3 };
+        for _ in 0..rounds {
+            let allowed = max_pieces.map_or(usize::MAX, |m| m.saturating_sub(pieces.len()));
+            if allowed == 0 {
+                break;
+            }
             let rest: Vec<Candidate> = cands
                 .iter()
                 .filter(|c| !taken.contains(&c.key))
                 .cloned()
                 .collect();
-            let more = select_greedy(rest, room.saturating_sub(planned), 0).chosen;
+            let mut more = select_greedy(rest, room.saturating_sub(planned), 0).chosen;
+            more.truncate(allowed);
             if more.is_empty() {
                 break;
             }
@@ -279,7 +391,7 @@ pub fn assemble(
         }
     }
     let mut left_out = candidates_count.saturating_sub(pieces.len());
-    let composition = fit(pieces, query, resolved.budget, spec)?;
+    let composition = fit(pieces, &task, budget, spec)?;
     left_out += composition.dropped;
     let by_id: HashMap<&str, u32> = pack
         .chunks
@@ -303,6 +415,30 @@ pub fn assemble(
         .map(|r| r.chunk)
         .collect();
     let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    let compression_saved_tokens = composition
+        .pieces
+        .iter()
+        .filter_map(|p| p.original_tokens.map(|o| o.saturating_sub(p.tokens)))
+        .sum();
+    if profile == Profile::Repair && framed.is_empty() {
+        warnings.push(
+            "no stack frame of the error output names a line in the repository; pieces were chosen by its words"
+                .into(),
+        );
+    }
+    let profile = ProfileReport {
+        name: profile,
+        budget,
+        max_pieces,
+        project_summary: None,
+        frame_pieces: (profile == Profile::Repair).then_some(framed.len()),
+        error_frames: match profile {
+            Profile::Repair => intent.entities.frames.clone(),
+            _ => Vec::new(),
+        },
+        error_tokens,
+        error_truncated,
+    };
     Ok(Assembled {
         tokens_total: composition.tokens,
         prompt: composition.prompt,
@@ -315,6 +451,8 @@ pub fn assemble(
         strategy,
         candidates: candidates_count,
         left_out,
+        compression_saved_tokens,
+        profile,
         chosen,
         already_delivered,
     })
@@ -358,18 +496,43 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         },
         form: PieceForm::Full,
         original_tokens: None,
+        elided_lines: None,
         reasoning: None,
         base_tokens: None,
     }
 }
 
+/// The level one piece gets when the request asked for `requested`: pieces the user named
+/// (their file or symbol) are never cut inside, and under `medium` pieces scoring at least
+/// [`MEDIUM_KEEP_SHARE`] of the best chosen piece keep their bodies too. Both stay at `light`.
+fn piece_level(requested: Compression, score: f32, best: f32, named: bool) -> Compression {
+    match requested {
+        Compression::Medium if named || score >= MEDIUM_KEEP_SHARE * best => Compression::Light,
+        Compression::Aggressive if named => Compression::Light,
+        other => other,
+    }
+}
+
 /// The piece compressed at `level`, recounted; unchanged when compression saves no token.
-fn compressed(mut p: Piece, level: Compression, spec: &TokenizerSpec) -> Piece {
+/// `medium` and `aggressive` fall back to `light` for text they do not read (Markdown, other
+/// languages) or that has no function body to cut.
+fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &TokenizerSpec) -> Piece {
+    use crate::compress::{aggressive, light, medium};
     if level == Compression::None || p.form != PieceForm::Full {
         return p;
     }
-    let text = crate::compress::light(&p.text, &p.language);
-    if text.len() == p.text.len() {
+    let reduced = match level {
+        Compression::Medium => medium(&p.text, &p.language).map(|r| (r, PieceForm::Medium)),
+        Compression::Aggressive => {
+            aggressive(&p.text, &p.language, keys).map(|r| (r, PieceForm::Aggressive))
+        }
+        Compression::None | Compression::Light => None,
+    };
+    let (text, form, elided) = match reduced {
+        Some((r, form)) => (r.text, form, Some(r.elided_lines as u32)),
+        None => (light(&p.text, &p.language), PieceForm::Light, None),
+    };
+    if text == p.text {
         return p;
     }
     let tokens = spec.count(&text);
@@ -380,7 +543,8 @@ fn compressed(mut p: Piece, level: Compression, spec: &TokenizerSpec) -> Piece {
     p.tokens = tokens;
     p.sha256 = crate::hash::Sha256Digest::of(text.as_bytes()).to_hex();
     p.text = text;
-    p.form = PieceForm::Light;
+    p.form = form;
+    p.elided_lines = elided;
     p.base_tokens = None;
     p
 }
@@ -395,4 +559,22 @@ fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
     p.form = PieceForm::Signature;
     p.base_tokens = None;
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_and_high_value_pieces_keep_their_bodies() {
+        use Compression::*;
+        assert_eq!(piece_level(Medium, 10.0, 10.0, false), Light);
+        assert_eq!(piece_level(Medium, 5.0, 10.0, false), Light);
+        assert_eq!(piece_level(Medium, 4.9, 10.0, false), Medium);
+        assert_eq!(piece_level(Medium, 1.0, 10.0, true), Light);
+        assert_eq!(piece_level(Aggressive, 10.0, 10.0, false), Aggressive);
+        assert_eq!(piece_level(Aggressive, 1.0, 10.0, true), Light);
+        assert_eq!(piece_level(Light, 1.0, 10.0, false), Light);
+        assert_eq!(piece_level(None, 1.0, 10.0, true), None);
+    }
 }

@@ -46,6 +46,9 @@ pub struct Piece {
     /// The chunk's own count before compression, when the piece was compressed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_tokens: Option<u32>,
+    /// Lines of the chunk replaced by elision markers (`medium`, `aggressive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elided_lines: Option<u32>,
     /// The signals behind the score.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::rank::Signals>,
@@ -65,6 +68,18 @@ pub enum PieceForm {
     Signature,
     /// The whole chunk without blank lines and whole-line comments (`compression: light`).
     Light,
+    /// Light, with function bodies replaced by elision markers (`compression: medium`).
+    Medium,
+    /// Light, with function bodies cut to their key lines (`compression: aggressive`).
+    Aggressive,
+}
+
+impl PieceForm {
+    /// Whether the piece leaves out code of its chunk (not only comments and blank lines): a
+    /// client that received it has not seen the whole chunk.
+    pub fn is_partial(self) -> bool {
+        matches!(self, Self::Signature | Self::Medium | Self::Aggressive)
+    }
 }
 
 /// A composed prompt.
@@ -104,9 +119,15 @@ pub fn piece_header(p: &Piece) -> String {
     };
     if let Some(before) = p.original_tokens.filter(|&b| b > 0) {
         let cut = 100.0 * (1.0 - f64::from(p.tokens) / f64::from(before));
-        what.push_str(&format!(
-            ", light: comments and blank lines removed, -{cut:.0}%"
-        ));
+        let elided = p.elided_lines.unwrap_or(0);
+        let done = match p.form {
+            PieceForm::Medium => format!("medium: function bodies elided ({elided} lines)"),
+            PieceForm::Aggressive => {
+                format!("aggressive: signatures and key lines only ({elided} lines elided)")
+            }
+            _ => "light: comments and blank lines removed".to_string(),
+        };
+        what.push_str(&format!(", {done}, -{cut:.0}%"));
     }
     format!(
         "### {}:{}-{} ({what}, chunk {})\n",
@@ -311,6 +332,7 @@ mod tests {
             score,
             form: PieceForm::Full,
             original_tokens: None,
+            elided_lines: None,
             reasoning: None,
         }
     }
@@ -329,6 +351,26 @@ mod tests {
         assert!(out.find("b1").unwrap() < out.find("b2").unwrap());
         assert!(out.contains("### b.rs:10-10 (function `f`, chunk abc)"));
         assert!(out.ends_with("# Task\n\nwhy?\n"));
+    }
+
+    #[test]
+    fn compressed_pieces_say_what_was_done_in_their_header() {
+        let mut p = piece("a.rs", 3, "fn f() {\n    // … 9 lines elided …\n}\n", 1.0);
+        p.original_tokens = Some(100);
+        p.tokens = 25;
+        p.form = PieceForm::Medium;
+        p.elided_lines = Some(9);
+        assert_eq!(
+            piece_header(&p),
+            "### a.rs:3-5 (function `f`, medium: function bodies elided (9 lines), -75%, chunk abc)\n"
+        );
+        p.form = PieceForm::Aggressive;
+        assert!(
+            piece_header(&p)
+                .contains("aggressive: signatures and key lines only (9 lines elided), -75%")
+        );
+        p.form = PieceForm::Light;
+        assert!(piece_header(&p).contains("light: comments and blank lines removed, -75%"));
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod index;
 pub mod intent;
 
 pub mod lexical;
+pub mod profile;
 pub mod quota;
 pub mod rank;
 pub mod route;

@@ -133,7 +133,9 @@ fn is_function_header(header: &str, family: Family) -> bool {
     named
         && !before.contains('=')
         && !words(before).any(|w| NOT_A_DEFINITION.contains(&w))
-        && h.ends_with(|c: char| c.is_alphanumeric() || c == ')' || c == '_' || c == '>' || c == ']')
+        && h.ends_with(|c: char| {
+            c.is_alphanumeric() || c == ')' || c == '_' || c == '>' || c == ']'
+        })
 }
 
 /// Brace languages: a character scan with strings and comments skipped.
@@ -405,7 +407,9 @@ fn python_bodies(text: &str) -> Vec<Body> {
         let indent = indent_of(line);
         let mut start = header_end + 1;
         if let Some(doc) = lines.get(start) {
-            let d = doc.trim_start().trim_start_matches(['r', 'u', 'b', 'R', 'U', 'B']);
+            let d = doc
+                .trim_start()
+                .trim_start_matches(['r', 'u', 'b', 'R', 'U', 'B']);
             let one_line = ["\"\"\"", "'''"]
                 .iter()
                 .any(|q| d.starts_with(q) && d.matches(q).count() >= 2);

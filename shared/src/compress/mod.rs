@@ -220,11 +220,11 @@ pub struct KeyTerms {
 
 /// Words too common to mark a line as relevant.
 const COMMON_WORDS: &[&str] = &[
-    "about", "after", "also", "been", "before", "could", "does", "doesn't", "each", "from",
-    "have", "into", "like", "make", "more", "most", "must", "need", "only", "over", "should",
-    "some", "than", "that", "then", "there", "these", "they", "this", "those", "when", "where",
-    "which", "while", "will", "with", "without", "would", "what", "self", "true", "false",
-    "none", "null", "return", "function", "class",
+    "about", "after", "also", "been", "before", "could", "does", "doesn't", "each", "from", "have",
+    "into", "like", "make", "more", "most", "must", "need", "only", "over", "should", "some",
+    "than", "that", "then", "there", "these", "they", "this", "those", "when", "where", "which",
+    "while", "will", "with", "without", "would", "what", "self", "true", "false", "none", "null",
+    "return", "function", "class",
 ];
 
 impl KeyTerms {
@@ -469,7 +469,8 @@ mod tests {
             medium(ts, "typescript").unwrap().text,
             "export class Cache {\n  private map = new Map<string, string>();\n  get(key: string): string | undefined {\n    // … 2 lines elided …\n  }\n}\n"
         );
-        let js = "function load(path) {\n  const text = read(path);\n  return JSON.parse(text);\n}\n";
+        let js =
+            "function load(path) {\n  const text = read(path);\n  return JSON.parse(text);\n}\n";
         assert_eq!(
             medium(js, "javascript").unwrap().text,
             "function load(path) {\n  // … 2 lines elided …\n}\n"
@@ -486,7 +487,9 @@ mod tests {
         );
         let py = "def handler(event):\n    body = event['body']\n    data = json.loads(body)\n    if 'user' not in data:\n        raise KeyError('user missing')\n    user = data['user']\n    save(user)\n    log(user)\n";
         assert_eq!(
-            aggressive(py, "python", &keys("user missing")).unwrap().text,
+            aggressive(py, "python", &keys("user missing"))
+                .unwrap()
+                .text,
             "def handler(event):\n    # … 2 lines elided …\n    if 'user' not in data:\n        raise KeyError('user missing')\n    user = data['user']\n    save(user)\n    log(user)\n"
         );
     }
