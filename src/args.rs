@@ -214,10 +214,20 @@ pub struct AssembleArgs {
     /// A file the user has open or recently edited (relative to the repository); repeatable.
     #[arg(long = "hot", value_name = "PATH")]
     pub hot: Vec<String>,
-    /// Compress pieces: `light` removes blank lines and whole-line comments (doc comments stay)
-    /// and fills the room it frees with more pieces.
+    /// Compress pieces: `light` removes blank lines and whole-line comments (doc comments stay);
+    /// `medium` also elides the bodies of lower-value functions (signatures kept); `aggressive`
+    /// keeps only signatures and key lines. The room freed is filled with more pieces.
     #[arg(long, value_enum, default_value_t = CompressionArg::None)]
     pub compression: CompressionArg,
+    /// How to spend the budget: `expand` (default) the full budget; `plan` at most 2,000 tokens
+    /// and 5 pieces, compressed; `repair` the error output (--error-file) and the code its
+    /// stack frames point at. Default: `repair` with --error-file, else `expand`.
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    pub profile: Option<ProfileArg>,
+    /// Error output (a stack trace, compiler or test output) for `--profile repair` (`-` for
+    /// stdin).
+    #[arg(long, value_name = "FILE")]
+    pub error_file: Option<PathBuf>,
     /// Hard limit on the prompt in tokens (with --model: must fit its window).
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u32>,
@@ -426,6 +436,10 @@ pub enum CompressionArg {
     None,
     /// Blank lines and whole-line comments removed.
     Light,
+    /// Light, and the bodies of lower-value functions elided.
+    Medium,
+    /// Light, and function bodies cut to their key lines.
+    Aggressive,
 }
 
 impl From<CompressionArg> for ctxgate_core::compress::Compression {
@@ -433,6 +447,29 @@ impl From<CompressionArg> for ctxgate_core::compress::Compression {
         match c {
             CompressionArg::None => Self::None,
             CompressionArg::Light => Self::Light,
+            CompressionArg::Medium => Self::Medium,
+            CompressionArg::Aggressive => Self::Aggressive,
+        }
+    }
+}
+
+/// `--profile` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    /// A small overview: at most 2,000 tokens and 5 pieces, compressed.
+    Plan,
+    /// The full budget on the best pieces.
+    Expand,
+    /// The error output and the code it points at.
+    Repair,
+}
+
+impl From<ProfileArg> for ctxgate_core::profile::Profile {
+    fn from(p: ProfileArg) -> Self {
+        match p {
+            ProfileArg::Plan => Self::Plan,
+            ProfileArg::Expand => Self::Expand,
+            ProfileArg::Repair => Self::Repair,
         }
     }
 }

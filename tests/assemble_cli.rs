@@ -432,3 +432,162 @@ fn small_budgets_get_signatures_with_exact_provenance() {
     assert!(v["tokens_total"].as_u64().unwrap() <= 300);
     assert!(!v["prompt"].as_str().unwrap().contains("step_30"));
 }
+
+/// A Python repository with functions whose bodies are worth eliding; returns the line of
+/// `value = data.get(key)` in `load_record_6` of `app/store.py`.
+fn python_repo(env: &Env) -> u64 {
+    let mut store = String::from(
+        "\"\"\"Storage.\"\"\"\n\nimport json\nimport logging\n\nlogger = logging.getLogger(__name__)\n\n",
+    );
+    let mut framed = 0;
+    for i in 0..12 {
+        if i == 6 {
+            framed = store.lines().count() as u64 + 6;
+        }
+        store.push_str(&format!(
+            "def load_record_{i}(path, key):\n    \"\"\"Loads record {i} of the database file.\"\"\"\n    logger.debug(\"loading record %s from %s\", key, path)\n    with open(path) as f:\n        data = json.load(f)\n    value = data.get(key)\n    if value is None:\n        raise KeyError(f\"missing record {{key}}\")\n    cleaned = str(value).strip()\n    if not cleaned:\n        raise ValueError(f\"record {{key}} is empty in {{path}}\")\n    checked = cleaned.lower().replace(\"\\t\", \" \")\n    logger.debug(\"record %s has %d characters\", key, len(checked))\n    return checked\n\n"
+        ));
+    }
+    env.write("app/store.py", store);
+    env.write(
+        "app/views.py",
+        "from app.store import load_record_3\n\n\ndef show(request):\n    key = request.args['key']\n    record = load_record_3('db.json', key)\n    page = '<p>' + record + '</p>'\n    return page\n",
+    );
+    env.write("README.md", "# App\n\nStores records.\n");
+    framed
+}
+
+#[test]
+fn medium_elides_lower_value_bodies_and_reports_savings() {
+    let env = Env::new();
+    python_repo(&env);
+    let out = env.assemble(&[
+        "--query",
+        "how is load_record_3 used to show a record",
+        "--model",
+        "gpt-4o",
+        "--budget",
+        "3000",
+        "--compression",
+        "medium",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let prompt = v["prompt"].as_str().unwrap();
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(prompt)),
+        v["tokens_total"].as_u64().unwrap()
+    );
+    assert!(v["tokens_total"].as_u64().unwrap() <= 3000);
+    let pieces = v["pieces"].as_array().unwrap();
+    let medium: Vec<_> = pieces.iter().filter(|p| p["form"] == "medium").collect();
+    assert!(!medium.is_empty(), "{v}");
+    for p in &medium {
+        assert!(p["original_tokens"].as_u64() > p["tokens"].as_u64());
+        assert!(p["elided_lines"].as_u64().unwrap() >= 2);
+    }
+    assert!(prompt.contains("    # … "), "a Python elision marker");
+    assert!(prompt.contains("medium: function bodies elided"));
+    // The named function keeps its body.
+    let named = pieces
+        .iter()
+        .find(|p| p["symbol"] == "load_record_3")
+        .expect("the named function is in");
+    assert_ne!(named["form"], "medium");
+    assert!(prompt.contains("raise KeyError(f\"missing record {key}\")"));
+    let saved: u64 = pieces
+        .iter()
+        .filter_map(|p| Some(p["original_tokens"].as_u64()? - p["tokens"].as_u64()?))
+        .sum();
+    assert_eq!(
+        v["savings"]["compression_tokens_saved"].as_u64(),
+        Some(saved)
+    );
+    let price = Catalog::builtin()
+        .get("gpt-4o")
+        .unwrap()
+        .input_price_per_mtok;
+    let usd = v["savings"]["compression_usd_saved"].as_f64().unwrap();
+    assert!((usd - saved as f64 * price / 1e6).abs() < 1e-12, "{usd}");
+    assert_eq!(v["savings"]["priced_with"], "gpt-4o");
+}
+
+#[test]
+fn plan_is_small_and_repair_brings_the_error_and_the_framed_code() {
+    let env = Env::new();
+    let framed = python_repo(&env);
+    let out = env.assemble(&[
+        "--query",
+        "records",
+        "--budget",
+        "20000",
+        "--profile",
+        "plan",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= 2000);
+    assert!(v["pieces"].as_array().unwrap().len() <= 5);
+    assert_eq!(v["profile"]["name"], "plan");
+    assert_eq!(v["profile"]["budget"], 2000);
+    assert!(v["profile"]["project_summary"].is_null());
+
+    let dir = tempfile::tempdir().unwrap();
+    let err = dir.path().join("err.txt");
+    std::fs::write(
+        &err,
+        format!("Traceback (most recent call last):\n  File \"/srv/deploy/app/views.py\", line 6, in show\n  File \"/srv/deploy/app/store.py\", line {framed}, in load_record_6\nKeyError: 'missing record 42'\n"),
+    )
+    .unwrap();
+    let err_arg = err.to_str().unwrap();
+    let out = env.assemble(&[
+        "--query",
+        "fix this",
+        "--budget",
+        "1500",
+        "--error-file",
+        err_arg,
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["profile"]["name"], "repair");
+    assert_eq!(v["profile"]["frame_pieces"], 2, "{}", v["profile"]);
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(prompt.contains("## Error output\n\n```\nTraceback"));
+    assert!(v["tokens_total"].as_u64().unwrap() <= 1500);
+    let pieces = v["pieces"].as_array().unwrap();
+    for (path, line) in [("app/store.py", framed), ("app/views.py", 6)] {
+        assert!(
+            pieces.iter().any(|p| p["path"] == path
+                && p["start_line"].as_u64().unwrap() <= line
+                && line <= p["end_line"].as_u64().unwrap()),
+            "{path}:{line} is not covered: {v}"
+        );
+    }
+    assert!(pieces.len() <= 2 + 5);
+
+    // Refusals with machine-readable codes.
+    for (args, code) in [
+        (vec!["--profile", "repair"], "error_output_missing"),
+        (
+            vec!["--profile", "plan", "--error-file", err_arg],
+            "error_output_unused",
+        ),
+        (
+            vec!["--error-file", "/nonexistent/err.txt"],
+            "error_file_unreadable",
+        ),
+    ] {
+        let mut all = vec!["--query", "q", "--budget", "500", "--format", "json"];
+        all.extend(args);
+        let out = env.assemble(&all);
+        assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+        assert_eq!(json(&out)["error"]["code"], code);
+    }
+}

@@ -138,6 +138,7 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
         match e {
             A::EmptyQuery => ApiError::bad_request("query_empty", e.to_string()),
             A::Compose(_) => ApiError::bad_request("query_too_large", e.to_string()),
+            A::ErrorOutputMissing => ApiError::bad_request("error_output_missing", e.to_string()),
             A::Source(_) => ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "index_corrupt",

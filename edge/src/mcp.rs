@@ -32,7 +32,10 @@ fn tools() -> Value {
                 "model": { "type": "string", "description": "Target model (sets tokenizer and window)" },
                 "hot_paths": { "type": "array", "items": { "type": "string" } },
                 "continuation": { "type": "string" },
-                "session": { "type": "string", "description": "Your session id: pieces already sent to it are named, not repeated" }
+                "session": { "type": "string", "description": "Your session id: pieces already sent to it are named, not repeated" },
+                "compression": { "type": "string", "enum": ["none", "light", "medium", "aggressive"], "description": "light: comments and blank lines removed; medium: bodies of lower-value functions elided; aggressive: signatures and key lines only" },
+                "profile": { "type": "string", "enum": ["plan", "expand", "repair"], "description": "plan: small overview (<= 2000 tokens, 5 pieces); expand: full budget; repair: error_output and the code its stack frames point at" },
+                "error_output": { "type": "string", "description": "Error output (stack trace, compiler or test output) for profile repair" }
             } }
         },
         {

@@ -15,6 +15,7 @@ use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
 use ctxgate_core::compose::Piece;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::intent::QueryAnalysis;
+use ctxgate_core::profile::{Profile, ProfileReport};
 use ctxgate_core::rank::Weights;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
@@ -42,6 +43,22 @@ pub struct AssembleRequest {
     pub hot_paths: Vec<String>,
     /// How much each piece's text may be reduced.
     pub compression: Compression,
+    /// How the budget is spent.
+    pub profile: Profile,
+    /// The error output a `repair` request answers.
+    pub error_output: Option<String>,
+}
+
+/// What compression saved.
+#[derive(Clone, Debug, Serialize)]
+pub struct Savings {
+    /// Tokens compression took out of the pieces sent (their counts before, less after).
+    pub compression_tokens_saved: u32,
+    /// What those tokens would have cost at the target model's input price (`None` without a
+    /// model, or for a model the catalog has no price for).
+    pub compression_usd_saved: Option<f64>,
+    /// The model whose price was used.
+    pub priced_with: Option<String>,
 }
 
 /// How the budget was spent and why.
@@ -107,6 +124,10 @@ pub struct AssembleReport {
     pub intent: QueryAnalysis,
     /// The budget analysis.
     pub analysis: Analysis,
+    /// What compression saved.
+    pub savings: Savings,
+    /// The assembly profile and what it did.
+    pub profile: ProfileReport,
 }
 
 /// Assembles context for `req` from the embedded store.
@@ -146,6 +167,8 @@ pub fn assemble(
         hot_paths: req.hot_paths.clone(),
         exclude: Vec::new(),
         compression: req.compression,
+        profile: req.profile,
+        error_output: req.error_output.clone(),
     };
     let _ = preload.join();
     let t2 = Instant::now();
@@ -157,6 +180,12 @@ pub fn assemble(
     let done = ctxgate_core::assemble::assemble(pack, &source, query, &resolved, &options)?;
     let t3 = Instant::now();
     warnings.extend(done.warnings.iter().cloned());
+    let saved = done.compression_saved_tokens;
+    let savings = Savings {
+        compression_tokens_saved: saved,
+        compression_usd_saved: model.map(|m| m.input_cost(saved)),
+        priced_with: model.map(|m| m.id.clone()),
+    };
     Ok(AssembleReport {
         tokens_total: done.tokens_total,
         budget: resolved.budget,
@@ -185,6 +214,8 @@ pub fn assemble(
                 compose: (t3 - t2).as_millis() as u64,
             },
         },
+        savings,
+        profile: done.profile,
     })
 }
 

@@ -67,6 +67,9 @@ pub enum IndexerError {
     /// The query is empty.
     #[error("the query is empty")]
     EmptyQuery,
+    /// The `repair` profile was asked for without error output.
+    #[error("the repair profile needs the error output: give --error-file FILE")]
+    ErrorOutputMissing,
     /// A store location or name is malformed.
     #[error("invalid store: {0}")]
     InvalidStore(String),
@@ -101,6 +104,7 @@ impl From<ctxgate_core::assemble::AssembleError> for IndexerError {
             A::EmptyQuery => IndexerError::EmptyQuery,
             A::Compose(c) => IndexerError::Compose(c),
             A::Source(s) => IndexerError::Corrupt(s),
+            A::ErrorOutputMissing => IndexerError::ErrorOutputMissing,
         }
     }
 }
@@ -135,6 +139,7 @@ impl IndexerError {
             IndexerError::Budget(b) => budget_code(b),
             IndexerError::Compose(ComposeError::QueryTooLarge { .. }) => "query_too_large",
             IndexerError::EmptyQuery => "query_empty",
+            IndexerError::ErrorOutputMissing => "error_output_missing",
             IndexerError::InvalidStore(_) => "invalid_store",
             IndexerError::Remote { .. } => "remote_store_error",
             IndexerError::Busy { .. } => "project_busy",
@@ -156,6 +161,7 @@ impl IndexerError {
                 | IndexerError::Budget(_)
                 | IndexerError::Compose(_)
                 | IndexerError::EmptyQuery
+                | IndexerError::ErrorOutputMissing
                 | IndexerError::InvalidStore(_)
                 | IndexerError::InvalidRequest(_)
                 | IndexerError::Pack(PackError::Version { .. })

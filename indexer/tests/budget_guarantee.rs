@@ -1,7 +1,11 @@
-//! The budget is a promise: over random repositories, queries, budgets and models, the assembled
-//! prompt re-counted with the model's tokenizer never exceeds the budget.
+//! The budget is a promise: over random repositories, queries, budgets, models, compression
+//! levels and profiles, the assembled prompt re-counted with the model's tokenizer never exceeds
+//! the budget.
 
 use ctxgate_core::catalog::{BudgetPolicy, Catalog};
+use ctxgate_core::compress::Compression;
+use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::profile::{PLAN_BUDGET, PLAN_PIECES, Profile};
 use ctxgate_indexer::assemble::{AssembleRequest, assemble};
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress};
 use ctxgate_indexer::store::Store;
@@ -47,7 +51,23 @@ fn arb_file() -> impl Strategy<Value = (String, String)> {
             "py" => lines
                 .iter()
                 .enumerate()
-                .map(|(i, l)| format!("def f{i}():\n    # {l}\n    return '{l}'\n\n"))
+                .map(|(i, l)| {
+                    format!("def f{i}():\n    # {l}\n    x = '{l}'\n    y = x\n    return x\n\n")
+                })
+                .collect(),
+            "go" | "js" | "java" => lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let head = match ext {
+                        "go" => format!("func f{i}(x int) int {{"),
+                        "js" => format!("function f{i}(x) {{"),
+                        _ => format!("static int f{i}(int x) {{"),
+                    };
+                    format!(
+                        "{head}\n    // {l}\n    x = x + 1;\n    g(\"{l}\");\n    return x;\n}}\n"
+                    )
+                })
                 .collect(),
             _ => lines.join("\n"),
         };
@@ -63,7 +83,14 @@ proptest! {
         query in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6),
         budget in 40u32..4000,
         model in prop::sample::select(vec![None, Some("gpt-4o"), Some("claude"), Some("gpt-4")]),
-        light in any::<bool>(),
+        compression in prop::sample::select(vec![
+            Compression::None,
+            Compression::Light,
+            Compression::Medium,
+            Compression::Aggressive,
+        ]),
+        profile in prop::sample::select(vec![Profile::Expand, Profile::Plan, Profile::Repair]),
+        frame_line in 1u32..40,
     ) {
         let repo = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
@@ -80,6 +107,14 @@ proptest! {
             other => other.to_string(),
         });
         let store = Store::open(home.path()).unwrap();
+        // A stack trace naming a line of the first file, absolute like a real one, and one of a
+        // file outside the repository.
+        let error_output = (profile == Profile::Repair).then(|| {
+            format!(
+                "Traceback (most recent call last):\n  File \"/srv/app/{}\", line {frame_line}, in f0\n  at /usr/lib/x.js:3:1\nError: {} failed\n",
+                files[0].0, query[0]
+            )
+        });
         let req = AssembleRequest {
             repo: repo.path().to_path_buf(),
             query: query.join(" "),
@@ -88,11 +123,9 @@ proptest! {
             policy: BudgetPolicy::default(),
             index: IndexOptions::default(),
             hot_paths: Vec::new(),
-            compression: if light {
-                ctxgate_core::compress::Compression::Light
-            } else {
-                ctxgate_core::compress::Compression::None
-            },
+            compression,
+            profile,
+            error_output,
         };
         match assemble(&store, &catalog, &req, &NoProgress) {
             Ok(report) => {
@@ -105,7 +138,25 @@ proptest! {
                 prop_assert_eq!(recount, report.tokens_total);
                 for p in &report.pieces {
                     prop_assert!(report.prompt.contains(p.text.trim_end()));
+                    // Provenance is of the text sent.
+                    prop_assert_eq!(&p.sha256, &Sha256Digest::of(p.text.as_bytes()).to_hex());
+                    if let Some(before) = p.original_tokens {
+                        prop_assert!(before > p.tokens);
+                    }
                 }
+                let saved: u32 = report.pieces.iter()
+                    .filter_map(|p| p.original_tokens.map(|o| o - p.tokens))
+                    .sum();
+                prop_assert_eq!(report.savings.compression_tokens_saved, saved);
+                match profile {
+                    Profile::Plan => {
+                        prop_assert!(recount <= PLAN_BUDGET);
+                        prop_assert!(report.pieces.len() <= PLAN_PIECES);
+                    }
+                    Profile::Repair => prop_assert!(report.prompt.contains("## Error output")),
+                    Profile::Expand => {}
+                }
+                prop_assert_eq!(report.profile.name, profile);
             }
             Err(ctxgate_indexer::IndexerError::Compose(_)) => {} // the query alone is over a tiny budget
             Err(ctxgate_indexer::IndexerError::RepoEmpty { .. }) => {} // only whitespace files

@@ -1,8 +1,10 @@
 //! `ctxgate assemble`.
 
 use std::io::Read;
+use std::path::Path;
 
 use ctxgate_core::catalog::BudgetPolicy;
+use ctxgate_core::profile::Profile;
 use ctxgate_indexer::assemble::{AssembleReport, AssembleRequest, assemble};
 use ctxgate_indexer::pipeline::IndexStatus;
 
@@ -22,33 +24,70 @@ fn read_query(args: &AssembleArgs) -> Result<String, Failure> {
             "give --query TEXT or --query-file FILE",
         ));
     };
+    read_text(path, "query", "query_file_unreadable")
+}
+
+/// A UTF-8 file, or stdin for `-`; `what` names it in errors.
+fn read_text(path: &Path, what: &str, code: &'static str) -> Result<String, Failure> {
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| {
-            Failure::input(
-                "query_file_unreadable",
-                format!("cannot read the query from stdin: {e}"),
-            )
-        })?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| Failure::input(code, format!("cannot read the {what} from stdin: {e}")))?;
         buf
     } else {
         std::fs::read(path).map_err(|e| {
             Failure::input(
-                "query_file_unreadable",
-                format!("cannot read query file `{}`: {e}", path.display()),
+                code,
+                format!("cannot read {what} file `{}`: {e}", path.display()),
             )
         })?
     };
     String::from_utf8(bytes).map_err(|_| {
         Failure::input(
-            "query_file_unreadable",
-            format!("query file `{}` is not valid UTF-8", path.display()),
+            code,
+            format!("{what} file `{}` is not valid UTF-8", path.display()),
         )
     })
 }
 
+/// The profile asked for, and the error output it needs: `repair` by default with
+/// `--error-file`, which no other profile uses.
+fn read_profile(args: &AssembleArgs) -> Result<(Profile, Option<String>), Failure> {
+    let profile = match (args.profile, &args.error_file) {
+        (Some(p), _) => Profile::from(p),
+        (None, Some(_)) => Profile::Repair,
+        (None, None) => Profile::Expand,
+    };
+    match (&args.error_file, profile) {
+        (Some(path), Profile::Repair) => {
+            if path.as_os_str() == "-" && args.query_file.as_deref() == Some(Path::new("-")) {
+                return Err(Failure::input(
+                    "error_file_unreadable",
+                    "the query and the error output cannot both come from stdin",
+                ));
+            }
+            let text = read_text(path, "error output", "error_file_unreadable")?;
+            Ok((profile, Some(text)))
+        }
+        (Some(_), other) => Err(Failure::input(
+            "error_output_unused",
+            format!(
+                "--error-file is read by --profile repair only, not `{}`",
+                other.name()
+            ),
+        )),
+        (None, Profile::Repair) => Err(Failure::input(
+            "error_output_missing",
+            "--profile repair needs the error output: give --error-file FILE",
+        )),
+        (None, other) => Ok((other, None)),
+    }
+}
+
 pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
     let query = read_query(args)?;
+    let (profile, error_output) = read_profile(args)?;
     if !(args.context_share > 0.0 && args.context_share <= 1.0) {
         return Err(Failure::input(
             "invalid_context_share",
@@ -72,6 +111,8 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
         index,
         hot_paths: args.hot.clone(),
         compression: args.compression.into(),
+        profile,
+        error_output,
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;
@@ -137,6 +178,35 @@ fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) 
         thousands(u64::from(r.tokens_total)),
         thousands(u64::from(r.budget)),
     );
+    let p = &r.profile;
+    if p.name != Profile::Expand {
+        let mut line = format!(
+            "  profile     {}: budget {}",
+            p.name.name(),
+            thousands(u64::from(p.budget))
+        );
+        if let Some(m) = p.max_pieces {
+            line.push_str(&format!(", at most {m} pieces"));
+        }
+        if let Some(n) = p.frame_pieces {
+            line.push_str(&format!(
+                ", {} stack frames read, {n} chunks at their lines",
+                p.error_frames.len()
+            ));
+        }
+        println!("{line}");
+    }
+    let s = &r.savings;
+    if s.compression_tokens_saved > 0 {
+        let usd = match (&s.compression_usd_saved, &s.priced_with) {
+            (Some(usd), Some(m)) => format!(" (${usd:.6} at {m}'s input price)"),
+            _ => String::new(),
+        };
+        println!(
+            "  compression saved {} tokens{usd}",
+            thousands(u64::from(s.compression_tokens_saved))
+        );
+    }
     if a.left_out > 0 {
         println!(
             "  left out    {} matching chunks did not fit",

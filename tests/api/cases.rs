@@ -32,6 +32,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     meta(host, &key);
     auth(host, &key);
     context(host, &key, &project_id);
+    compression_and_profiles(host, &key, &project_id);
     continuation(host, &key);
     session(host, &key);
     history(host, tag);
@@ -198,7 +199,7 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
         light.body["pieces"].as_array().unwrap().len()
             >= plain.body["pieces"].as_array().unwrap().len()
     );
-    let r = post(host, "/v1/context", Some(key), &body("aggressive"));
+    let r = post(host, "/v1/context", Some(key), &body("extreme"));
     assert_eq!((r.status, r.code()), (400, "unsupported_option"));
     // By name as well as by id.
     let r = post(
@@ -257,6 +258,107 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
         "{}",
         r.body
     );
+}
+
+/// `medium` and `aggressive` cut bodies and report their savings; `plan` is small; `repair`
+/// brings the error and the code its frames name; unknown names and missing or unused error
+/// output are refused with codes.
+fn compression_and_profiles(host: &dyn Host, key: &str, project_id: &str) {
+    let query = "how does the quota ledger reserve and settle tokens";
+    let check = |r: &super::host::Reply, budget: u64| {
+        assert_eq!(r.status, 200, "{}", r.body);
+        let total = r.body["tokens_total"].as_u64().unwrap();
+        assert!(total <= budget);
+        assert_eq!(
+            u64::from(Encoding::O200kBase.count(r.body["prompt"].as_str().unwrap())),
+            total
+        );
+    };
+    for (level, marker) in [
+        ("medium", "medium: function bodies elided"),
+        ("aggressive", "aggressive: signatures and key lines only"),
+    ] {
+        let r = post(
+            host,
+            "/v1/context",
+            Some(key),
+            &json!({ "project": project_id, "query": query, "budget": 6000, "compression": level }),
+        );
+        check(&r, 6000);
+        let pieces = r.body["pieces"].as_array().unwrap();
+        let cut: Vec<&Value> = pieces.iter().filter(|p| p["form"] == level).collect();
+        assert!(!cut.is_empty(), "no piece at {level}: {}", r.body);
+        assert!(
+            cut.iter()
+                .all(|p| p["original_tokens"].as_u64() > p["tokens"].as_u64())
+        );
+        let prompt = r.body["prompt"].as_str().unwrap();
+        assert!(prompt.contains(marker) && prompt.contains("lines elided …"));
+        let saved: u64 = pieces
+            .iter()
+            .filter_map(|p| Some(p["original_tokens"].as_u64()? - p["tokens"].as_u64()?))
+            .sum();
+        let s = &r.body["savings"];
+        assert_eq!(s["compression_tokens_saved"].as_u64(), Some(saved));
+        assert!(s["compression_usd_saved"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["priced_with"].is_string());
+    }
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": project_id, "query": query, "budget": 8000, "profile": "plan" }),
+    );
+    check(&r, 2000);
+    assert!(r.body["pieces"].as_array().unwrap().len() <= 5);
+    assert_eq!(r.body["profile"]["name"], "plan");
+    assert!(r.body["profile"]["project_summary"].is_null());
+    let error = "thread 'main' panicked at /build/ctxgate/shared/src/quota.rs:120:9:\nattempt to subtract with overflow\n";
+    let r = post(
+        host,
+        "/v1/context",
+        Some(key),
+        &json!({ "project": project_id, "query": "fix the panic", "budget": 4000, "error_output": error }),
+    );
+    check(&r, 4000);
+    assert_eq!(r.body["profile"]["name"], "repair");
+    assert_eq!(
+        r.body["profile"]["frame_pieces"], 1,
+        "{}",
+        r.body["profile"]
+    );
+    assert!(
+        r.body["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("## Error output")
+    );
+    assert!(
+        r.body["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["path"] == "quota.rs"
+                && p["start_line"].as_u64().unwrap() <= 120
+                && 120 <= p["end_line"].as_u64().unwrap()),
+        "{}",
+        r.body
+    );
+    for (extra, code) in [
+        (json!({ "profile": "fix" }), "unsupported_option"),
+        (json!({ "profile": "repair" }), "error_output_missing"),
+        (
+            json!({ "profile": "plan", "error_output": error }),
+            "error_output_unused",
+        ),
+    ] {
+        let mut body = json!({ "project": project_id, "query": query, "budget": 2000 });
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let r = post(host, "/v1/context", Some(key), &body);
+        assert_eq!((r.status, r.code()), (400, code), "{}", r.body);
+    }
 }
 
 fn continuation(host: &dyn Host, key: &str) {

@@ -11,6 +11,7 @@ use ctxgate_core::compose::PieceForm;
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::index::IndexPack;
+use ctxgate_core::profile::Profile;
 use ctxgate_core::route::{RouteDecision, route};
 use ctxgate_core::tokens::Encoding;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,8 @@ use crate::state::AppState;
 
 /// Longest accepted query, in bytes.
 const MAX_QUERY_BYTES: usize = 64 * 1024;
+/// Longest accepted error output (`profile: repair`), in bytes.
+const MAX_ERROR_OUTPUT_BYTES: usize = 256 * 1024;
 /// Reply tokens assumed when routing, unless the request says.
 const DEFAULT_REPLY_TOKENS: u32 = 2_048;
 /// Default page size of `/v1/search`, in tokens.
@@ -51,12 +54,15 @@ pub struct ContextRequest {
     /// The token of the previous page.
     #[serde(default)]
     continuation: Option<String>,
-    /// `none` (default) or `light` (blank lines and whole-line comments removed).
+    /// `none` (default), `light`, `medium` or `aggressive`.
     #[serde(default)]
     compression: Option<String>,
-    /// Retrieval profile (reserved).
+    /// `plan`, `expand` or `repair`; default `repair` with `error_output`, else `expand`.
     #[serde(default)]
     profile: Option<String>,
+    /// Error output (stack trace, compiler or test output) answered by `profile: repair`.
+    #[serde(default)]
+    error_output: Option<String>,
     /// Client session id: chunks sent to it before are named in `session.already_delivered`
     /// instead of being sent again.
     #[serde(default)]
@@ -157,6 +163,10 @@ struct Asked<'a> {
     history_tokens: u32,
     /// How much each piece may be reduced.
     compression: Compression,
+    /// How the budget is spent.
+    profile: Profile,
+    /// The error output `repair` answers.
+    error_output: Option<String>,
 }
 
 /// Audit records read to find what a session already received (its newest calls).
@@ -260,6 +270,8 @@ async fn run(
             hot_paths: asked.hot_paths,
             exclude,
             compression: asked.compression,
+            profile: asked.profile,
+            error_output: asked.error_output,
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
@@ -273,7 +285,7 @@ async fn run(
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             d.pieces
                 .iter()
-                .filter(|p| p.form == PieceForm::Signature)
+                .filter(|p| p.form.is_partial())
                 .map(|p| p.chunk_id.clone())
                 .collect(),
             200,
@@ -319,7 +331,8 @@ async fn run(
     })
 }
 
-/// What the context saved against sending the whole repository.
+/// What the context saved against sending the whole repository, and what compression saved
+/// of the pieces sent; USD at `priced_with`'s input price.
 #[derive(Serialize)]
 struct Savings {
     repo_tokens: u64,
@@ -327,7 +340,56 @@ struct Savings {
     tokens_saved: u64,
     percent_saved: f64,
     usd_saved: Option<f64>,
+    compression_tokens_saved: u32,
+    compression_usd_saved: Option<f64>,
     priced_with: Option<String>,
+}
+
+/// The profile a request asks for and the error output it brings: `repair` by default with
+/// `error_output`, which no other profile reads.
+fn profile_of(
+    profile: Option<&str>,
+    error_output: Option<String>,
+) -> Result<(Profile, Option<String>), ApiError> {
+    let profile = match (profile, &error_output) {
+        (Some(p), _) => Profile::from_name(p).map_err(|known| {
+            ApiError::bad_request(
+                "unsupported_option",
+                format!("profile `{p}` is not available; use one of: {known}"),
+            )
+        })?,
+        (None, Some(_)) => Profile::Repair,
+        (None, None) => Profile::Expand,
+    };
+    match (error_output, profile) {
+        (Some(e), Profile::Repair) if e.len() > MAX_ERROR_OUTPUT_BYTES => {
+            Err(ApiError::bad_request(
+                "error_output_too_large",
+                format!(
+                    "the error output has {} bytes; the limit is {MAX_ERROR_OUTPUT_BYTES}",
+                    e.len()
+                ),
+            ))
+        }
+        (Some(e), Profile::Repair) if e.trim().is_empty() => Err(missing_error_output()),
+        (Some(e), Profile::Repair) => Ok((profile, Some(e))),
+        (Some(_), other) => Err(ApiError::bad_request(
+            "error_output_unused",
+            format!(
+                "error_output is read by profile repair only, not `{}`",
+                other.name()
+            ),
+        )),
+        (None, Profile::Repair) => Err(missing_error_output()),
+        (None, other) => Ok((other, None)),
+    }
+}
+
+fn missing_error_output() -> ApiError {
+    ApiError::bad_request(
+        "error_output_missing",
+        "profile repair needs the error output: give error_output",
+    )
 }
 
 /// `POST /v1/context`.
@@ -346,7 +408,7 @@ pub async fn context(
             )
         })?,
     };
-    let _ = &req.profile;
+    let (profile, error_output) = profile_of(req.profile.as_deref(), req.error_output)?;
     check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let budget = resolved.budget;
@@ -378,6 +440,8 @@ pub async fn context(
             session: req.session.as_deref(),
             history_tokens,
             compression,
+            profile,
+            error_output,
         },
     )
     .await?;
@@ -401,6 +465,10 @@ pub async fn context(
             (saved as f64 * 1000.0 / run.done.repo_tokens as f64).round() / 10.0
         },
         usd_saved: priced.as_ref().map(|(_, p)| saved as f64 * p / 1_000_000.0),
+        compression_tokens_saved: run.done.compression_saved_tokens,
+        compression_usd_saved: priced
+            .as_ref()
+            .map(|(_, p)| f64::from(run.done.compression_saved_tokens) * p / 1_000_000.0),
         priced_with: priced.map(|(id, _)| id),
     };
     let d = &run.done;
@@ -432,6 +500,7 @@ pub async fn context(
         })),
         "routing": routing,
         "savings": savings,
+        "profile": d.profile,
         "continuation": run.continuation,
         "session": req.session.as_ref().map(|id| json!({
             "id": id,
