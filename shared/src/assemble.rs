@@ -31,6 +31,10 @@ pub const SIGNATURES_BELOW: u32 = 1000;
 /// signatures.
 pub const MEDIUM_KEEP_SHARE: f32 = 0.5;
 
+/// Under `medium` and `aggressive`, how many candidates too large to fit whole are compressed
+/// to see whether they fit (each costs a text read and a count).
+const SHRINK_TRIES: usize = 64;
+
 /// Reads the text of chunk `i` of the pack being answered from.
 pub trait ChunkSource {
     /// The chunk's exact text.
@@ -336,7 +340,7 @@ pub fn assemble(
         .iter()
         .filter_map(|c| original.get(&c.key).copied())
         .fold(0.0f32, f32::max);
-    let mut taken: std::collections::HashSet<u32> = chosen.iter().map(|c| c.key).collect();
+    let taken: std::collections::HashSet<u32> = chosen.iter().map(|c| c.key).collect();
     let mut pieces = Vec::with_capacity(chosen.len());
     let mut make = |c: &Candidate| -> Result<Piece, AssembleError> {
         let text = match texts.remove(&c.key) {
@@ -363,29 +367,36 @@ pub fn assemble(
         planned += p.tokens + header_cost(pack, c.key as usize);
         pieces.push(p);
     }
-    // Compression frees room the plan had counted: fill it with the next best candidates (a few
-    // rounds, since they shrink too).
+    // Compression frees room the plan had counted: fill it with the next best candidates, each
+    // at its compressed size. Under `medium` and `aggressive` a candidate too large whole may
+    // fit once its bodies are cut: the first [`SHRINK_TRIES`] such candidates are tried.
     if level != Compression::None {
-        let rounds = if level >= Compression::Medium { 6 } else { 3 };
-        for _ in 0..rounds {
-            let allowed = max_pieces.map_or(usize::MAX, |m| m.saturating_sub(pieces.len()));
-            if allowed == 0 {
+        let mut rest: Vec<Candidate> = cands
+            .iter()
+            .filter(|c| !taken.contains(&c.key))
+            .cloned()
+            .collect();
+        rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+        let mut tries = if level >= Compression::Medium {
+            SHRINK_TRIES
+        } else {
+            0
+        };
+        for c in &rest {
+            if max_pieces.is_some_and(|m| pieces.len() >= m) {
                 break;
             }
-            let rest: Vec<Candidate> = cands
-                .iter()
-                .filter(|c| !taken.contains(&c.key))
-                .cloned()
-                .collect();
-            let mut more = select_greedy(rest, room.saturating_sub(planned), 0).chosen;
-            more.truncate(allowed);
-            if more.is_empty() {
-                break;
+            let left = room.saturating_sub(planned);
+            if c.tokens > left {
+                if tries == 0 {
+                    continue;
+                }
+                tries -= 1;
             }
-            for c in &more {
-                let p = make(c)?;
-                planned += p.tokens + header_cost(pack, c.key as usize);
-                taken.insert(c.key);
+            let p = make(c)?;
+            let cost = p.tokens + header_cost(pack, c.key as usize);
+            if cost <= left {
+                planned += cost;
                 pieces.push(p);
             }
         }
@@ -502,13 +513,18 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
     }
 }
 
-/// The level one piece gets when the request asked for `requested`: pieces the user named
-/// (their file or symbol) are never cut inside, and under `medium` pieces scoring at least
-/// [`MEDIUM_KEEP_SHARE`] of the best chosen piece keep their bodies too. Both stay at `light`.
+/// The level one piece gets when the request asked for `requested`. Pieces the user named
+/// (their file or symbol) are never cut inside: they stay at `light`. A piece is of *high value*
+/// when it scores at least [`MEDIUM_KEEP_SHARE`] of the best chosen piece. Under `medium`, high
+/// value pieces stay at `light` and the others have their bodies elided; under `aggressive`,
+/// high-value pieces keep the key lines of their bodies and the others have their bodies
+/// elided, so that every piece is cut at least as much as under `medium`.
 fn piece_level(requested: Compression, score: f32, best: f32, named: bool) -> Compression {
+    let high = score >= MEDIUM_KEEP_SHARE * best;
     match requested {
-        Compression::Medium if named || score >= MEDIUM_KEEP_SHARE * best => Compression::Light,
-        Compression::Aggressive if named => Compression::Light,
+        Compression::Medium | Compression::Aggressive if named => Compression::Light,
+        Compression::Medium if high => Compression::Light,
+        Compression::Aggressive if !high => Compression::Medium,
         other => other,
     }
 }
@@ -573,6 +589,7 @@ mod tests {
         assert_eq!(piece_level(Medium, 4.9, 10.0, false), Medium);
         assert_eq!(piece_level(Medium, 1.0, 10.0, true), Light);
         assert_eq!(piece_level(Aggressive, 10.0, 10.0, false), Aggressive);
+        assert_eq!(piece_level(Aggressive, 4.9, 10.0, false), Medium);
         assert_eq!(piece_level(Aggressive, 1.0, 10.0, true), Light);
         assert_eq!(piece_level(Light, 1.0, 10.0, false), Light);
         assert_eq!(piece_level(None, 1.0, 10.0, true), None);

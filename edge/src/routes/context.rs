@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
-use ctxgate_core::compose::PieceForm;
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::index::IndexPack;

@@ -1,6 +1,6 @@
 //! Compression of a piece's text before it goes into a prompt.
 //!
-//! Four levels, each a superset of the one before:
+//! Three levels of reduction, each starting from `light`:
 //! - `light` removes what a model reads past: blank lines and ordinary comments that fill whole
 //!   lines. Doc comments (`///`, `//!`, `/** */`, Python docstrings) stay, because they state
 //!   what the code is for; a comment after code on the same line stays, because cutting inside
@@ -11,6 +11,8 @@
 //! - `aggressive` keeps, inside those bodies, only the key lines: lines naming a term of the
 //!   request (its words, named symbols and error strings) and lines that leave the function
 //!   (`return`, `raise`, `throw`, `panic!`, `Err(`); every run of other lines becomes a marker.
+//!   The assembler gives it to the most relevant pieces and `medium` to the rest, so that a
+//!   request at `aggressive` is never cut less than at `medium`.
 //!
 //! Lines are only ever removed or replaced by a marker, never edited, so every other line is the
 //! repository's own text and the piece's line range still holds. Bodies are found by reading the
