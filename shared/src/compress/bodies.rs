@@ -274,9 +274,8 @@ fn brace_bodies(text: &str, family: Family) -> Option<Vec<Body>> {
             }
             '{' => {
                 let opens = inside_function == 0 && is_function_header(&header, family);
-                if opens {
-                    inside_function += 1;
-                } else if inside_function > 0 {
+                // Depth inside an outermost function body (0 outside any).
+                if opens || inside_function > 0 {
                     inside_function += 1;
                 }
                 stack.push((line, opens));
