@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::catalog::{ResolvedBudget, TokenizerSpec};
 use crate::chunk::{ChunkKind, signature_len};
-use crate::compose::{ComposeError, Piece, PieceForm, fit, render};
+use crate::compose::{ComposeError, Piece, PieceForm, fit_with_summaries, render};
 use crate::compress::Compression;
 use crate::index::IndexPack;
 use crate::intent::{QueryAnalysis, analyze};
@@ -56,6 +56,8 @@ pub struct QueryOptions {
     pub exclude: Vec<u32>,
     /// How much each piece's text may be reduced.
     pub compression: Compression,
+    /// Leave summaries out (search pages carry pieces only).
+    pub without_summaries: bool,
 }
 
 /// The assembled context and how it was chosen.
@@ -77,8 +79,12 @@ pub struct Assembled {
     pub frame_tokens: u32,
     /// Tokens given to code pieces.
     pub code_tokens: u32,
-    /// How pieces were chosen.
+    /// How pieces were chosen, then the size strategy that chose the summaries.
     pub strategy: String,
+    /// Summaries in the prompt (never among `pieces`: they quote no lines), in prompt order.
+    pub summaries: Vec<crate::compose::SummaryPiece>,
+    /// The repository's size relative to the room for context.
+    pub size_class: crate::summary::SizeClass,
     /// Chunks that matched the query.
     pub candidates: usize,
     /// Relevant chunks that did not fit (a continuation can deliver them).
@@ -279,7 +285,28 @@ pub fn assemble(
         }
     }
     let mut left_out = candidates_count.saturating_sub(pieces.len());
-    let composition = fit(pieces, query, resolved.budget, spec)?;
+    // Summaries fill what the pieces left; a continuation page (the caller has the first) or a
+    // caller that wants pieces only gets none.
+    let mut filled = crate::summary::fill(&crate::summary::fill::FillInput {
+        pack,
+        pieces: &pieces,
+        scores: &scores,
+        intent: &intent,
+        repo_tokens,
+        room,
+        left: room.saturating_sub(planned),
+        tokenizer: spec,
+    });
+    let wanted = if options.without_summaries || !excluded.is_empty() {
+        Vec::new()
+    } else {
+        std::mem::take(&mut filled.summaries)
+    };
+    let composition = fit_with_summaries(pieces, wanted, query, resolved.budget, spec)?;
+    strategy = format!(
+        "{strategy}; {}",
+        filled.describe(composition.summaries.len())
+    );
     left_out += composition.dropped;
     let by_id: HashMap<&str, u32> = pack
         .chunks
@@ -302,7 +329,11 @@ pub fn assemble(
         .take(MAX_ALREADY_DELIVERED)
         .map(|r| r.chunk)
         .collect();
-    let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    let summary_tokens: u32 = composition.summaries.iter().map(|s| s.tokens).sum();
+    let code_tokens = composition
+        .tokens
+        .saturating_sub(frame_tokens)
+        .saturating_sub(summary_tokens);
     Ok(Assembled {
         tokens_total: composition.tokens,
         prompt: composition.prompt,
@@ -313,6 +344,8 @@ pub fn assemble(
         frame_tokens,
         code_tokens,
         strategy,
+        summaries: composition.summaries,
+        size_class: filled.class,
         candidates: candidates_count,
         left_out,
         chosen,
