@@ -157,6 +157,8 @@ struct Asked<'a> {
     history_tokens: u32,
     /// How much each piece may be reduced.
     compression: Compression,
+    /// Pieces only, no summaries (search pages).
+    pieces_only: bool,
 }
 
 /// Audit records read to find what a session already received (its newest calls).
@@ -260,6 +262,7 @@ async fn run(
             hot_paths: asked.hot_paths,
             exclude,
             compression: asked.compression,
+            without_summaries: asked.pieces_only,
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
@@ -378,6 +381,7 @@ pub async fn context(
             session: req.session.as_deref(),
             history_tokens,
             compression,
+            pieces_only: false,
         },
     )
     .await?;
@@ -407,6 +411,7 @@ pub async fn context(
     Ok(Json(json!({
         "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
         "pieces": d.pieces,
+        "summaries": d.summaries,
         "tokens_total": d.tokens_total,
         "budget": budget,
         "model": run.resolved.model,
@@ -421,6 +426,7 @@ pub async fn context(
             "frame_tokens": d.frame_tokens,
             "code_tokens": d.code_tokens,
             "strategy": d.strategy,
+            "size_class": d.size_class,
             "candidates": d.candidates,
             "left_out": d.left_out,
             "code_budget": run.resolved.budget,
@@ -500,6 +506,7 @@ pub async fn search(
         resolved,
         Asked {
             continuation: req.continuation.as_deref(),
+            pieces_only: true,
             ..Asked::default()
         },
     )

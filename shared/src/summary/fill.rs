@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::catalog::TokenizerSpec;
-use crate::compose::{Piece, SummaryPiece};
+use crate::compose::{Piece, PieceForm, SummaryPiece};
 use crate::index::IndexPack;
 use crate::intent::{Intent, QueryAnalysis, Scope};
 
@@ -134,7 +134,14 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
     let (class, ratio) = SizeClass::of(input.repo_tokens, input.room);
     let pack = input.pack;
     let sums = &pack.summaries;
-    let included: HashSet<&str> = input.pieces.iter().map(|p| p.chunk_id.as_str()).collect();
+    // A signature leaves the rest of its chunk out: only whole (or lightly compressed) chunks
+    // count as included.
+    let included: HashSet<&str> = input
+        .pieces
+        .iter()
+        .filter(|p| p.form != PieceForm::Signature)
+        .map(|p| p.chunk_id.as_str())
+        .collect();
     let file_of = |path: &str| -> Option<u32> {
         pack.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
@@ -302,6 +309,10 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             slot,
             input.tokenizer,
         );
+        // A summary no smaller than its file says less than the file would.
+        if piece.file_tokens.is_some_and(|t| piece.tokens >= t) {
+            continue;
+        }
         let cost = piece.tokens + header_cost(&piece);
         if cost > left {
             continue;

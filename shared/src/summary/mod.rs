@@ -111,8 +111,36 @@ impl Summaries {
     }
 }
 
+/// The [`FileSummary::origin`] of summaries written by `model`.
+pub fn llm_origin(model: &str) -> String {
+    format!("llm-1:{model}")
+}
+
+/// Longest file text sent to a model for its summary, in bytes.
+pub const LLM_INPUT_BYTES: usize = 24 * 1024;
+
+/// The instruction and the message that ask a chat model for the summary of the file at `path`
+/// (its text cut to [`LLM_INPUT_BYTES`]); `extractive` is the file's extractive summary, a hint.
+pub fn llm_request(path: &str, text: &str, extractive: &str) -> (String, String) {
+    let mut end = text.len().min(LLM_INPUT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < text.len() {
+        "\n[… cut]\n"
+    } else {
+        ""
+    };
+    let system = "Summarize the source file below for a developer who has not read it, in at most 80 words: what it is for, its main public definitions and how they are used. Start with one sentence that says what the file is. Reply with the summary only.".to_string();
+    let user = format!(
+        "File: {path}\n\nExported definitions:\n{extractive}\n\n{}{cut}",
+        &text[..end]
+    );
+    (system, user)
+}
+
 /// The first sentence of `text` (up to `max` bytes, cut at a word), for one-line descriptions.
-pub(crate) fn first_sentence(text: &str, max: usize) -> String {
+pub fn first_sentence(text: &str, max: usize) -> String {
     let para = text.split("\n\n").next().unwrap_or("").trim();
     let flat = para.split_whitespace().collect::<Vec<_>>().join(" ");
     let end = flat
