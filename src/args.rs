@@ -170,6 +170,14 @@ pub struct IndexFlags {
     /// Skip files larger than this many bytes.
     #[arg(long, default_value_t = 2 * 1024 * 1024, value_name = "BYTES")]
     pub max_file_size: u64,
+    /// Write file summaries with a model behind an OpenAI-compatible API at this base URL (plain
+    /// HTTP, e.g. http://localhost:11434/v1) instead of extracting them; cached by file sha256,
+    /// so only changed files are summarized again. Key: $CTXGATE_LLM_API_KEY.
+    #[arg(long, value_name = "URL", requires = "summarize_llm_model")]
+    pub summarize_llm_url: Option<String>,
+    /// The model that writes file summaries (with --summarize-llm-url).
+    #[arg(long, value_name = "NAME", requires = "summarize_llm_url")]
+    pub summarize_llm_model: Option<String>,
 }
 
 /// Where indexes are published: the embedded data directory unless `--store` names S3.

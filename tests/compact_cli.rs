@@ -5,7 +5,7 @@ mod common;
 use std::io::Write;
 use std::process::{Output, Stdio};
 
-use common::{Env, json, stderr, stdout};
+use common::{Env, fake_model_server, json, stderr, stdout};
 use ctxgate_core::catalog::TokenizerSpec;
 use ctxgate_core::history::{conversation_tokens, parse};
 use ctxgate_core::tokens::Encoding;
@@ -191,61 +191,6 @@ fn bad_input_gets_clear_errors() {
     // No budget and no model.
     let out = compact_stdin(&env, b"[{\"role\":\"user\",\"content\":\"x\"}]", &[]);
     assert_eq!(out.status.code(), Some(2));
-}
-
-/// A stand-in for an OpenAI-compatible server: its "summary" is the first words of what it was
-/// sent, so the output depends on the request. Returns its base URL and the bodies it received.
-fn fake_model_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Read};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                loop {
-                    let mut len = 0usize;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(v) = lower.strip_prefix("content-length:") {
-                            len = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; len];
-                    reader.read_exact(&mut body).unwrap();
-                    let body = String::from_utf8(body).unwrap();
-                    let req: Value = serde_json::from_str(&body).unwrap();
-                    let user = req["messages"][1]["content"].as_str().unwrap_or("");
-                    let words: Vec<&str> = user.split_whitespace().take(5).collect();
-                    let answer = json!({"choices": [{"message": {"role": "assistant",
-                        "content": format!("MODEL-SUMMARY {}", words.join(" "))}}]})
-                    .to_string();
-                    log.lock().unwrap().push(body);
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
-                        answer.len()
-                    );
-                    if out.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (format!("http://{addr}/v1"), seen)
 }
 
 #[test]

@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
-use ctxgate_core::compose::Piece;
+use ctxgate_core::compose::{Piece, SummaryPiece};
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::intent::QueryAnalysis;
 use ctxgate_core::profile::{Profile, ProfileReport};
 use ctxgate_core::rank::Weights;
+use ctxgate_core::summary::SizeClass;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
@@ -76,8 +77,10 @@ pub struct Analysis {
     pub frame_tokens: u32,
     /// Tokens given to code pieces.
     pub code_tokens: u32,
-    /// How pieces were chosen.
+    /// How pieces were chosen, then the size strategy that chose the summaries.
     pub strategy: String,
+    /// The repository's size relative to the room for context (`small`, `medium`, `large`).
+    pub size_class: SizeClass,
     /// Chunks that matched the query.
     pub candidates: usize,
     /// Relevant chunks that did not fit.
@@ -104,8 +107,10 @@ pub struct Timings {
 /// The assembled context.
 #[derive(Clone, Debug, Serialize)]
 pub struct AssembleReport {
-    /// The pieces in the prompt, in prompt order.
+    /// The pieces in the prompt, in prompt order: verbatim ranges of files.
     pub pieces: Vec<Piece>,
+    /// The summaries in the prompt (project, directories, files), in prompt order; never pieces.
+    pub summaries: Vec<SummaryPiece>,
     /// The prompt's count with the target tokenizer.
     pub tokens_total: u32,
     /// The budget it is held to.
@@ -169,6 +174,7 @@ pub fn assemble(
         compression: req.compression,
         profile: req.profile,
         error_output: req.error_output.clone(),
+        without_summaries: false,
     };
     let _ = preload.join();
     let t2 = Instant::now();
@@ -194,6 +200,7 @@ pub fn assemble(
         exact: spec.is_exact(),
         prompt: done.prompt,
         pieces: done.pieces,
+        summaries: done.summaries,
         warnings,
         intent: done.intent,
         analysis: Analysis {
@@ -204,6 +211,7 @@ pub fn assemble(
             frame_tokens: done.frame_tokens,
             code_tokens: done.code_tokens,
             strategy: done.strategy,
+            size_class: done.size_class,
             candidates: done.candidates,
             left_out: done.left_out,
             index_version: opened.version,

@@ -12,11 +12,14 @@
 //!   like the S3 keys, and metadata in SQLite laid out like the DynamoDB items;
 //! - [`assemble`] answers a query from the current version within a budget;
 //! - [`aws`] is the cloud store: objects in S3, metadata in DynamoDB (feature `aws`);
-//! - [`token_tables`] keeps fast exact token tables in the data directory.
+//! - [`token_tables`] keeps fast exact token tables in the data directory;
+//! - [`chat`] is the OpenAI-compatible chat client behind optional LLM summaries, and
+//!   [`summarize`] builds each version's file, directory and project summaries.
 
 pub mod assemble;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod chat;
 pub mod error;
 pub mod jobs;
 #[cfg(feature = "lambda")]
@@ -25,6 +28,7 @@ pub mod pipeline;
 pub mod reindex;
 pub mod source;
 pub mod store;
+pub mod summarize;
 pub mod token_tables;
 pub mod walk;
 

@@ -18,12 +18,15 @@ use ctxgate_core::index::{
     ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, chunk_id,
 };
 use ctxgate_core::lexical::{Bm25Builder, Bm25Params, doc_terms};
+use ctxgate_core::summary::file::{Extract, extract};
 use ctxgate_core::tokens::Encoding;
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::IndexerError;
+use crate::chat::ChatEndpoint;
 use crate::store::{IndexStore, LOCAL_ORG, Manifest, ProjectItem, VersionItem, keys};
+use crate::summarize::{SummaryReport, summarizer};
 use crate::walk::{WalkOptions, walk};
 
 /// How to index.
@@ -39,6 +42,8 @@ pub struct IndexOptions {
     pub encodings: Vec<Encoding>,
     /// Re-read and re-chunk every file.
     pub force: bool,
+    /// A model that writes file summaries instead of the extractive summarizer.
+    pub summarize_llm: Option<ChatEndpoint>,
 }
 
 impl Default for IndexOptions {
@@ -49,6 +54,7 @@ impl Default for IndexOptions {
             chunk: ChunkOptions::default(),
             encodings: vec![Encoding::O200kBase, Encoding::Cl100kBase],
             force: false,
+            summarize_llm: None,
         }
     }
 }
@@ -145,6 +151,8 @@ pub struct IndexReport {
     pub tokens: BTreeMap<String, u64>,
     /// Bytes of indexed text.
     pub text_bytes: u64,
+    /// File, directory and project summaries.
+    pub summaries: SummaryReport,
     /// Problems met (unreadable files, links, invalid UTF-8).
     pub warnings: Vec<String>,
     /// Wall time.
@@ -219,6 +227,7 @@ enum Outcome {
     Fresh {
         entry: FileEntry,
         chunks: Vec<NewChunk>,
+        extract: Extract,
     },
     /// Unreadable: left out with a warning.
     Failed { warning: String },
@@ -405,6 +414,22 @@ pub fn index_project(
     {
         changed = true; // files were removed or became unreadable
     }
+    // A model asked to summarize must summarize the unchanged files it has not summarized yet.
+    let wanted = summarizer(opts.summarize_llm.as_ref());
+    if let Some(p) = reusable
+        && opts.summarize_llm.is_some()
+    {
+        changed |= outcomes.iter().any(|(_, o)| match o {
+            Outcome::Reused { prev, .. } => {
+                p.pack.files[*prev].chunk_count > 0
+                    && p.pack
+                        .summaries
+                        .file(*prev as u32)
+                        .is_none_or(|s| s.origin != wanted)
+            }
+            _ => false,
+        });
+    }
     for (_, o) in &outcomes {
         if let Outcome::Failed { warning } = o {
             warnings.push(warning.clone());
@@ -438,6 +463,7 @@ pub fn index_project(
             stored_bytes: 0,
             tokens: totals(pack),
             text_bytes: pack.meta.text_bytes,
+            summaries: SummaryReport::unchanged(&pack.summaries, wanted),
             warnings,
             elapsed_ms: started.elapsed().as_millis() as u64,
         });
@@ -450,6 +476,8 @@ pub fn index_project(
     let mut texts: Vec<Option<String>> = Vec::new(); // text for fresh chunks, None for reused
     let mut skipped = Vec::new();
     let (mut files_chunked, mut files_reused) = (0, 0);
+    let mut fresh_extracts: HashMap<u32, Extract> = HashMap::new();
+    let mut reused_from: HashMap<u32, u32> = HashMap::new();
     for (_, outcome) in outcomes {
         let file_idx = files.len() as u32;
         match outcome {
@@ -459,6 +487,7 @@ pub fn index_project(
                     .ok_or_else(|| IndexerError::Corrupt("reuse without a previous pack".into()))?;
                 let mut entry = pack.files[prev].clone();
                 entry.stat = stat;
+                reused_from.insert(file_idx, prev as u32);
                 let first = entry.first_chunk as usize;
                 entry.first_chunk = chunks.len() as u32;
                 for c in &pack.chunks[first..first + entry.chunk_count as usize] {
@@ -488,7 +517,9 @@ pub fn index_project(
             Outcome::Fresh {
                 mut entry,
                 chunks: fresh,
+                extract,
             } => {
+                fresh_extracts.insert(file_idx, extract);
                 entry.first_chunk = chunks.len() as u32;
                 entry.chunk_count = fresh.len() as u32;
                 for mut c in fresh {
@@ -628,6 +659,20 @@ pub fn index_project(
         .filter(|f| f.skipped.is_none())
         .map(|f| f.stat.size)
         .sum();
+    let (summaries, summary_report, summary_warnings) =
+        crate::summarize::build(crate::summarize::Inputs {
+            root: &root,
+            name: &name,
+            files: &files,
+            chunks: &chunks,
+            encodings: &opts.encodings,
+            fresh: fresh_extracts,
+            reused: reused_from,
+            previous: previous.as_ref().map(|p| &p.pack),
+            reused_from_previous: reusable.is_some(),
+            llm: opts.summarize_llm.as_ref(),
+        });
+    warnings.extend(summary_warnings);
     let pack = IndexPack {
         meta: PackMeta {
             project: name,
@@ -641,6 +686,7 @@ pub fn index_project(
         chunks,
         segments,
         lexical: builder.finish(Bm25Params::default()),
+        summaries,
     };
 
     let mut version = previous
@@ -715,6 +761,7 @@ pub fn index_project(
         stored_bytes,
         tokens: totals(&pack),
         text_bytes: pack.meta.text_bytes,
+        summaries: summary_report,
         warnings,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
@@ -821,6 +868,7 @@ fn process_file(
         crate::token_tables::install(data_dir, e);
     }
     let spans = chunk_text(&text, language, &opts.chunk);
+    let extract = extract(rel, language, &text);
     let mut ordinals: HashMap<Sha256Digest, u32> = HashMap::new();
     let chunks = spans
         .into_iter()
@@ -860,5 +908,6 @@ fn process_file(
             chunk_count: 0,
         },
         chunks,
+        extract,
     }
 }

@@ -157,6 +157,11 @@ proptest! {
                     Profile::Expand => {}
                 }
                 prop_assert_eq!(report.profile.name, profile);
+                // Summaries ride in the same prompt, inside the same budget, never as pieces.
+                for s in &report.summaries {
+                    prop_assert!(report.prompt.contains(s.text.trim_end()));
+                    prop_assert!(!report.pieces.iter().any(|p| p.chunk_id.is_empty() || p.path == "."));
+                }
             }
             Err(ctxgate_indexer::IndexerError::Compose(_)) => {} // the query alone is over a tiny budget
             Err(ctxgate_indexer::IndexerError::RepoEmpty { .. }) => {} // only whitespace files

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::catalog::{ResolvedBudget, TokenizerSpec};
 use crate::chunk::{ChunkKind, signature_len};
-use crate::compose::{ComposeError, Piece, PieceForm, fit, render};
+use crate::compose::{ComposeError, Piece, PieceForm, fit_with_summaries, render};
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
 use crate::intent::{QueryAnalysis, analyze, entities};
@@ -75,6 +75,8 @@ pub struct QueryOptions {
     pub profile: Profile,
     /// The error output a `repair` request answers (ignored by other profiles).
     pub error_output: Option<String>,
+    /// Leave summaries out (search pages carry pieces only).
+    pub without_summaries: bool,
 }
 
 /// The assembled context and how it was chosen.
@@ -96,8 +98,12 @@ pub struct Assembled {
     pub frame_tokens: u32,
     /// Tokens given to code pieces.
     pub code_tokens: u32,
-    /// How pieces were chosen.
+    /// How pieces were chosen, then the size strategy that chose the summaries.
     pub strategy: String,
+    /// Summaries in the prompt (never among `pieces`: they quote no lines), in prompt order.
+    pub summaries: Vec<crate::compose::SummaryPiece>,
+    /// The repository's size relative to the room for context.
+    pub size_class: crate::summary::SizeClass,
     /// Chunks that matched the query.
     pub candidates: usize,
     /// Relevant chunks that did not fit (a continuation can deliver them).
@@ -226,9 +232,6 @@ pub fn assemble(
     };
     let keys = KeyTerms::new(&search_text, &intent.entities);
 
-    // Hook for project summaries (issue 3, item 6): under `plan`, the project summary belongs at
-    // the head of the prompt. Render it ahead of the pieces here, count it in `frame_tokens` so
-    // that `room` leaves space for it, and return it in `ProfileReport::project_summary`.
     let frame_tokens = spec.count(&render(&[], &task));
     let slot = pack.encoding_slot(spec.base());
     let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
@@ -241,6 +244,13 @@ pub fn assemble(
         None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
     };
     let room = budget.saturating_sub(frame_tokens);
+    // `plan` keeps room for the project summary at the head of its prompt.
+    let reserved = match profile {
+        Profile::Plan => crate::summary::fill::project_cost(pack, spec).unwrap_or(0),
+        _ => 0,
+    }
+    .min(room / 2);
+    let piece_room = room - reserved;
     let mut strategy;
     let mut texts: HashMap<u32, String> = HashMap::new();
     if scores.is_empty() {
@@ -332,7 +342,7 @@ pub fn assemble(
         original.insert(i, score);
         piece_tokens.insert(i, tokens);
     }
-    let mut chosen = select_greedy(cands.clone(), room, 0).chosen;
+    let mut chosen = select_greedy(cands.clone(), piece_room, 0).chosen;
     if let Some(m) = max_pieces {
         chosen.truncate(m);
     }
@@ -386,7 +396,7 @@ pub fn assemble(
             if max_pieces.is_some_and(|m| pieces.len() >= m) {
                 break;
             }
-            let left = room.saturating_sub(planned);
+            let left = piece_room.saturating_sub(planned);
             if c.tokens > left {
                 if tries == 0 {
                     continue;
@@ -402,7 +412,29 @@ pub fn assemble(
         }
     }
     let mut left_out = candidates_count.saturating_sub(pieces.len());
-    let composition = fit(pieces, &task, budget, spec)?;
+    // Summaries fill what the pieces left; a continuation page (the caller has the first) or a
+    // caller that wants pieces only gets none.
+    let mut filled = crate::summary::fill(&crate::summary::fill::FillInput {
+        pack,
+        pieces: &pieces,
+        scores: &scores,
+        intent: &intent,
+        repo_tokens,
+        room,
+        left: room.saturating_sub(planned),
+        tokenizer: spec,
+        project_first: profile == Profile::Plan,
+    });
+    let wanted = if options.without_summaries || !excluded.is_empty() {
+        Vec::new()
+    } else {
+        std::mem::take(&mut filled.summaries)
+    };
+    let composition = fit_with_summaries(pieces, wanted, &task, budget, spec)?;
+    strategy = format!(
+        "{strategy}; {}",
+        filled.describe(composition.summaries.len())
+    );
     left_out += composition.dropped;
     let by_id: HashMap<&str, u32> = pack
         .chunks
@@ -425,7 +457,11 @@ pub fn assemble(
         .take(MAX_ALREADY_DELIVERED)
         .map(|r| r.chunk)
         .collect();
-    let code_tokens = composition.tokens.saturating_sub(frame_tokens);
+    let summary_tokens: u32 = composition.summaries.iter().map(|s| s.tokens).sum();
+    let code_tokens = composition
+        .tokens
+        .saturating_sub(frame_tokens)
+        .saturating_sub(summary_tokens);
     let compression_saved_tokens = composition
         .pieces
         .iter()
@@ -441,7 +477,11 @@ pub fn assemble(
         name: profile,
         budget,
         max_pieces,
-        project_summary: None,
+        project_summary: composition
+            .summaries
+            .iter()
+            .find(|s| s.kind == crate::summary::SummaryKind::Project)
+            .map(|s| s.text.clone()),
         frame_pieces: (profile == Profile::Repair).then_some(framed.len()),
         error_frames: match profile {
             Profile::Repair => intent.entities.frames.clone(),
@@ -460,6 +500,8 @@ pub fn assemble(
         frame_tokens,
         code_tokens,
         strategy,
+        summaries: composition.summaries,
+        size_class: filled.class,
         candidates: candidates_count,
         left_out,
         compression_saved_tokens,

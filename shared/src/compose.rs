@@ -5,6 +5,10 @@
 //! kind and symbol, its chunk id), followed by the task. [`fit`] counts the whole prompt with the
 //! target tokenizer and drops the least relevant pieces until the count is within the budget:
 //! the count of the returned prompt is the count a model's tokenizer gives, not a sum of parts.
+//!
+//! Summaries ([`SummaryPiece`]: overviews of the project, directories and files) come first, in
+//! a section of their own marked as not verbatim; they are never pieces, and [`fit_with_summaries`]
+//! drops them before any piece.
 
 use serde::Serialize;
 
@@ -58,6 +62,45 @@ pub struct Piece {
     pub base_tokens: Option<u32>,
 }
 
+/// A summary in the prompt. It is not code from the repository (no line range), so it is never
+/// reported among the pieces.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SummaryPiece {
+    /// What it covers.
+    pub kind: crate::summary::SummaryKind,
+    /// The file or directory it covers (`.` for the project).
+    pub path: String,
+    /// Which summarizer wrote it (`extractive-1`, `llm-1:<model>`).
+    pub origin: String,
+    /// Its own size in the target model's tokens.
+    pub tokens: u32,
+    /// For a file, the whole file's size in the target model's tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_tokens: Option<u32>,
+    /// The text.
+    #[serde(skip)]
+    pub text: String,
+    /// The count of `text` in the target's base encoding, when the index counted it.
+    #[serde(skip)]
+    pub base_tokens: Option<u32>,
+}
+
+/// The header above one summary.
+pub fn summary_header(s: &SummaryPiece) -> String {
+    use crate::summary::SummaryKind;
+    match s.kind {
+        SummaryKind::Project => "### project summary\n".to_string(),
+        SummaryKind::Directory => format!("### {}/ (directory summary)\n", s.path),
+        SummaryKind::File => match s.file_tokens {
+            Some(t) => format!(
+                "### {} (file summary; the whole file is {t} tokens)\n",
+                s.path
+            ),
+            None => format!("### {} (file summary)\n", s.path),
+        },
+    }
+}
+
 /// How much of a chunk a piece carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,6 +136,10 @@ pub struct Composition {
     pub pieces: Vec<Piece>,
     /// Pieces dropped to keep the promise.
     pub dropped: usize,
+    /// Summaries in the prompt, in prompt order.
+    pub summaries: Vec<SummaryPiece>,
+    /// Summaries dropped to keep the promise.
+    pub dropped_summaries: usize,
 }
 
 /// Why no prompt fits.
@@ -137,14 +184,23 @@ pub fn piece_header(p: &Piece) -> String {
 
 /// Renders `pieces` (in any order; best first is assumed for file order) and the task.
 pub fn render(pieces: &[Piece], query: &str) -> String {
-    render_with_spans(pieces, query).0
+    render_with_spans(pieces, &[], query).0
+}
+
+/// Renders like [`render`], with `summaries` in their own section before the code.
+pub fn render_with_summaries(pieces: &[Piece], summaries: &[SummaryPiece], query: &str) -> String {
+    render_with_spans(pieces, summaries, query).0
 }
 
 /// A stretch of the prompt whose base-encoding count is already known.
 type KnownSpan = (std::ops::Range<usize>, u32);
 
 /// Renders like [`render`] and also returns where each piece text with a known count sits.
-fn render_with_spans(pieces: &[Piece], query: &str) -> (String, Vec<KnownSpan>) {
+fn render_with_spans(
+    pieces: &[Piece],
+    summaries: &[SummaryPiece],
+    query: &str,
+) -> (String, Vec<KnownSpan>) {
     let mut spans = Vec::new();
     let mut files: Vec<(&str, Vec<&Piece>)> = Vec::new();
     for p in pieces {
@@ -157,7 +213,32 @@ fn render_with_spans(pieces: &[Piece], query: &str) -> (String, Vec<KnownSpan>) 
         .iter()
         .map(|p| p.text.len() + p.path.len() * 2 + 80)
         .sum();
+    let size = size
+        + summaries
+            .iter()
+            .map(|s| s.text.len() + s.path.len() + 80)
+            .sum::<usize>();
     let mut out = String::with_capacity(size + query.len() + 64);
+    if !summaries.is_empty() {
+        out.push_str("# Summaries\n\nOverviews of the repository, not verbatim code.\n");
+        for s in summaries {
+            out.push('\n');
+            out.push_str(&summary_header(s));
+            let fence = fence_for(&s.text);
+            out.push_str(&fence);
+            out.push('\n');
+            if let Some(n) = s.base_tokens {
+                spans.push((out.len()..out.len() + s.text.len(), n));
+            }
+            out.push_str(&s.text);
+            if !s.text.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&fence);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
     if !pieces.is_empty() {
         out.push_str("# Code context\n");
         for (path, mut ps) in files {
@@ -261,14 +342,27 @@ fn fence_language(label: &str) -> &str {
 /// Composes the prompt from `pieces` (best first) and keeps it within `budget` as counted by
 /// `tokenizer`, dropping the least relevant pieces when needed.
 pub fn fit(
+    pieces: Vec<Piece>,
+    query: &str,
+    budget: u32,
+    tokenizer: &TokenizerSpec,
+) -> Result<Composition, ComposeError> {
+    fit_with_summaries(pieces, Vec::new(), query, budget, tokenizer)
+}
+
+/// Like [`fit`], with `summaries` (most wanted first) before the code: they are dropped, last
+/// first, before any piece is.
+pub fn fit_with_summaries(
     mut pieces: Vec<Piece>,
+    mut summaries: Vec<SummaryPiece>,
     query: &str,
     budget: u32,
     tokenizer: &TokenizerSpec,
 ) -> Result<Composition, ComposeError> {
     let mut dropped = 0;
+    let mut dropped_summaries = 0;
     loop {
-        let (prompt, spans) = render_with_spans(&pieces, query);
+        let (prompt, spans) = render_with_spans(&pieces, &summaries, query);
         let tokens = count_prompt(&prompt, &spans, tokenizer);
         if tokens <= budget {
             let mut order: Vec<Piece> = Vec::with_capacity(pieces.len());
@@ -289,7 +383,21 @@ pub fn fit(
                 tokens,
                 pieces: order,
                 dropped,
+                summaries,
+                dropped_summaries,
             });
+        }
+        let excess = tokens - budget;
+        if !summaries.is_empty() {
+            let mut freed = 0u32;
+            while freed < excess {
+                let Some(s) = summaries.pop() else { break };
+                // Its header and fences too (about three characters a token; the loop re-counts).
+                let framing = (summary_header(&s).len() / 3 + 4) as u32;
+                freed = freed.saturating_add(s.tokens + framing);
+                dropped_summaries += 1;
+            }
+            continue;
         }
         if pieces.is_empty() {
             return Err(ComposeError::QueryTooLarge {
@@ -298,7 +406,6 @@ pub fn fit(
             });
         }
         // Drop the weakest pieces until their own counts cover the excess; the loop re-counts.
-        let excess = tokens - budget;
         let mut freed = 0u32;
         while freed < excess {
             let Some(p) = pieces.pop() else { break };
@@ -395,6 +502,76 @@ mod tests {
             err,
             ComposeError::QueryTooLarge { budget: 10, .. }
         ));
+    }
+
+    fn summary(path: &str, text: &str) -> SummaryPiece {
+        SummaryPiece {
+            kind: crate::summary::SummaryKind::File,
+            path: path.into(),
+            origin: "extractive-1".into(),
+            tokens: Encoding::O200kBase.count(text),
+            file_tokens: Some(900),
+            text: text.into(),
+            base_tokens: None,
+        }
+    }
+
+    #[test]
+    fn summaries_come_first_and_go_first() {
+        let t = TokenizerSpec::Exact(Encoding::O200kBase);
+        let ps = vec![piece("a.rs", 1, "fn a() {}\n", 2.0)];
+        let ss = vec![
+            summary("b.rs", "pub fn b()\n"),
+            summary("c.rs", &"word ".repeat(200)),
+        ];
+        let out = render_with_summaries(&ps, &ss, "why?");
+        assert!(out.starts_with("# Summaries\n"));
+        assert!(out.contains(
+            "### b.rs (file summary; the whole file is 900 tokens)\n```\npub fn b()\n```\n"
+        ));
+        assert!(out.find("# Summaries").unwrap() < out.find("# Code context").unwrap());
+        // Over budget: the last summary goes before any piece does.
+        let budget = t.count(&render_with_summaries(&ps, &ss[..1], "why?"));
+        let c = fit_with_summaries(ps.clone(), ss.clone(), "why?", budget, &t).unwrap();
+        assert_eq!(
+            (c.pieces.len(), c.summaries.len(), c.dropped_summaries),
+            (1, 1, 1)
+        );
+        assert!(c.tokens <= budget);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn prompt_with_summaries_never_exceeds_budget(
+            texts in prop::collection::vec("[ -~\n]{1,300}", 0..12),
+            sums in prop::collection::vec("[ -~\n]{1,300}", 0..12),
+            budget in 1u32..2000,
+            known in any::<bool>(),
+        ) {
+            let tokenizer = TokenizerSpec::Exact(Encoding::O200kBase);
+            let pieces: Vec<Piece> = texts.iter().enumerate()
+                .map(|(i, t)| piece(&format!("f{}.rs", i % 3), i as u32 * 10 + 1, t, 50.0 - i as f32))
+                .collect();
+            let summaries: Vec<SummaryPiece> = sums.iter().enumerate()
+                .map(|(i, t)| {
+                    let mut s = summary(&format!("d{i}/x.rs"), t);
+                    if known {
+                        s.base_tokens = Some(Encoding::O200kBase.count(t));
+                    }
+                    s
+                })
+                .collect();
+            match fit_with_summaries(pieces, summaries, "q", budget, &tokenizer) {
+                Ok(c) => {
+                    prop_assert!(c.tokens <= budget);
+                    prop_assert_eq!(tokenizer.count(&c.prompt), c.tokens);
+                    // A piece is dropped only once every summary is.
+                    prop_assert!(c.dropped == 0 || c.summaries.is_empty());
+                }
+                Err(ComposeError::QueryTooLarge { needed, .. }) => prop_assert!(needed > budget),
+            }
+        }
     }
 
     proptest! {

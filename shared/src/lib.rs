@@ -11,7 +11,9 @@
 //! - [`lexical`]: code-aware terms and the BM25 index;
 //! - [`index`]: the versioned on-disk index pack that the indexer writes and readers open;
 //! - [`select`] and [`compose`]: choosing pieces within a budget and composing the prompt,
-//!   whose exact count never exceeds the budget.
+//!   whose exact count never exceeds the budget;
+//! - [`summary`]: file, directory and project summaries, and which of them fill what the pieces
+//!   leave.
 
 pub mod assemble;
 pub mod catalog;
@@ -32,4 +34,5 @@ pub mod route;
 
 pub mod secrets;
 pub mod select;
+pub mod summary;
 pub mod tokens;

@@ -4,9 +4,8 @@
 //!   before profiles existed.
 //! - `plan` is a small first look: the budget is capped at [`PLAN_BUDGET`] tokens, at most
 //!   [`PLAN_PIECES`] pieces are taken, and compression is at least `medium` (the best piece
-//!   stays at `light`, the others keep their signatures). A project summary belongs at its head
-//!   once the indexer builds summaries; [`ProfileReport::project_summary`] is where it will be
-//!   reported.
+//!   stays at `light`, the others keep their signatures). The project summary is the first
+//!   summary it asks for, reported in [`ProfileReport::project_summary`].
 //! - `repair` answers an error: the request carries the error output, whose stack frames
 //!   (`path:line`, Python's `File "x.py", line N`) and error strings are read with the request's
 //!   entity extraction. The chunks that contain the named lines come first (at most
@@ -84,8 +83,8 @@ pub struct ProfileReport {
     pub budget: u32,
     /// The most pieces the profile takes, when it limits them.
     pub max_pieces: Option<usize>,
-    /// `plan`: the project summary at the head of the prompt. Always `None` until the indexer
-    /// builds summaries (the hook is marked in `crate::assemble`).
+    /// The project summary in the prompt, when there is one (the `plan` profile asks for it
+    /// first; others when the intent is broad or room is left).
     pub project_summary: Option<String>,
     /// `repair`: the stack frames read from the error output.
     #[serde(skip_serializing_if = "Vec::is_empty")]

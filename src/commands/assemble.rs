@@ -170,11 +170,14 @@ fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) 
     } else {
         f64::from(r.tokens_total) * 100.0 / f64::from(r.budget)
     };
+    let summary_tokens: u64 = r.summaries.iter().map(|s| u64::from(s.tokens)).sum();
     println!(
-        "  allocation  query and framing {}, code {} in {} pieces; total {} of {} ({pct:.1} %)",
+        "  allocation  query and framing {}, code {} in {} pieces, summaries {} in {}; total {} of {} ({pct:.1} %)",
         thousands(u64::from(a.frame_tokens)),
         thousands(u64::from(a.code_tokens)),
         r.pieces.len(),
+        thousands(summary_tokens),
+        r.summaries.len(),
         thousands(u64::from(r.tokens_total)),
         thousands(u64::from(r.budget)),
     );

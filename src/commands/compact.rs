@@ -9,6 +9,7 @@ use ctxgate_core::history::{
     SummaryKey, SummaryKind, compact_with, parse_bytes, render_for_summary,
 };
 use ctxgate_core::tokens::Encoding;
+use ctxgate_indexer::chat::{ChatClient, ChatEndpoint, ChatError};
 use serde_json::json;
 
 use super::{catalog, data_dir, print_json, thousands};
@@ -55,28 +56,23 @@ impl SummaryCache for FileCache {
 /// the messages with secrets redacted; a failed call falls back to the extractive summary (and
 /// stops further calls, with one warning).
 struct LlmSummarizer {
-    agent: ureq::Agent,
-    url: String,
-    model: String,
-    key: Option<String>,
+    client: ChatClient,
     failed: bool,
 }
 
 impl LlmSummarizer {
     fn new(base: &str, model: &str) -> Self {
         Self {
-            agent: ureq::Agent::config_builder()
-                .timeout_global(Some(std::time::Duration::from_secs(60)))
-                .build()
-                .into(),
-            url: format!("{}/chat/completions", base.trim_end_matches('/')),
-            model: model.to_string(),
-            key: std::env::var("CTXGATE_LLM_API_KEY").ok(),
+            client: ChatClient::new(&ChatEndpoint {
+                url: base.to_string(),
+                model: model.to_string(),
+                api_key: std::env::var("CTXGATE_LLM_API_KEY").ok(),
+            }),
             failed: false,
         }
     }
 
-    fn ask(&self, input: &SummaryInput<'_>) -> Result<String, String> {
+    fn ask(&self, input: &SummaryInput<'_>) -> Result<String, ChatError> {
         let words = input.extractive.split_whitespace().count().clamp(20, 120);
         let instruction = match input.kind {
             SummaryKind::Message => format!(
@@ -86,35 +82,16 @@ impl LlmSummarizer {
                 "Summarize this coding-agent turn in at most {words} words: files modified, commands and tests run with pass/fail counts, errors (first line), commits, decisions. Reply with the summary only."
             ),
         };
-        let body = json!({
-            "model": self.model,
-            "temperature": 0,
-            "max_tokens": words * 2,
-            "messages": [
-                { "role": "system", "content": instruction },
-                { "role": "user", "content": render_for_summary(input) },
-            ],
-        });
-        let mut req = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json");
-        if let Some(k) = &self.key {
-            req = req.header("Authorization", &format!("Bearer {k}"));
-        }
-        let mut res = req.send(body.to_string()).map_err(|e| e.to_string())?;
-        let text = res.body_mut().read_to_string().map_err(|e| e.to_string())?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        v["choices"][0]["message"]["content"]
-            .as_str()
-            .map(|s| format!("[summarized] {}", s.trim()))
-            .ok_or_else(|| "the answer has no choices[0].message.content".to_string())
+        let answer =
+            self.client
+                .complete(&instruction, &render_for_summary(input), (words * 2) as u32)?;
+        Ok(format!("[summarized] {answer}"))
     }
 }
 
 impl Summarizer for LlmSummarizer {
     fn version(&self) -> String {
-        format!("llm-1:{}", self.model)
+        format!("llm-1:{}", self.client.model())
     }
 
     fn summarize(&mut self, input: &SummaryInput<'_>) -> Option<String> {
@@ -125,8 +102,7 @@ impl Summarizer for LlmSummarizer {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!(
-                    "warning: the summarizing model at {} failed ({e}); using extractive summaries",
-                    self.url
+                    "warning: the summarizing model failed ({e}); using extractive summaries"
                 );
                 self.failed = true;
                 None

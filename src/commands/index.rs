@@ -46,5 +46,10 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
     for (enc, n) in &report.tokens {
         println!("  tokens ({enc}): {}", thousands(*n));
     }
+    let s = &report.summaries;
+    println!(
+        "  summaries: {} files ({} extracted, {} by a model, {} reused; {}), {} directories, project",
+        s.files, s.extracted, s.llm_summarized, s.reused, s.summarizer, s.directories
+    );
     Ok(())
 }

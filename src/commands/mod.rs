@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use ctxgate_core::catalog::Catalog;
 use ctxgate_core::chunk::FilterOptions;
 use ctxgate_indexer::aws::{AwsStore, S3Location};
+use ctxgate_indexer::chat::ChatEndpoint;
 use ctxgate_indexer::pipeline::IndexOptions;
 use ctxgate_indexer::store::{IndexStore, Store};
 use ctxgate_indexer::walk::WalkOptions;
@@ -90,6 +91,14 @@ pub fn index_options(flags: &IndexFlags) -> IndexOptions {
             exclude: Vec::new(),
         },
         force: flags.force,
+        summarize_llm: match (&flags.summarize_llm_url, &flags.summarize_llm_model) {
+            (Some(url), Some(model)) => Some(ChatEndpoint {
+                url: url.clone(),
+                model: model.clone(),
+                api_key: std::env::var("CTXGATE_LLM_API_KEY").ok(),
+            }),
+            _ => None,
+        },
         ..IndexOptions::default()
     }
 }

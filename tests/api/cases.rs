@@ -158,6 +158,11 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
             pieces.iter().any(|p| p["path"] == "quota.rs"),
             "the quota module is retrieved"
         );
+        // Summaries have their own array: each names what it covers and its tokens.
+        for s in b["summaries"].as_array().unwrap() {
+            assert!(s["path"].is_string() && s["kind"].is_string() && s["tokens"].is_u64());
+        }
+        assert!(b["analysis"]["size_class"].is_string());
         assert!(b["routing"]["model"].is_string());
         if let Some(m) = model {
             assert_eq!(b["routing"]["model"], m);

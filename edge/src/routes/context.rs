@@ -166,6 +166,8 @@ struct Asked<'a> {
     profile: Profile,
     /// The error output `repair` answers.
     error_output: Option<String>,
+    /// Pieces only, no summaries (search pages).
+    pieces_only: bool,
 }
 
 /// Audit records read to find what a session already received (its newest calls).
@@ -271,6 +273,7 @@ async fn run(
             compression: asked.compression,
             profile: asked.profile,
             error_output: asked.error_output,
+            without_summaries: asked.pieces_only,
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
@@ -441,6 +444,7 @@ pub async fn context(
             compression,
             profile,
             error_output,
+            pieces_only: false,
         },
     )
     .await?;
@@ -474,6 +478,7 @@ pub async fn context(
     Ok(Json(json!({
         "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
         "pieces": d.pieces,
+        "summaries": d.summaries,
         "tokens_total": d.tokens_total,
         "budget": budget,
         "model": run.resolved.model,
@@ -488,6 +493,7 @@ pub async fn context(
             "frame_tokens": d.frame_tokens,
             "code_tokens": d.code_tokens,
             "strategy": d.strategy,
+            "size_class": d.size_class,
             "candidates": d.candidates,
             "left_out": d.left_out,
             "code_budget": run.resolved.budget,
@@ -568,6 +574,7 @@ pub async fn search(
         resolved,
         Asked {
             continuation: req.continuation.as_deref(),
+            pieces_only: true,
             ..Asked::default()
         },
     )

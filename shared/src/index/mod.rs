@@ -2,6 +2,8 @@
 //!
 //! # Format (version 2; version 1 had no ctime or inode in the file stat)
 //!
+//! Version 3 appends the hierarchical summaries ([`crate::summary::Summaries`]) at the end.
+//!
 //! ```text
 //! offset  size  content
 //! 0       8     magic  b"CTXGPACK"
@@ -36,7 +38,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,6 +147,8 @@ pub struct IndexPack {
     pub segments: Vec<String>,
     /// BM25 over chunks (document id = chunk index).
     pub lexical: Bm25Index,
+    /// File, directory and project summaries.
+    pub summaries: crate::summary::Summaries,
 }
 
 /// Why a pack cannot be opened.
@@ -244,6 +248,7 @@ mod tests {
             chunks: vec![],
             segments: vec![],
             lexical: Bm25Builder::default().finish(Bm25Params::default()),
+            summaries: Default::default(),
         }
     }
 
