@@ -534,7 +534,10 @@ fn plan_is_small_and_repair_brings_the_error_and_the_framed_code() {
     assert!(v["pieces"].as_array().unwrap().len() <= 5);
     assert_eq!(v["profile"]["name"], "plan");
     assert_eq!(v["profile"]["budget"], 2000);
-    assert!(v["profile"]["project_summary"].is_null());
+    let head = v["profile"]["project_summary"]
+        .as_str()
+        .expect("the project summary");
+    assert!(v["prompt"].as_str().unwrap().contains(head.trim_end()));
 
     let dir = tempfile::tempdir().unwrap();
     let err = dir.path().join("err.txt");

@@ -32,7 +32,7 @@ fn summaries_fill_the_room_and_never_become_pieces() {
 
     let args = [
         "--query",
-        "explain how the config is parsed",
+        "explain how the config is parsed and how the storage engine steps pages",
         "--budget",
         "1500",
         "--format",
@@ -58,7 +58,7 @@ fn summaries_fill_the_room_and_never_become_pieces() {
     let engine = summaries
         .iter()
         .find(|s| s["path"] == "src/engine.rs")
-        .expect("the large file's summary");
+        .unwrap_or_else(|| panic!("no summary of the large file: {v}"));
     assert_eq!(engine["kind"], "file");
     assert!(prompt.contains("### src/engine.rs (file summary; the whole file is"));
     assert!(prompt.contains("The storage engine: pages, a buffer pool and a write-ahead log."));

@@ -263,33 +263,15 @@ fn bm25_override() -> Option<ctxgate_core::lexical::Bm25Params> {
     }
 }
 
-/// The ranking weights: the tuned defaults, or `CTXGATE_RANK_WEIGHTS=lexical,file,symbol,mention`
-/// (for tuning experiments; not a supported setting).
+/// The ranking weights: the tuned defaults, changed by `CTXGATE_RANK_WEIGHTS=name=value,...`
+/// (for tuning experiments; not a supported setting). A malformed value is logged and ignored.
 fn weights() -> Weights {
-    let mut w = Weights::default();
-    if let Ok(spec) = std::env::var("CTXGATE_RANK_WEIGHTS") {
-        let v: Vec<f32> = spec
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect();
-        if let [l, f, s, m, rest @ ..] = v.as_slice() {
-            w.lexical = *l;
-            w.file = *f;
-            w.symbol = *s;
-            w.mention = *m;
-            if let Some(spread) = rest.first() {
-                w.file_spread = *spread;
-            }
-            if let Some(penalty) = rest.get(1) {
-                w.size_penalty = *penalty;
-            }
-            if let Some(t) = rest.get(2) {
-                w.test_prior = *t;
-            }
-            if let Some(d) = rest.get(3) {
-                w.doc_prior = *d;
-            }
-        }
+    let w = Weights::default();
+    match std::env::var("CTXGATE_RANK_WEIGHTS") {
+        Ok(spec) => w.with_overrides(&spec).unwrap_or_else(|e| {
+            tracing::warn!("CTXGATE_RANK_WEIGHTS ignored: {e}");
+            w
+        }),
+        Err(_) => w,
     }
-    w
 }

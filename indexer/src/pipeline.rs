@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ctxgate_core::chunk::{ChunkOptions, FileClass, FilterOptions, Language, chunk_text, classify};
+use ctxgate_core::graph::{ImportGraph, import_specs};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{
     ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, chunk_id,
@@ -624,7 +625,8 @@ pub fn index_project(
             })
             .collect::<Result<_, _>>()?
     };
-    let terms: Vec<Vec<(String, u16)>> = chunks
+    #[allow(clippy::type_complexity)]
+    let terms: Vec<(Vec<(String, u16)>, Vec<String>)> = chunks
         .par_iter()
         .zip(texts.par_iter())
         .map(|(c, t)| {
@@ -647,13 +649,21 @@ pub fn index_project(
                     }
                 },
             };
-            Ok(doc_terms(text, path))
+            let language = files[c.file as usize].language.as_str();
+            Ok((doc_terms(text, path), import_specs(text, language)))
         })
         .collect::<Result<_, IndexerError>>()?;
     let mut builder = Bm25Builder::default();
-    for t in &terms {
+    let mut specs: Vec<(String, Vec<String>)> = files
+        .iter()
+        .map(|f| (f.language.clone(), Vec::new()))
+        .collect();
+    for (c, (t, imports)) in chunks.iter().zip(&terms) {
         builder.add(t);
+        specs[c.file as usize].1.extend(imports.iter().cloned());
     }
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let graph = ImportGraph::build(&paths, &specs);
     let text_bytes = files
         .iter()
         .filter(|f| f.skipped.is_none())
@@ -687,6 +697,7 @@ pub fn index_project(
         segments,
         lexical: builder.finish(Bm25Params::default()),
         summaries,
+        graph,
     };
 
     let mut version = previous

@@ -182,9 +182,8 @@ pub fn assemble(
             }
         }
     }
-    let hits = pack
-        .lexical
-        .search_with(&query_terms(&search_text), options.bm25);
+    let terms = query_terms(&search_text);
+    let hits = pack.lexical.search_with(&terms, options.bm25);
     for p in &options.hot_paths {
         if !intent.entities.paths.contains(p) {
             intent.entities.paths.push(p.clone());
@@ -192,7 +191,8 @@ pub fn assemble(
     }
     let weights = &options.weights;
     let excluded: std::collections::HashSet<u32> = options.exclude.iter().copied().collect();
-    let ranked = rank(pack, &hits, &intent, weights);
+    let mut ranked = rank(pack, &hits, &terms, &intent, weights);
+    crate::rank::diversify(pack, &mut ranked, weights.file_decay, budget);
     let reasons: HashMap<u32, Signals> = ranked.iter().map(|r| (r.chunk, r.signals)).collect();
     let mut scores: Vec<(u32, f32)> = ranked
         .iter()

@@ -317,7 +317,12 @@ fn compression_and_profiles(host: &dyn Host, key: &str, project_id: &str) {
     check(&r, 2000);
     assert!(r.body["pieces"].as_array().unwrap().len() <= 5);
     assert_eq!(r.body["profile"]["name"], "plan");
-    assert!(r.body["profile"]["project_summary"].is_null());
+    // `plan` keeps room for the project summary and echoes it.
+    let head = r.body["profile"]["project_summary"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no project summary: {}", r.body));
+    assert!(r.body["prompt"].as_str().unwrap().contains(head.trim_end()));
+    assert_eq!(r.body["summaries"][0]["kind"], "project");
     let error = "thread 'main' panicked at /build/ctxgate/shared/src/quota.rs:120:9:\nattempt to subtract with overflow\n";
     let r = post(
         host,

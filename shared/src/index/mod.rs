@@ -1,8 +1,9 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 2; version 1 had no ctime or inode in the file stat)
+//! # Format (version 4; version 3 had no import graph and unstemmed terms, version 2 no
+//! summaries, version 1 no ctime or inode in the file stat)
 //!
-//! Version 3 appends the hierarchical summaries ([`crate::summary::Summaries`]) at the end.
+//! Summaries ([`crate::summary::Summaries`]) and the import graph come at the end of the body.
 //!
 //! ```text
 //! offset  size  content
@@ -16,8 +17,8 @@
 //! encodings counted, chunking options), the file table ([`FileEntry`]: path, sha256, size,
 //! the stat used to skip re-hashing, language, why it was skipped, its chunks), the chunk table
 //! ([`ChunkRecord`]: id, file, kind, symbol, lines, bytes, sha256, token counts per encoding,
-//! where its text is stored), the list of chunk segments, and the BM25 index whose document
-//! ids are chunk indexes.
+//! where its text is stored), the list of chunk segments, the BM25 index whose document
+//! ids are chunk indexes, and the import graph between files ([`ImportGraph`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
@@ -31,6 +32,7 @@ pub mod layout;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkKind;
+use crate::graph::ImportGraph;
 use crate::hash::Sha256Digest;
 use crate::lexical::Bm25Index;
 use crate::tokens::Encoding;
@@ -38,7 +40,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -149,6 +151,8 @@ pub struct IndexPack {
     pub lexical: Bm25Index,
     /// File, directory and project summaries.
     pub summaries: crate::summary::Summaries,
+    /// Imports between files.
+    pub graph: ImportGraph,
 }
 
 /// Why a pack cannot be opened.
@@ -249,6 +253,7 @@ mod tests {
             segments: vec![],
             lexical: Bm25Builder::default().finish(Bm25Params::default()),
             summaries: Default::default(),
+            graph: ImportGraph::default(),
         }
     }
 

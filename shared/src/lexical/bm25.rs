@@ -112,6 +112,15 @@ impl Bm25Index {
         self.terms.len()
     }
 
+    /// The inverse document frequency of `term` (as [`Bm25Index::search`] weighs it), if any
+    /// document holds it.
+    pub fn idf(&self, term: &str) -> Option<f32> {
+        let t = self.terms.binary_search_by(|x| x.as_str().cmp(term)).ok()?;
+        let n = self.doc_len.len() as f32;
+        let df = (self.offsets[t + 1] - self.offsets[t]) as f32;
+        Some((1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+    }
+
     /// Documents matching any query term, best first, with their scores.
     pub fn search(&self, query: &[(String, u16)]) -> Vec<(u32, f32)> {
         self.search_with(query, self.params)

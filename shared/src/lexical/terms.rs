@@ -31,9 +31,57 @@ pub fn for_each_term(text: &str, mut emit: impl FnMut(&str)) {
         }
         buf.clear();
         lower_into(ident, &mut buf);
-        emit(&buf);
-        split_parts(ident, &mut part, &mut emit, &buf);
+        emit(stem(&buf));
+        split_parts(ident, &mut part, &mut |t: &str| emit(stem(t)), &buf);
     }
+}
+
+/// A light English stemmer for the words of prose and identifiers (`options` → `option`,
+/// `parsing`/`parsed`/`parse` → `pars`), applied alike to indexed text and to queries so that a
+/// commit message's "fix parsing of flags" meets `parse_flag`. Only lowercase ASCII words of
+/// five letters or more are touched, and only plural, `-ing`, `-ed` and a final `-e` are
+/// stripped: conservative enough never to merge unrelated identifiers often, which matters more
+/// here than reaching every inflection.
+pub fn stem(word: &str) -> &str {
+    let b = word.as_bytes();
+    if b.len() < 5 || !b.iter().all(u8::is_ascii_lowercase) {
+        return word;
+    }
+    let has_vowel = |s: &[u8]| s.iter().any(|c| b"aeiouy".contains(c));
+    let mut w = word;
+    if let Some(x) = w.strip_suffix("ies") {
+        // `entries` → `entr`, like `entry` below.
+        return &word[..x.len()];
+    }
+    if w.ends_with("sses") {
+        w = &w[..w.len() - 2];
+    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+        w = &w[..w.len() - 1];
+    }
+    let mut stripped = false;
+    for suffix in ["ing", "ed"] {
+        if let Some(x) = w.strip_suffix(suffix)
+            && x.len() >= 3
+            && has_vowel(x.as_bytes())
+            && !w.ends_with("eed")
+        {
+            w = x;
+            stripped = true;
+            break;
+        }
+    }
+    let wb = w.as_bytes();
+    let n = wb.len();
+    if stripped && n >= 4 && wb[n - 1] == wb[n - 2] && !b"lsz".contains(&wb[n - 1]) {
+        // `stopped` → `stopp` → `stop`.
+        w = &w[..n - 1];
+    } else if w.len() >= 5 && w.ends_with('e') {
+        w = &w[..w.len() - 1];
+    } else if w.len() >= 5 && w.ends_with('y') {
+        // `entry` and `entries` meet at `entr`.
+        w = &w[..w.len() - 1];
+    }
+    w
 }
 
 fn is_ident_byte(b: u8) -> bool {
@@ -111,10 +159,26 @@ pub fn doc_terms(text: &str, path: &str) -> Vec<(String, u16)> {
     v
 }
 
-/// The distinct terms of a query with how often each occurs.
+/// The distinct terms of a query with how often each occurs, without English function words
+/// (they match comments everywhere and name nothing).
 pub fn query_terms(query: &str) -> Vec<(String, u16)> {
-    doc_terms(query, "")
+    let mut terms = doc_terms(query, "");
+    terms.retain(|(t, _)| !STOPWORDS.iter().any(|w| stem(w) == t));
+    terms
 }
+
+/// English function words dropped from queries.
+const STOPWORDS: &[&str] = &[
+    "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "don",
+    "during", "each", "eg", "etc", "few", "for", "from", "had", "has", "have", "he", "her", "here",
+    "his", "how", "ie", "if", "in", "into", "is", "it", "its", "just", "me", "more", "most", "my",
+    "no", "not", "now", "of", "on", "once", "only", "or", "other", "our", "out", "over", "own",
+    "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then",
+    "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up",
+    "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your",
+];
 
 #[cfg(test)]
 mod tests {
@@ -128,7 +192,7 @@ mod tests {
 
     #[test]
     fn identifiers_whole_and_split() {
-        assert_eq!(terms("parse_config"), ["parse_config", "parse", "config"]);
+        assert_eq!(terms("parse_config"), ["parse_config", "pars", "config"]);
         assert_eq!(terms("HTTPRequest"), ["httprequest", "http", "request"]);
         assert_eq!(terms("getUserID2"), ["getuserid2", "get", "user", "id2"]);
         assert_eq!(terms("x = 42 + y"), Vec::<String>::new());
@@ -137,6 +201,39 @@ mod tests {
             ["src", "lexical", "bm25", "rs"]
         );
         assert_eq!(terms("Größe_Wert"), ["größe_wert", "größe", "wert"]);
+    }
+
+    #[test]
+    fn inflections_meet() {
+        for group in [
+            &["parse", "parsed", "parsing", "parses"][..],
+            &["option", "options"],
+            &["entry", "entries"],
+            &["class", "classes"],
+            &["stop", "stopped", "stopping"],
+            &["encode", "encoded", "encoding", "encodes"],
+        ] {
+            let stems: Vec<&str> = group.iter().map(|w| stem(w)).collect();
+            assert!(
+                stems.windows(2).all(|w| w[0] == w[1]),
+                "{group:?} → {stems:?}"
+            );
+        }
+        for w in [
+            "status", "string", "speed", "need", "HTTP", "x86_64", "größe",
+        ] {
+            assert_eq!(stem(w), w);
+        }
+    }
+
+    #[test]
+    fn queries_drop_function_words() {
+        let q: Vec<String> = query_terms("Fix the parsing of options when it is empty")
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        // Stems on both sides: `empty` and `empties` meet at `empt`.
+        assert_eq!(q, ["empt", "fix", "option", "pars"]);
     }
 
     #[test]

@@ -193,7 +193,8 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
 
     let mut order: Vec<Want> = Vec::new();
     let broad = input.project_first
-        || input.intent.intent == Intent::Explain || input.intent.scope == Scope::RepoWide;
+        || input.intent.intent == Intent::Explain
+        || input.intent.scope == Scope::RepoWide;
     if broad {
         order.push(Want::Project);
     }
