@@ -3,6 +3,9 @@
 # queries over five repositories). Needs the repositories' git mirrors, brought with the `fetch`
 # tool (see ../shared/bench/README.md): BENCH_MIRROR_ROOT=<folder holding owner+name/repo>.
 # Nothing is written into ../shared; the bench is copied to target/retrieval-bench.
+# Runs ctxgate on all 420 queries and the benchmark's BM25 baselines, then prints them side by
+# side. With PROBE_BIN=<path to probe> (cargo install probe-code) it also runs that peer and
+# ctxgate on the first 20 queries of each repository (probe takes ~5 s a call).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
@@ -18,3 +21,14 @@ python3 build.py --mirror-root "$BENCH_MIRROR_ROOT"
 home="$bench/ctxgate-home"
 .venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh \
   --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json"
+.venv/bin/python baseline_bm25.py > results/baselines.log
+names=("${NAME:-ctxgate}")
+if [ -n "${PROBE_BIN:-}" ]; then
+  .venv/bin/python run_product.py --name "${NAME:-ctxgate}-100" --jobs 2 --limit 20 --fresh \
+    --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json"
+  .venv/bin/python run_product.py --name probe-code --jobs 2 --limit 20 --timeout 300 --fresh \
+    --cmd "python3 $root/scripts/peers/probe_adapter.py $PROBE_BIN {repo_dir} {query_file} {budget}"
+  names+=("${NAME:-ctxgate}-100" probe-code)
+fi
+echo
+python3 "$root/scripts/bench_table.py" results "${names[@]}"
