@@ -1,0 +1,91 @@
+//! Ranking signals end to end: the import graph and path signals computed from an indexed
+//! repository, and file diversity under a small budget, as each piece's `reasoning` reports them.
+
+use std::path::Path;
+
+use ctxgate_core::catalog::{BudgetPolicy, Catalog};
+use ctxgate_core::compress::Compression;
+use ctxgate_core::profile::Profile;
+use ctxgate_indexer::assemble::{AssembleRequest, assemble};
+use ctxgate_indexer::pipeline::{IndexOptions, NoProgress};
+use ctxgate_indexer::store::Store;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+#[test]
+fn graph_path_and_diversity_reach_the_reasoning() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    // Two functions long enough to be chunks of their own.
+    let body = |name: &str, op: &str| {
+        let mut f = format!("def {name}(view, rows):\n    \"\"\"Scrolls the view.\"\"\"\n");
+        for i in 0..40 {
+            f.push_str(&format!(
+                "    step_{i} = view.top {op} rows * {i} + len(view.rows)\n"
+            ));
+        }
+        f.push_str("    view.top = min(max(step_39, 0), view.limit)\n    return draw(view)\n\n\n");
+        f
+    };
+    write(
+        root,
+        "app/pager.py",
+        &format!(
+            "from .render import draw\n\n\n{}{}",
+            body("scroll_down", "+"),
+            body("scroll_up", "-")
+        ),
+    );
+    write(
+        root,
+        "app/render.py",
+        "def draw(view):\n    \"\"\"Draws the rows of the view up to its limit.\"\"\"\n    return [row for row in view.rows[view.top:view.limit]]\n",
+    );
+    write(
+        root,
+        "app/config.py",
+        "def load(path):\n    \"\"\"Reads the view limit from a file.\"\"\"\n    return int(open(path).read())\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let req = AssembleRequest {
+        repo: root.to_path_buf(),
+        query: "the pager cannot scroll the view past its limit".into(),
+        budget: Some(4000),
+        model: None,
+        policy: BudgetPolicy::default(),
+        index: IndexOptions::default(),
+        hot_paths: Vec::new(),
+        compression: Compression::None,
+        profile: Profile::Expand,
+        error_output: None,
+    };
+    let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
+    let why = |path: &str| {
+        report
+            .pieces
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.reasoning.unwrap())
+            .collect::<Vec<_>>()
+    };
+    let pager = why("app/pager.py");
+    let render = why("app/render.py");
+    let config = why("app/config.py");
+    assert!(!pager.is_empty() && !render.is_empty() && !config.is_empty());
+    // "pager" is in one path only.
+    assert!(pager.iter().all(|s| s.path > 0.0), "{pager:?}");
+    assert!(render.iter().chain(&config).all(|s| s.path == 0.0));
+    // render.py is imported by the strongest file; config.py is linked to nothing.
+    assert!(render.iter().all(|s| s.graph > 0.0), "{render:?}");
+    assert!(config.iter().all(|s| s.graph == 0.0), "{config:?}");
+    // Under 8k a file's second chunk counts 0.9 of its score.
+    let mut d: Vec<f32> = pager.iter().map(|s| s.diversity).collect();
+    d.sort_by(f32::total_cmp);
+    assert_eq!(d.first().copied(), Some(0.9), "{pager:?}");
+    assert_eq!(d.last().copied(), Some(1.0));
+}
