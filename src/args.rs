@@ -294,6 +294,10 @@ pub struct ServeArgs {
     /// Let `POST /v1/projects` index folders on this machine (only on servers you trust).
     #[arg(long)]
     pub allow_local_paths: bool,
+    /// Let `POST /v1/projects` fetch git and tarball URLs on private, loopback and link-local
+    /// addresses and over plain http (by default only public https hosts are reached).
+    #[arg(long)]
+    pub allow_private_sources: bool,
     /// Secret for the admin endpoints (`/v1/admin/...`); without it they are off.
     #[arg(long, env = "CTXGATE_ADMIN_SECRET", hide_env_values = true)]
     pub admin_secret: Option<String>,

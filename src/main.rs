@@ -14,8 +14,16 @@ use crate::args::{Cli, Command};
 use crate::failure::Failure;
 
 fn main() -> ExitCode {
-    restore_sigpipe();
     let cli = Cli::parse();
+    // A server and the jobs talk to sockets and child processes (gitoxide pipes into `git
+    // upload-pack` for `file://` URLs): a peer that hangs up is an error to handle there, not a
+    // reason to die. The others are filters whose stdout may be a closed pipe.
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Aws(_) | Command::Jobs(_)
+    ) {
+        restore_sigpipe();
+    }
     init_logging(cli.global.verbose, cli.global.quiet);
     let format = cli.command.format();
     let result = match &cli.command {
@@ -42,7 +50,7 @@ fn main() -> ExitCode {
 /// write after `head` exits; like other Unix filters, ctxgate should just stop.
 fn restore_sigpipe() {
     #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    // SAFETY: called in main before any thread exists (parsing spawns none); SIG_DFL is valid.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

@@ -24,12 +24,33 @@ pub enum BackendError {
     /// The caller's input is wrong (a bad source path, an empty repository).
     #[error("{0}")]
     Invalid(String),
+    /// Fetching a project's source failed.
+    #[error("{message}")]
+    Source {
+        /// Machine-readable code (`source_not_allowed`, `source_unreachable`, ...).
+        code: &'static str,
+        /// Whose fault it is, which decides the status.
+        fault: SourceFault,
+        /// What happened.
+        message: String,
+    },
     /// Stored data is damaged.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
     /// The store failed.
     #[error("storage failed: {0}")]
     Storage(String),
+}
+
+/// Whose fault a failed source fetch is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceFault {
+    /// This server's policy forbids the source (a private address, plain HTTP, a local path).
+    Refused,
+    /// The caller's source is wrong (no such revision, not an archive, too large).
+    Invalid,
+    /// The remote failed or could not be reached.
+    Upstream,
 }
 
 /// An organisation.
@@ -111,6 +132,10 @@ pub struct AuditRecord {
     /// The client's session id, when it gave one (sessions are read back from here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Which of the org's keys called ([`crate::routes::auth::key_id`]): a session belongs to
+    /// one key, so two clients of an org that pick the same session id do not share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// Chunk ids delivered.
     #[serde(default)]
     pub chunks: Vec<String>,

@@ -11,31 +11,56 @@ use async_trait::async_trait;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
+pub use ctxgate_indexer::source::NetworkPolicy;
+use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
 use ctxgate_indexer::store::{ProjectItem, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::backend::{
     AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
+    SourceFault,
 };
+
+/// Which sources `POST /v1/projects` may index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceAccess {
+    /// Folders on this machine (only for servers the caller trusts with its files).
+    pub local_paths: bool,
+    /// Which hosts git and tarball URLs may reach.
+    pub network: NetworkPolicy,
+}
+
+impl SourceAccess {
+    /// What a server open to callers it does not trust allows: public HTTPS URLs only.
+    pub const PUBLIC: Self = Self {
+        local_paths: false,
+        network: NetworkPolicy::PublicHttps,
+    };
+    /// Everything: the admin CLI on its own machine.
+    pub const TRUSTED: Self = Self {
+        local_paths: true,
+        network: NetworkPolicy::Open,
+    };
+}
 
 /// A data directory as the API's backend.
 pub struct EmbeddedBackend {
     store: Mutex<Store>,
     root: PathBuf,
-    allow_local_paths: bool,
+    access: SourceAccess,
     index: IndexOptions,
 }
 
 impl EmbeddedBackend {
-    /// Opens the data directory at `root`. `allow_local_paths` lets `POST /v1/projects` index
-    /// folders on this machine (only for servers the caller trusts with its files).
-    pub fn open(root: &std::path::Path, allow_local_paths: bool) -> Result<Self, IndexerError> {
+    /// Opens the data directory at `root`; `access` says which sources `POST /v1/projects`
+    /// may index.
+    pub fn open(root: &std::path::Path, access: SourceAccess) -> Result<Self, IndexerError> {
         let store = Store::open(root)?;
         Ok(Self {
             root: store.root().to_path_buf(),
             store: Mutex::new(store),
-            allow_local_paths,
+            access,
             index: IndexOptions::default(),
         })
     }
@@ -49,6 +74,22 @@ impl EmbeddedBackend {
             .lock()
             .map_err(|_| BackendError::Storage("store lock poisoned".into()))?;
         f(&store).map_err(storage)
+    }
+}
+
+/// A failed fetch, with the indexer's code and whose fault it is.
+fn source_error(e: SourceError) -> BackendError {
+    let code = ctxgate_indexer::error::source_code(&e);
+    let fault = match &e {
+        SourceError::NotAllowed { .. } => SourceFault::Refused,
+        SourceError::Io { .. } => return BackendError::Storage(e.to_string()),
+        e if e.is_user_error() => SourceFault::Invalid,
+        _ => SourceFault::Upstream,
+    };
+    BackendError::Source {
+        code,
+        fault,
+        message: e.to_string(),
     }
 }
 
@@ -222,21 +263,29 @@ impl Backend for EmbeddedBackend {
         name: &str,
         source: &ProjectSource,
     ) -> Result<ProjectInfo, BackendError> {
-        let path = match source {
-            ProjectSource::Local { path } if self.allow_local_paths => PathBuf::from(path),
-            ProjectSource::Local { .. } => {
-                return Err(BackendError::Refused(
-                    "this server does not index local paths (start it with --allow-local-paths)"
-                        .into(),
-                ));
-            }
-            ProjectSource::Git { .. } | ProjectSource::Tarball { .. } => {
-                return Err(BackendError::Refused(
-                    "git and tarball sources are not supported by this server yet".into(),
-                ));
-            }
+        let spec = match source {
+            ProjectSource::Local { path } => SourceSpec::Local { path: path.clone() },
+            ProjectSource::Git { url, rev } => SourceSpec::Git {
+                url: url.clone(),
+                rev: rev.clone(),
+            },
+            ProjectSource::Tarball { url } => SourceSpec::Tarball { url: url.clone() },
         };
-        let target = ProjectTarget::named(org, name);
+        // A folder or a `file://` git URL reads this machine's disk.
+        if !spec.is_remote() && !self.access.local_paths {
+            return Err(BackendError::Refused(
+                "this server does not index local paths (start it with --allow-local-paths)".into(),
+            ));
+        }
+        let mut target = ProjectTarget::named(org, name);
+        target.source = match &spec {
+            SourceSpec::Local { .. } => None,
+            SourceSpec::Git { url, rev: None } | SourceSpec::Tarball { url } => Some(url.clone()),
+            SourceSpec::Git {
+                url,
+                rev: Some(rev),
+            } => Some(format!("{url}#{rev}")),
+        };
         if self
             .projects(org)
             .await?
@@ -245,19 +294,29 @@ impl Backend for EmbeddedBackend {
         {
             return Err(BackendError::Conflict(format!("project `{name}`")));
         }
-        // Indexing takes seconds: run it off the async workers, on its own connection.
+        // Fetching and indexing take seconds: run them off the async workers, on their own
+        // connection. The fetched files live in a temporary folder of the data directory,
+        // deleted when `fetched` drops.
         let root = self.root.clone();
         let opts = self.index.clone();
+        let limits = SourceLimits {
+            network: self.access.network,
+            ..SourceLimits::default()
+        };
         let item = tokio::task::spawn_blocking(move || {
-            let store = Store::open(&root)?;
-            index_project(&store, &target, &path, &opts, &NoProgress)?;
+            let work = root.join("tmp");
+            std::fs::create_dir_all(&work)
+                .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
+            let fetched = fetch(&spec, &limits, &work).map_err(source_error)?;
+            let store = Store::open(&root).map_err(storage)?;
+            index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
             store
-                .project(&target.org, &target.id)?
-                .ok_or_else(|| IndexerError::Corrupt("project vanished after indexing".into()))
+                .project(&target.org, &target.id)
+                .map_err(storage)?
+                .ok_or_else(|| BackendError::Corrupt("project vanished after indexing".into()))
         })
         .await
-        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))?
-        .map_err(storage)?;
+        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))??;
         Ok(info(item))
     }
 

@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::backend::BackendError;
+use crate::backend::{BackendError, SourceFault};
 use crate::wire::{ErrorBody, ErrorDetail};
 
 /// An error answer: status, machine-readable code, message, details.
@@ -75,6 +75,14 @@ impl From<BackendError> for ApiError {
             BackendError::NotFound(_) => ApiError::not_found("not_found", msg),
             BackendError::Refused(_) => ApiError::new(StatusCode::FORBIDDEN, "source_refused", msg),
             BackendError::Invalid(_) => ApiError::bad_request("invalid_source", msg),
+            BackendError::Source { code, fault, .. } => {
+                let status = match fault {
+                    SourceFault::Refused => StatusCode::FORBIDDEN,
+                    SourceFault::Invalid => StatusCode::BAD_REQUEST,
+                    SourceFault::Upstream => StatusCode::BAD_GATEWAY,
+                };
+                ApiError::new(status, code, msg)
+            }
             BackendError::Corrupt(_) => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "index_corrupt", msg)
             }

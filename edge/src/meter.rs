@@ -105,6 +105,7 @@ pub async fn finish(
         endpoint: admission.endpoint.to_string(),
         project: delivered.project,
         session: delivered.session,
+        key: Some(caller.key_id.clone()),
         chunks: delivered.chunks,
         signature_only: delivered.signature_only,
         tokens_reserved: admission.reserved,

@@ -201,6 +201,7 @@ pub fn source_code(e: &crate::source::SourceError) -> &'static str {
         S::BadRev { .. } => "source_bad_rev",
         S::BadUrl { .. } => "source_bad_url",
         S::Unsupported { .. } => "source_unsupported",
+        S::NotAllowed { .. } => "source_not_allowed",
         S::BadArchive(_) => "source_bad_archive",
         S::Missing(_) => "repo_not_found",
         S::NotADirectory(_) => "repo_not_a_directory",

@@ -132,7 +132,7 @@ pub fn index_now(
     req.validate(ctx.allow_local)?;
     // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
     // registered, so the schedule never carries it.
-    probe_revision(&req.source)?;
+    probe_revision(&req.source, ctx.limits.network)?;
     let target = ProjectTarget {
         source: Some(describe(&req.source)),
         ..ProjectTarget::named(&req.org, &req.project)
@@ -223,7 +223,7 @@ fn fetch_and_index(
     job: &mut JobRecord,
 ) -> Result<Option<String>, IndexerError> {
     // Probed first: if the source moves while it is fetched, the next pass sees a difference.
-    let probe = probe_revision(source)?;
+    let probe = probe_revision(source, ctx.limits.network)?;
     let fetched = fetch(source, &ctx.limits, ctx.work_dir)?;
     job.revision = fetched.revision.clone();
     job.stage = "index".into();
@@ -311,7 +311,7 @@ pub fn reindex_due(
                 .push(format!("{}: local sources are not indexed here", item.id));
             continue;
         }
-        let probe = match probe_revision(&item.source) {
+        let probe = match probe_revision(&item.source, ctx.limits.network) {
             Ok(p) => p,
             Err(e) => {
                 report.probe_failures.push(format!("{}: {e}", item.id));

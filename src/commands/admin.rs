@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::ProjectSource;
-use ctxgate_edge::embedded::EmbeddedBackend;
+use ctxgate_edge::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_edge::{AppState, Config, admin};
 use serde_json::json;
 
@@ -16,8 +16,9 @@ use crate::args::{
 };
 use crate::failure::Failure;
 
-fn state(global: &Global, allow_local_paths: bool) -> Result<AppState, Failure> {
-    let backend = EmbeddedBackend::open(&data_dir(global)?, allow_local_paths)?;
+/// The admin commands run on the operator's own machine: every source is allowed.
+fn state(global: &Global) -> Result<AppState, Failure> {
+    let backend = EmbeddedBackend::open(&data_dir(global)?, SourceAccess::TRUSTED)?;
     Ok(AppState::new(
         Arc::new(backend),
         catalog(global)?,
@@ -55,7 +56,7 @@ fn show_limits(l: &Limits) -> String {
 /// `ctxgate org ...`.
 pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
     let OrgCommand::Create(a) = cmd;
-    let st = state(global, false)?;
+    let st = state(global)?;
     let limits = apply(Limits::default(), &a.limits);
     let org = block_on(admin::create_org(
         &st,
@@ -79,7 +80,7 @@ pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
 /// `ctxgate key ...`.
 pub fn key(global: &Global, cmd: &KeyCommand) -> CmdResult {
     let KeyCommand::Create(a) = cmd;
-    let st = state(global, false)?;
+    let st = state(global)?;
     let key = block_on(admin::create_key(&st, &a.org))??;
     match a.format {
         Format::Json => print_json(&json!({ "org": a.org, "key": key })),
@@ -94,7 +95,7 @@ pub fn key(global: &Global, cmd: &KeyCommand) -> CmdResult {
 /// `ctxgate quota ...`.
 pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
     let QuotaCommand::Set(a) = cmd;
-    let st = state(global, false)?;
+    let st = state(global)?;
     let record = block_on(async {
         let current = st
             .backend
@@ -126,7 +127,7 @@ pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
 /// `ctxgate project ...`.
 pub fn project(global: &Global, cmd: &ProjectCommand) -> CmdResult {
     let ProjectCommand::Add(a) = cmd;
-    let st = state(global, true)?;
+    let st = state(global)?;
     ctxgate_edge::routes::valid_project_name(&a.name)?;
     let dir = a.dir.canonicalize().map_err(|e| {
         Failure::input(

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ctxgate_core::tokens::Encoding;
-use ctxgate_edge::embedded::EmbeddedBackend;
+use ctxgate_edge::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
@@ -40,7 +40,15 @@ fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
 
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let dir = data_dir(global)?;
-    let backend = EmbeddedBackend::open(&dir, args.allow_local_paths)?;
+    let access = SourceAccess {
+        local_paths: args.allow_local_paths,
+        network: if args.allow_private_sources {
+            NetworkPolicy::Open
+        } else {
+            NetworkPolicy::PublicHttps
+        },
+    };
+    let backend = EmbeddedBackend::open(&dir, access)?;
     // The fast exact counters, before the first request needs them (tiktoken-rs's own tables
     // are several times slower); the other encodings load on first use.
     for e in [Encoding::O200kBase, Encoding::Cl100kBase] {

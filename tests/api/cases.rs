@@ -34,7 +34,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     context(host, &key, &project_id);
     compression_and_profiles(host, &key, &project_id);
     continuation(host, &key);
-    session(host, &key);
+    session(host, &acme, &key);
     history(host, tag);
     bad_input(host, &key);
     isolation(host, tag, &key, &project_id);
@@ -418,8 +418,8 @@ fn continuation(host: &dyn Host, key: &str) {
 }
 
 /// A multi-turn client: pieces sent earlier in a session are named, not sent again.
-fn session(host: &dyn Host, key: &str) {
-    let ask = |session: Option<&str>| {
+fn session(host: &dyn Host, org: &str, key: &str) {
+    let ask_as = |key: &str, session: Option<&str>| {
         let mut body = json!({
             "project": "core",
             "query": "how does the quota ledger reserve and settle tokens",
@@ -432,6 +432,7 @@ fn session(host: &dyn Host, key: &str) {
         assert_eq!(r.status, 200, "{}", r.body);
         r.body
     };
+    let ask = |session: Option<&str>| ask_as(key, session);
     let first = ask(Some("turn-test"));
     let sent = chunk_ids(&first, "pieces");
     assert!(!sent.is_empty());
@@ -460,6 +461,24 @@ fn session(host: &dyn Host, key: &str) {
     let plain = ask(None);
     assert_eq!(chunk_ids(&plain, "pieces"), sent);
     assert!(plain["session"].is_null());
+    // A session is its key's: another client of the same org that picks the same id starts
+    // afresh.
+    let r = post(
+        host,
+        &format!("/v1/admin/orgs/{org}/keys"),
+        Some(host.admin_secret()),
+        &json!({}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let other_key = r.body["key"].as_str().unwrap();
+    let theirs = ask_as(other_key, Some("turn-test"));
+    assert_eq!(chunk_ids(&theirs, "pieces"), sent);
+    assert!(
+        theirs["session"]["already_delivered"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     // Session ids are bounded.
     let r = post(
         host,

@@ -137,6 +137,11 @@ pub const ADMIN_SECRET: &str = "test-admin-secret-0123456789";
 
 impl NativeHost {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With `flags` added to `ctxgate serve`'s defaults.
+    pub fn start_with(flags: &[&str]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
             .args([
@@ -148,6 +153,7 @@ impl NativeHost {
                 "--max-body-bytes",
                 "1048576",
             ])
+            .args(flags)
             .env("CTXGATE_HOME", home.path())
             .env("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)
             .env_remove("CTXGATE_TOKEN_SECRET")

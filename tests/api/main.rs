@@ -4,6 +4,7 @@
 mod aws;
 mod cases;
 mod host;
+mod sources;
 mod worker;
 
 #[test]
@@ -22,4 +23,9 @@ fn worker_api_suite() {
 #[test]
 fn worker_serves_what_the_lambda_published_to_aws() {
     aws::run();
+}
+
+#[test]
+fn native_projects_from_git_and_tarball_urls() {
+    sources::run();
 }

@@ -14,6 +14,14 @@ use crate::state::AppState;
 pub struct Caller {
     /// The caller's organisation.
     pub org: OrgRecord,
+    /// Which of its keys called ([`key_id`]).
+    pub key_id: String,
+}
+
+/// A key's public id: the first 16 hex digits of its hash. The key has 256 bits of entropy, so
+/// this names it in audit records without weakening it.
+pub fn key_id(key_hash: &str) -> String {
+    key_hash.chars().take(16).collect()
 }
 
 /// How keys are stored: only their sha256.
@@ -47,15 +55,19 @@ impl FromRequestParts<AppState> for Caller {
                 "send your API key as `Authorization: Bearer <key>`",
             )
         })?;
+        let hash = hash_key(key);
         let record = state
             .backend
-            .key(&hash_key(key))
+            .key(&hash)
             .await?
             .ok_or_else(|| unauthorized("invalid_api_key", "the API key is not valid"))?;
         let org =
             state.backend.org(&record.org).await?.ok_or_else(|| {
                 unauthorized("invalid_api_key", "the API key's organisation is gone")
             })?;
-        Ok(Caller { org })
+        Ok(Caller {
+            org,
+            key_id: key_id(&hash),
+        })
     }
 }

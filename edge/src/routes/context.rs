@@ -175,22 +175,26 @@ const SESSION_AUDIT_DEPTH: usize = 500;
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_BYTES: usize = 128;
 
-/// Chunk ids `org`'s `session` already received whole from `project`, read back from the audit
-/// (which records every delivered chunk id per call, and which were signatures only), so
-/// sessions need no storage of their own. Session ids are the org's: clients of one org that
-/// share an id share its history.
+/// Chunk ids the caller's `session` already received whole from `project`, read back from the
+/// audit (which records every delivered chunk id per call, which were signatures only, and
+/// which key called), so sessions need no storage of their own. A session belongs to the key
+/// that opened it: two clients of one org that pick the same id do not share history.
 async fn session_chunks(
     state: &AppState,
-    org: &str,
+    caller: &Caller,
     session: &str,
     project: &str,
 ) -> Result<HashSet<String>, ApiError> {
-    let records = state.backend.audit(org, SESSION_AUDIT_DEPTH).await?;
+    let records = state
+        .backend
+        .audit(&caller.org.name, SESSION_AUDIT_DEPTH)
+        .await?;
     Ok(records
         .into_iter()
         .filter(|r| {
             r.status == 200
                 && r.session.as_deref() == Some(session)
+                && r.key.as_deref() == Some(caller.key_id.as_str())
                 && r.project.as_deref() == Some(project)
         })
         .flat_map(|r| {
@@ -238,7 +242,7 @@ async fn run(
         delivered = claims.delivered;
     }
     let known = match asked.session {
-        Some(s) => session_chunks(state, &org, s, &project.id).await?,
+        Some(s) => session_chunks(state, caller, s, &project.id).await?,
         None => HashSet::new(),
     };
     let history_tokens = asked.history_tokens;

@@ -22,6 +22,7 @@ use gix::remote::Direction;
 use gix::remote::fetch::{Shallow, Tags};
 
 use super::extract::{Extractor, LinkPolicy, SafePath};
+use super::network::{self, NetworkPolicy};
 use super::{Fetched, SourceError, SourceLimits};
 
 /// Where the fetched commit is kept in the throwaway repository.
@@ -47,7 +48,7 @@ pub(super) fn fetch(
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
-    check_url(url)?;
+    check_url(url, limits.network)?;
     let dir = super::temp_dir_in(work_dir)?;
     let want = Want::parse(rev)?;
     let (repo, commit) = match fetch_commit(url, &want, limits, &dir.path().join("shallow.git")) {
@@ -78,8 +79,12 @@ pub(super) fn fetch(
 }
 
 /// The commit `rev` (or `HEAD`) points to on the remote, from its ref advertisement alone.
-pub(super) fn probe(url: &str, rev: Option<&str>) -> Result<String, SourceError> {
-    check_url(url)?;
+pub(super) fn probe(
+    url: &str,
+    rev: Option<&str>,
+    policy: NetworkPolicy,
+) -> Result<String, SourceError> {
+    check_url(url, policy)?;
     let want = Want::parse(rev)?;
     if let Want::Commit(id) = want {
         return Ok(id.to_hex().to_string());
@@ -99,6 +104,7 @@ pub(super) fn probe(url: &str, rev: Option<&str>) -> Result<String, SourceError>
     let (ref_map, _) = remote
         .connect(Direction::Fetch)
         .map_err(git_error)?
+        .with_transport_options(transport_options(policy))
         .with_credentials(|_| Ok(None))
         .ref_map(gix::progress::Discard, Default::default())
         .map_err(git_error)?;
@@ -227,6 +233,7 @@ fn fetch_commit(
     let prepare = remote
         .connect(Direction::Fetch)
         .map_err(git_error)?
+        .with_transport_options(transport_options(limits.network))
         .with_credentials(|_| Ok(None))
         .prepare_fetch(gix::progress::Discard, Default::default())
         .map_err(git_error)?;
@@ -346,15 +353,37 @@ fn write_tree(
     Ok(warnings)
 }
 
-/// Refuses schemes gitoxide could be made to run commands with (`ext::`, remote helpers).
-fn check_url(url: &str) -> Result<(), SourceError> {
+/// HTTP transport options that hold every connection to `policy` (see [`network`]).
+fn transport_options(policy: NetworkPolicy) -> Box<dyn std::any::Any> {
+    use gix::protocol::transport::client::blocking_io::http;
+    let backend = http::reqwest::Options {
+        configure_client: Some(Box::new(move |builder| {
+            Ok(network::configure(policy, builder))
+        })),
+        configure_request: None,
+    };
+    Box::new(http::Options {
+        backend: Some(std::sync::Arc::new(std::sync::Mutex::new(backend))),
+        ..Default::default()
+    })
+}
+
+/// Refuses schemes gitoxide could be made to run commands with (`ext::`, remote helpers), and
+/// what `policy` does not let through.
+fn check_url(url: &str, policy: NetworkPolicy) -> Result<(), SourceError> {
     let parsed = gix::url::parse(url.as_bytes().as_bstr()).map_err(|e| bad_url(url, e))?;
     match parsed.scheme {
         gix::url::Scheme::File
         | gix::url::Scheme::Git
         | gix::url::Scheme::Ssh
         | gix::url::Scheme::Http
-        | gix::url::Scheme::Https => Ok(()),
+        | gix::url::Scheme::Https => network::check_url_host(
+            policy,
+            url,
+            parsed.scheme.as_str(),
+            parsed.host(),
+            parsed.port,
+        ),
         other => Err(SourceError::Unsupported {
             scheme: other.as_str().to_owned(),
             kind: "git",
@@ -557,7 +586,8 @@ mod tests {
             assert!(matches!(err, SourceError::NotFound { .. }), "{rev}: {err}");
             assert!(err.is_user_error());
         }
-        let err = probe_revision(&spec(&fx.url, Some("no-such-branch"))).unwrap_err();
+        let err = probe_revision(&spec(&fx.url, Some("no-such-branch")), NetworkPolicy::Open)
+            .unwrap_err();
         assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
         let err = fetch_source(&spec(&fx.url, Some("abc1234")), &limits, work.path()).unwrap_err();
         assert!(matches!(err, SourceError::BadRev { .. }), "{err}");
@@ -568,18 +598,20 @@ mod tests {
     fn source_git_probe_follows_the_remote() {
         let fx = fixture();
         assert_eq!(
-            probe_revision(&spec(&fx.url, None)).unwrap().as_deref(),
+            probe_revision(&spec(&fx.url, None), NetworkPolicy::Open)
+                .unwrap()
+                .as_deref(),
             Some(fx.second.as_str())
         );
         assert_eq!(
-            probe_revision(&spec(&fx.url, Some("v1")))
+            probe_revision(&spec(&fx.url, Some("v1")), NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(fx.first.as_str()),
             "an annotated tag probes as its commit"
         );
         assert_eq!(
-            probe_revision(&spec(&fx.url, Some(&fx.first)))
+            probe_revision(&spec(&fx.url, Some(&fx.first)), NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(fx.first.as_str())
@@ -590,7 +622,9 @@ mod tests {
         let third = git(&fx.repo, &["rev-parse", "HEAD"]);
         assert_ne!(third, fx.second);
         assert_eq!(
-            probe_revision(&spec(&fx.url, None)).unwrap().as_deref(),
+            probe_revision(&spec(&fx.url, None), NetworkPolicy::Open)
+                .unwrap()
+                .as_deref(),
             Some(third.as_str())
         );
     }
@@ -623,6 +657,7 @@ mod tests {
         let few = SourceLimits {
             max_bytes: 1 << 30,
             max_files: 2,
+            network: NetworkPolicy::Open,
         };
         let err = fetch_source(&spec(&fx.url, None), &few, work.path()).unwrap_err();
         assert!(
@@ -632,6 +667,7 @@ mod tests {
         let tiny = SourceLimits {
             max_bytes: 8,
             max_files: 100,
+            network: NetworkPolicy::Open,
         };
         let err = fetch_source(&spec(&fx.url, None), &tiny, work.path()).unwrap_err();
         assert!(
@@ -652,6 +688,7 @@ mod tests {
         let small = SourceLimits {
             max_bytes: 50_000,
             max_files: 100,
+            network: NetworkPolicy::Open,
         };
         let err = fetch_source(&spec(&fx.url, None), &small, work.path()).unwrap_err();
         assert!(
@@ -691,7 +728,7 @@ mod tests {
             let url = format!("{scheme}://{addr}/r.git");
             let err = fetch_source(&spec(&url, None), &few, work.path()).unwrap_err();
             assert!(matches!(err, SourceError::Git(_)), "{url}: {err}");
-            let err = probe_revision(&spec(&url, None)).unwrap_err();
+            let err = probe_revision(&spec(&url, None), NetworkPolicy::Open).unwrap_err();
             assert!(matches!(err, SourceError::Git(_)), "{url}: {err}");
         }
 

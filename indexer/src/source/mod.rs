@@ -19,7 +19,10 @@
 
 mod extract;
 mod git;
+mod network;
 mod tarball;
+
+pub use network::{NetworkPolicy, is_public};
 
 use std::path::{Path, PathBuf};
 
@@ -72,15 +75,18 @@ pub struct SourceLimits {
     pub max_bytes: u64,
     /// Entries written (files, folders, links).
     pub max_files: u64,
+    /// Which hosts and schemes may be reached.
+    pub network: NetworkPolicy,
 }
 
 impl Default for SourceLimits {
     /// 1 GiB and 200,000 entries: above any repository worth a context window, below a full
-    /// Lambda `/tmp`.
+    /// Lambda `/tmp`. The network is open: the CLI and the operator's jobs name their own URLs.
     fn default() -> Self {
         Self {
             max_bytes: 1 << 30,
             max_files: 200_000,
+            network: NetworkPolicy::Open,
         }
     }
 }
@@ -173,6 +179,15 @@ pub enum SourceError {
         /// Why it was refused.
         why: String,
     },
+    /// The source is one this server's [`NetworkPolicy`] does not reach (a private address,
+    /// plain HTTP, a path on this machine).
+    #[error("{url}: {why}")]
+    NotAllowed {
+        /// The URL or path given.
+        url: String,
+        /// Why it was refused.
+        why: String,
+    },
     /// The URL's scheme is not one this kind of source can fetch.
     #[error("a {kind} source cannot use the `{scheme}` scheme")]
     Unsupported {
@@ -214,6 +229,7 @@ impl SourceError {
             | SourceError::BadRev { .. }
             | SourceError::BadUrl { .. }
             | SourceError::Unsupported { .. }
+            | SourceError::NotAllowed { .. }
             | SourceError::BadArchive(_)
             | SourceError::Missing(_)
             | SourceError::NotADirectory(_) => true,
@@ -242,6 +258,7 @@ pub fn fetch(
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
+    allowed(spec, limits.network)?;
     match spec {
         SourceSpec::Local { path } => fetch_local(Path::new(path)),
         SourceSpec::Git { url, rev } => git::fetch(url, rev.as_deref(), limits, work_dir),
@@ -254,11 +271,28 @@ pub fn fetch(
 /// without asking); for a tarball the strong ETag of an HTTP `HEAD` (`None` when the server gives
 /// none); for a local folder `None`, and the caller falls back to the stat-based incremental
 /// index.
-pub fn probe_revision(spec: &SourceSpec) -> Result<Option<String>, SourceError> {
+pub fn probe_revision(
+    spec: &SourceSpec,
+    network: NetworkPolicy,
+) -> Result<Option<String>, SourceError> {
+    allowed(spec, network)?;
     match spec {
         SourceSpec::Local { .. } => Ok(None),
-        SourceSpec::Git { url, rev } => git::probe(url, rev.as_deref()).map(Some),
-        SourceSpec::Tarball { url } => tarball::probe(url),
+        SourceSpec::Git { url, rev } => git::probe(url, rev.as_deref(), network).map(Some),
+        SourceSpec::Tarball { url } => tarball::probe(url, network),
+    }
+}
+
+/// Refuses, under [`NetworkPolicy::PublicHttps`], the sources that read this machine's disk.
+fn allowed(spec: &SourceSpec, network: NetworkPolicy) -> Result<(), SourceError> {
+    match spec {
+        SourceSpec::Local { path } if network == NetworkPolicy::PublicHttps => {
+            Err(SourceError::NotAllowed {
+                url: path.clone(),
+                why: "this server does not read local folders".into(),
+            })
+        }
+        _ => Ok(()),
     }
 }
 
@@ -394,7 +428,7 @@ mod tests {
         let got = fetch(&spec, &SourceLimits::default(), dir.path()).unwrap();
         assert_eq!(got.root, std::fs::canonicalize(dir.path()).unwrap());
         assert_eq!(got.revision, None);
-        assert_eq!(probe_revision(&spec).unwrap(), None);
+        assert_eq!(probe_revision(&spec, NetworkPolicy::Open).unwrap(), None);
 
         let file = SourceSpec::Local {
             path: dir.path().join("f.txt").display().to_string(),

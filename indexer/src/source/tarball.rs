@@ -11,6 +11,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::extract::{Extractor, LinkPolicy, SafePath};
+use super::network::{self, NetworkPolicy};
 use super::{Fetched, SourceError, SourceLimits};
 
 /// Downloads and unpacks the tarball at `url` into a new folder in `work_dir`.
@@ -19,8 +20,8 @@ pub(super) fn fetch(
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
-    check_url(url)?;
-    let client = client(url)?;
+    check_url(url, limits.network)?;
+    let client = client(url, limits.network)?;
     let mut response = client.get(url).send().map_err(|e| network(url, &e))?;
     let status = response.status();
     if !status.is_success() {
@@ -89,9 +90,9 @@ pub(super) fn fetch(
 
 /// The strong ETag of an HTTP `HEAD` on `url`; `None` when the server gives none, only a weak
 /// one, or does not answer `HEAD`.
-pub(super) fn probe(url: &str) -> Result<Option<String>, SourceError> {
-    check_url(url)?;
-    let response = client(url)?
+pub(super) fn probe(url: &str, policy: NetworkPolicy) -> Result<Option<String>, SourceError> {
+    check_url(url, policy)?;
+    let response = client(url, policy)?
         .head(url)
         .send()
         .map_err(|e| network(url, &e))?;
@@ -239,14 +240,21 @@ impl<R: Read> Read for CappedReader<R> {
     }
 }
 
-/// Only http and https: the hosted side must not be made to read `file://` paths.
-fn check_url(url: &str) -> Result<(), SourceError> {
+/// Only http and https (the hosted side must not be made to read `file://` paths), and what
+/// `policy` lets through.
+fn check_url(url: &str, policy: NetworkPolicy) -> Result<(), SourceError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| SourceError::BadUrl {
         url: url.to_owned(),
         why: e.to_string(),
     })?;
     match parsed.scheme() {
-        "http" | "https" => Ok(()),
+        "http" | "https" => network::check_url_host(
+            policy,
+            url,
+            parsed.scheme(),
+            parsed.host_str(),
+            parsed.port(),
+        ),
         other => Err(SourceError::Unsupported {
             scheme: other.to_owned(),
             kind: "tarball",
@@ -254,13 +262,14 @@ fn check_url(url: &str) -> Result<(), SourceError> {
     }
 }
 
-fn client(url: &str) -> Result<reqwest::blocking::Client, SourceError> {
+fn client(url: &str, policy: NetworkPolicy) -> Result<reqwest::blocking::Client, SourceError> {
     super::ensure_tls_provider();
-    reqwest::blocking::Client::builder()
+    let builder = reqwest::blocking::Client::builder()
         .user_agent(concat!("ctxgate/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(30))
         // Large archives on slow links; the Lambda's own timeout bounds it below this anyway.
-        .timeout(Duration::from_secs(15 * 60))
+        .timeout(Duration::from_secs(15 * 60));
+    network::configure(policy, builder)
         .build()
         .map_err(|e| network(url, &e))
 }
@@ -584,6 +593,7 @@ mod tests {
         let small = SourceLimits {
             max_bytes: 16 * 1024,
             max_files: 10,
+            network: NetworkPolicy::Open,
         };
 
         let err = fetch_source(&spec(&base, "/missing.tgz"), &small, work.path()).unwrap_err();
@@ -652,7 +662,8 @@ mod tests {
         assert!(!err.is_user_error());
         // TLS through the ring provider: a server that does not speak TLS is a network error.
         let not_tls = base.replace("http://", "https://") + "/html";
-        let err = probe_revision(&SourceSpec::Tarball { url: not_tls }).unwrap_err();
+        let err =
+            probe_revision(&SourceSpec::Tarball { url: not_tls }, NetworkPolicy::Open).unwrap_err();
         assert!(matches!(err, SourceError::Network { .. }), "{err}");
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     }
@@ -677,12 +688,20 @@ mod tests {
             ),
         ]));
         assert_eq!(
-            probe_revision(&spec(&base, "/strong")).unwrap().as_deref(),
+            probe_revision(&spec(&base, "/strong"), NetworkPolicy::Open)
+                .unwrap()
+                .as_deref(),
             Some("\"v1\"")
         );
-        assert_eq!(probe_revision(&spec(&base, "/weak")).unwrap(), None);
-        assert_eq!(probe_revision(&spec(&base, "/none")).unwrap(), None);
-        let err = probe_revision(&spec(&base, "/gone")).unwrap_err();
+        assert_eq!(
+            probe_revision(&spec(&base, "/weak"), NetworkPolicy::Open).unwrap(),
+            None
+        );
+        assert_eq!(
+            probe_revision(&spec(&base, "/none"), NetworkPolicy::Open).unwrap(),
+            None
+        );
+        let err = probe_revision(&spec(&base, "/gone"), NetworkPolicy::Open).unwrap_err();
         assert!(
             matches!(err, SourceError::Http { status: 404, .. }),
             "{err}"

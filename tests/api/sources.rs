@@ -1,0 +1,264 @@
+//! `POST /v1/projects` from git and tarball URLs on `ctxgate serve`: by default only public
+//! https hosts are fetched (private, loopback and link-local addresses and plain http are
+//! refused before any connection), and with `--allow-private-sources` a tarball from a loopback
+//! server and a git repository are fetched, indexed and answer `/v1/context`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::cases::sample_repo;
+use super::host::{Host, NativeHost, get, org_with_key, post};
+
+/// Serves `routes` (path → body) over HTTP/1.1 on loopback, one request per connection, for the
+/// life of the test process; other paths answer 404. Returns the base URL.
+fn serve(routes: Vec<(&'static str, Vec<u8>)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            if reader.read_line(&mut request_line).is_err() {
+                continue;
+            }
+            loop {
+                let mut header = String::new();
+                match reader.read_line(&mut header) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if header == "\r\n" => break,
+                    Ok(_) => {}
+                }
+            }
+            let path = request_line.split_whitespace().nth(1).unwrap_or("");
+            let head_only = request_line.starts_with("HEAD");
+            let (status, body) = match routes.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => ("200 OK", body.clone()),
+                None => ("404 Not Found", b"no such file".to_vec()),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            if !head_only {
+                let _ = stream.write_all(&body);
+            }
+        }
+    });
+    base
+}
+
+/// `dir` as a gzip-compressed tarball with a top folder, as forges serve archives.
+fn tarball(dir: &Path) -> Vec<u8> {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("repo.tar.gz");
+    let status = Command::new("tar")
+        .arg("czf")
+        .arg(&file)
+        .arg("-C")
+        .arg(dir.parent().unwrap())
+        .arg(dir.file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read(file).unwrap()
+}
+
+/// A git repository with one commit holding a copy of `dir`.
+fn git_repo(dir: &Path) -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), repo.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args([
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "sample"]);
+    repo
+}
+
+fn create(host: &dyn Host, key: &str, name: &str, source: Value) -> super::host::Reply {
+    post(
+        host,
+        "/v1/projects",
+        Some(key),
+        &json!({ "name": name, "source": source }),
+    )
+}
+
+pub fn run() {
+    let archive = tarball(sample_repo());
+    let base = serve(vec![
+        ("/repo.tar.gz", archive),
+        ("/junk.tar.gz", b"this is not an archive".to_vec()),
+    ]);
+    let git = git_repo(sample_repo());
+    let git_url = format!("file://{}", git.path().display());
+
+    // The default server: public https only, checked before connecting.
+    let public = NativeHost::start();
+    let key = org_with_key(&public, "pub", json!({}));
+    for (source, code) in [
+        (
+            json!({"kind": "tarball", "url": format!("{base}/repo.tar.gz")}),
+            "source_not_allowed",
+        ),
+        (
+            json!({"kind": "tarball", "url": "https://127.0.0.1:9/repo.tar.gz"}),
+            "source_not_allowed",
+        ),
+        (
+            json!({"kind": "tarball", "url": "https://169.254.169.254/latest/meta-data"}),
+            "source_not_allowed",
+        ),
+        (
+            json!({"kind": "git", "url": "https://localhost/repo.git"}),
+            "source_not_allowed",
+        ),
+        (
+            json!({"kind": "git", "url": "https://[::1]/repo.git"}),
+            "source_not_allowed",
+        ),
+        (json!({"kind": "git", "url": git_url}), "source_refused"),
+    ] {
+        let r = create(&public, &key, "x", source.clone());
+        assert_eq!((r.status, r.code()), (403, code), "{source}: {}", r.body);
+        let message = r.body["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty(), "{source}");
+    }
+    let listed = get(&public, "/v1/projects", Some(&key));
+    assert_eq!(listed.body["projects"], json!([]), "nothing was registered");
+
+    // A server on a trusted network: private hosts and local git repositories.
+    let open = NativeHost::start_with(&["--allow-private-sources", "--allow-local-paths"]);
+    let key = org_with_key(&open, "own", json!({}));
+    let r = create(
+        &open,
+        &key,
+        "from-tarball",
+        json!({"kind": "tarball", "url": format!("{base}/repo.tar.gz")}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["source"], format!("{base}/repo.tar.gz"));
+    assert!(r.body["current_version"].as_u64().is_some(), "{}", r.body);
+    let r = create(
+        &open,
+        &key,
+        "from-git",
+        json!({"kind": "git", "url": git_url, "rev": "main"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["source"], format!("{git_url}#main"));
+    for project in ["from-tarball", "from-git"] {
+        let r = post(
+            &open,
+            "/v1/context",
+            Some(&key),
+            &json!({"project": project, "query": "token budget for a model", "budget": 4000}),
+        );
+        assert_eq!(r.status, 200, "{project}: {}", r.body);
+        let pieces = r.body["pieces"].as_array().unwrap();
+        assert!(!pieces.is_empty(), "{project}: no pieces");
+        assert!(
+            pieces
+                .iter()
+                .all(|p| sample_repo().join(p["path"].as_str().unwrap()).is_file()),
+            "{project}: pieces come from the fetched files: {}",
+            r.body
+        );
+    }
+
+    // Wrong sources are the caller's fault (400), a dead remote is the gateway's (502), and a
+    // name is taken once.
+    let r = create(
+        &open,
+        &key,
+        "junk",
+        json!({"kind": "tarball", "url": format!("{base}/junk.tar.gz")}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "source_bad_archive"),
+        "{}",
+        r.body
+    );
+    let r = create(
+        &open,
+        &key,
+        "missing",
+        json!({"kind": "tarball", "url": format!("{base}/gone.tar.gz")}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "source_http_error"),
+        "{}",
+        r.body
+    );
+    let r = create(
+        &open,
+        &key,
+        "branch",
+        json!({"kind": "git", "url": git_url, "rev": "no-such-branch"}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "source_rev_not_found"),
+        "{}",
+        r.body
+    );
+    let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/repo.tar.gz", dead.local_addr().unwrap());
+    drop(dead);
+    let r = create(
+        &open,
+        &key,
+        "dead",
+        json!({"kind": "tarball", "url": dead_url}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (502, "source_unreachable"),
+        "{}",
+        r.body
+    );
+    let r = create(
+        &open,
+        &key,
+        "from-tarball",
+        json!({"kind": "tarball", "url": format!("{base}/repo.tar.gz")}),
+    );
+    assert_eq!((r.status, r.code()), (409, "conflict"), "{}", r.body);
+    let names: Vec<String> = get(&open, "/v1/projects", Some(&key)).body["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "only the two good sources were registered: {names:?}"
+    );
+}
