@@ -6,6 +6,8 @@
 # Runs ctxgate on all 420 queries and the benchmark's BM25 baselines, then prints them side by
 # side. With PROBE_BIN=<path to probe> (cargo install probe-code) it also runs that peer and
 # ctxgate on the first 20 queries of each repository (probe takes ~5 s a call).
+# CTXGATE_ARGS adds options to every `assemble` call (e.g. `--compression medium`; give NAME too,
+# so the results are kept apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
@@ -20,12 +22,12 @@ python3 build.py --mirror-root "$BENCH_MIRROR_ROOT"
 ./setup_env.sh
 home="$bench/ctxgate-home"
 .venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh \
-  --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json"
+  --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json ${CTXGATE_ARGS:-}"
 .venv/bin/python baseline_bm25.py > results/baselines.log
 names=("${NAME:-ctxgate}")
 if [ -n "${PROBE_BIN:-}" ]; then
   .venv/bin/python run_product.py --name "${NAME:-ctxgate}-100" --jobs 2 --limit 20 --fresh \
-    --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json"
+    --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json ${CTXGATE_ARGS:-}"
   .venv/bin/python run_product.py --name probe-code --jobs 2 --limit 20 --timeout 300 --fresh \
     --cmd "python3 $root/scripts/peers/probe_adapter.py $PROBE_BIN {repo_dir} {query_file} {budget}"
   names+=("${NAME:-ctxgate}-100" probe-code)

@@ -276,8 +276,11 @@ fn render_with_spans(
 /// an exact split point for encodings that
 /// [`Encoding::splits_at_line_starts`](crate::tokens::Encoding::splits_at_line_starts).
 ///
-/// An unindented `/` is excluded: o200k's punctuation rule (` ?[^\s\p{L}\p{N}]+[\r\n/]*`)
-/// carries a line-ending newline on into a following `/`.
+/// An unindented `/` is a split point only after a line ending in an ASCII letter or digit (such
+/// as a code fence's language tag): o200k's punctuation rule (` ?[^\s\p{L}\p{N}]+[\r\n/]*`)
+/// carries a newline that ends a punctuation run (`}`, `;`) on into a following `/`, and no
+/// other rule reaches across a newline from a letter or digit. Rust and C-family pieces often
+/// start with `//` comments, so this keeps their known counts usable.
 fn line_start(text: &str, at: usize) -> bool {
     if at == 0 || text.as_bytes().get(at - 1) != Some(&b'\n') {
         return false;
@@ -285,10 +288,11 @@ fn line_start(text: &str, at: usize) -> bool {
     let rest = &text[at..];
     let visible = rest.trim_start_matches([' ', '\t']);
     let indented = visible.len() < rest.len();
+    let after_word = at >= 2 && text.as_bytes()[at - 2].is_ascii_alphanumeric();
     visible
         .chars()
         .next()
-        .is_some_and(|c| !c.is_whitespace() && (indented || c != '/'))
+        .is_some_and(|c| !c.is_whitespace() && (indented || c != '/' || after_word))
 }
 
 /// The exact count of `prompt`: known spans that sit between exact split points contribute
@@ -606,6 +610,39 @@ mod tests {
                 }
                 Err(ComposeError::QueryTooLarge { needed, .. }) => prop_assert!(needed > budget),
             }
+        }
+    }
+
+    #[test]
+    fn slash_lines_split_exactly_only_after_a_word() {
+        // After a fence's language tag the newline ends a word: `///` starts a new pre-token.
+        assert!(line_start("```rust\n/// doc\n", 8));
+        // After punctuation o200k carries the newline on into the slashes: not a split point.
+        assert!(!line_start("}\n// note\n", 2));
+        assert!(!line_start("```\n// note\n", 4));
+        assert!(line_start("}\n    // indented\n", 2));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn known_counts_stay_exact_for_pieces_opening_with_slashes(
+            texts in prop::collection::vec("/{1,3}[ -~\n]{0,200}", 1..8),
+            language in prop::sample::select(vec!["rust", "", "c"]),
+            cl100k in any::<bool>(),
+        ) {
+            let base = if cl100k { Encoding::Cl100kBase } else { Encoding::O200kBase };
+            let tokenizer = TokenizerSpec::Exact(base);
+            let pieces: Vec<Piece> = texts.iter().enumerate()
+                .map(|(i, t)| {
+                    let mut p = piece(&format!("f{}.rs", i % 2), i as u32 * 10 + 1, t, 10.0 - i as f32);
+                    p.language = language.to_string();
+                    p.base_tokens = Some(base.count(t));
+                    p
+                })
+                .collect();
+            let (prompt, spans) = render_with_spans(&pieces, &[], "q");
+            prop_assert_eq!(count_prompt(&prompt, &spans, &tokenizer), tokenizer.count(&prompt));
         }
     }
 }

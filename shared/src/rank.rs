@@ -409,21 +409,22 @@ fn decay_by_file(ranked: &mut [Ranked], decay: f32, file_of: impl Fn(u32) -> Opt
 
 /// Test code by the usual conventions of the indexed languages.
 pub fn is_test_path(path: &str) -> bool {
+    // Called for every candidate of every request: no allocation beyond the lowercase copy.
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let dirs = [
-        "test/",
-        "tests/",
-        "testing/",
-        "__tests__/",
-        "spec/",
-        "specs/",
-        "testdata/",
-        "fixtures/",
-        "e2e/",
+    const DIRS: [&str; 9] = [
+        "/test/",
+        "/tests/",
+        "/testing/",
+        "/__tests__/",
+        "/spec/",
+        "/specs/",
+        "/testdata/",
+        "/fixtures/",
+        "/e2e/",
     ];
-    dirs.iter()
-        .any(|d| lower.starts_with(d) || lower.contains(&format!("/{d}")))
+    DIRS.iter()
+        .any(|d| lower.starts_with(&d[1..]) || lower.contains(d))
         || name.starts_with("test_")
         || name.ends_with("_test.go")
         || name.ends_with("_test.py")

@@ -122,8 +122,9 @@ impl Encoding {
     }
 
     /// Whether a count splits exactly at every line start: for text `a` ending in `\n` and text
-    /// `b` starting with spaces or tabs (or none) and then a non-whitespace character (not an
-    /// unindented `/`), `count(a + b) == count(a) + count(b)`.
+    /// `b` starting with spaces or tabs (or none) and then a non-whitespace character (an
+    /// unindented `/` only when `a` ends in an ASCII letter or digit before its `\n`),
+    /// `count(a + b) == count(a) + count(b)`.
     ///
     /// True for the encodings whose pre-tokenizer pattern tries `\s*[\r\n]+` before any other
     /// whitespace rule: no pre-token can then run from a line's end into the next line's first
@@ -195,6 +196,26 @@ mod tests {
             let right = format!("{indent}{first}{b}");
             for e in [Encoding::O200kBase, Encoding::O200kHarmony, Encoding::Cl100kBase] {
                 prop_assert!(e.splits_at_line_starts());
+                let reference = e.reference();
+                let whole = reference.count_ordinary(&format!("{left}{right}"));
+                let parts = reference.count_ordinary(&left) + reference.count_ordinary(&right);
+                prop_assert_eq!(whole, parts, "{:?}", e);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The one exception above has its own exception: after a word, `/` starts afresh.
+        #[test]
+        fn counts_split_before_slashes_after_a_word(
+            a in "[ -~\t\r\n\u{a0}é漢😀]{0,60}",
+            last in "[A-Za-z0-9]",
+            b in "[ -~\t\r\n\u{a0}é漢😀]{0,60}",
+        ) {
+            let left = format!("{a}{last}\n");
+            let right = format!("/{b}");
+            for e in [Encoding::O200kBase, Encoding::O200kHarmony, Encoding::Cl100kBase] {
                 let reference = e.reference();
                 let whole = reference.count_ordinary(&format!("{left}{right}"));
                 let parts = reference.count_ordinary(&left) + reference.count_ordinary(&right);

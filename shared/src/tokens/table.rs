@@ -15,6 +15,8 @@
 //! u32 LE entry count, then per entry u32 LE rank, u16 LE length, the token's bytes; then the
 //! sha256 of everything before it.
 
+use std::sync::OnceLock;
+
 use fancy_regex::Regex;
 use rustc_hash::FxHashMap;
 
@@ -60,9 +62,14 @@ fn pattern(encoding: Encoding) -> &'static str {
 pub struct RankTable {
     encoding: Encoding,
     ranks: FxHashMap<&'static [u8], u32>,
-    /// One regex per thread slot: a shared regex serialises threads on its scratch-space pool
-    /// (tiktoken-rs does the same).
-    regexes: Vec<Regex>,
+    /// One regex per thread slot, compiled on the slot's first count. A fancy-regex `Regex`
+    /// shares its scratch pool with its clones, and only the pool's first thread takes the fast
+    /// path: every other thread paid a locked pool round trip per pre-token (about a tenth of a
+    /// warm `/v1/context` on `ctxgate serve`'s worker threads), so each slot compiles its own.
+    regexes: Box<[OnceLock<Regex>]>,
+    /// The regex compiled (and so checked) at load: the fallback should a slot fail to compile
+    /// the same pattern again, which it cannot.
+    first: Regex,
 }
 
 /// Regex copies per table; threads beyond this share.
@@ -207,12 +214,15 @@ impl RankTable {
         if at != body.len() {
             return Err(TableError::Invalid("trailing bytes"));
         }
-        let regex = Regex::new(pattern(encoding)).map_err(|_| TableError::Invalid("pattern"))?;
-        let regexes = vec![regex; REGEX_SLOTS];
+        let first = Regex::new(pattern(encoding)).map_err(|_| TableError::Invalid("pattern"))?;
+        let regexes: Box<[OnceLock<Regex>]> = (0..REGEX_SLOTS).map(|_| OnceLock::new()).collect();
+        // The loading thread counts first (the self-check): its slot starts with this one.
+        let _ = regexes[thread_slot()].set(first.clone());
         Ok(Self {
             encoding,
             ranks,
             regexes,
+            first,
         })
     }
 
@@ -224,7 +234,10 @@ impl RankTable {
     /// Exact number of tokens of `text` (ordinary text; special-token strings count as text).
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0;
-        for m in self.regexes[thread_slot()].find_iter(text) {
+        let regex = self.regexes[thread_slot()].get_or_init(|| {
+            Regex::new(pattern(self.encoding)).unwrap_or_else(|_| self.first.clone())
+        });
+        for m in regex.find_iter(text) {
             // The regex cannot fail on these patterns; a backtracking limit would, and then the
             // rest of the text is counted byte by byte, which over-counts rather than under.
             let Ok(m) = m else {
