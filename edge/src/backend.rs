@@ -190,6 +190,21 @@ pub trait Backend: Send + Sync + 'static {
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError>;
     /// Appends one audit record for `org`.
     async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError>;
+    /// Settles a call's lease and appends its audit record: one round trip on hosts where each
+    /// costs one (the Worker's Durable Object), two calls elsewhere. Both are attempted; the
+    /// first error is returned.
+    async fn settle_and_audit(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        let settled = self.settle(org, lease_id, used, now_ms).await;
+        let audited = self.append_audit(org, record).await;
+        settled.and(audited)
+    }
     /// `org`'s newest audit records, newest first.
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;
 

@@ -98,7 +98,6 @@ pub async fn finish(
 ) {
     let now = state.backend.now_ms();
     let org = &caller.org.name;
-    let _ = state.backend.settle(org, &admission.id, used, now).await;
     let record = AuditRecord {
         id: admission.id,
         at_ms: now,
@@ -112,5 +111,8 @@ pub async fn finish(
         tokens_used: used,
         status,
     };
-    let _ = state.backend.append_audit(org, &record).await;
+    let _ = state
+        .backend
+        .settle_and_audit(org, &record.id, used, now, &record)
+        .await;
 }

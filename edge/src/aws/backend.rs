@@ -183,6 +183,18 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
     async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError> {
         self.inner.append_audit(org, record).await
     }
+    async fn settle_and_audit(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        self.inner
+            .settle_and_audit(org, lease_id, used, now_ms, record)
+            .await
+    }
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
         self.inner.audit(org, limit).await
     }

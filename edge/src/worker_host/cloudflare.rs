@@ -175,6 +175,23 @@ impl Backend for CloudflareBackend {
         self.org_call(org, command).await
     }
 
+    async fn settle_and_audit(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        let command = OrgCommand::SettleAndAudit {
+            lease_id: lease_id.to_string(),
+            used,
+            now_ms,
+            record: record.clone(),
+        };
+        self.org_call(org, command).await
+    }
+
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
         self.org_call(org, OrgCommand::Audit { limit }).await
     }

@@ -40,6 +40,13 @@ pub enum OrgCommand {
     Ledger,
     /// Append an audit record.
     AppendAudit { record: AuditRecord },
+    /// `Settle`, then `AppendAudit`, in one round trip.
+    SettleAndAudit {
+        lease_id: String,
+        used: u64,
+        now_ms: u64,
+        record: AuditRecord,
+    },
     /// Newest audit records first.
     Audit { limit: usize },
     /// Every project.
@@ -133,6 +140,20 @@ impl OrgObject {
         Ok(out)
     }
 
+    /// [`Ledger::settle`] on the stored ledger (written only if the lease was open).
+    async fn settle(&self, lease_id: &str, used: u64, now_ms: u64) -> worker::Result<()> {
+        let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+        if ledger.settle(lease_id, used, now_ms) {
+            self.write(LEDGER, &ledger).await?;
+        }
+        Ok(())
+    }
+
+    async fn append_audit(&self, record: &AuditRecord) -> worker::Result<()> {
+        let key = format!("{AUDIT}{:015}:{}", record.at_ms, record.id);
+        self.write(&key, record).await
+    }
+
     /// One command. Each arm awaits nothing but this object's storage, which keeps its
     /// read-modify-write atomic (see the module doc).
     async fn apply(&self, command: OrgCommand) -> worker::Result<Outcome> {
@@ -167,16 +188,23 @@ impl OrgObject {
                 used,
                 now_ms,
             } => {
-                let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
-                if ledger.settle(&lease_id, used, now_ms) {
-                    self.write(LEDGER, &ledger).await?;
-                }
+                self.settle(&lease_id, used, now_ms).await?;
                 json(&())
             }
             OrgCommand::Ledger => json(&self.read::<Ledger>(LEDGER).await?.unwrap_or_default()),
             OrgCommand::AppendAudit { record } => {
-                let key = format!("{AUDIT}{:015}:{}", record.at_ms, record.id);
-                self.write(&key, &record).await?;
+                self.append_audit(&record).await?;
+                json(&())
+            }
+            OrgCommand::SettleAndAudit {
+                lease_id,
+                used,
+                now_ms,
+                record,
+            } => {
+                let settled = self.settle(&lease_id, used, now_ms).await;
+                self.append_audit(&record).await?;
+                settled?;
                 json(&())
             }
             OrgCommand::Audit { limit } => {
