@@ -228,6 +228,23 @@ mod tests {
     }
 
     #[test]
+    fn network_resolver_refuses_names_with_private_answers() {
+        use reqwest::dns::Resolve;
+        use std::str::FromStr;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let resolve = |host: &str| {
+            let name = reqwest::dns::Name::from_str(host).unwrap();
+            rt.block_on(PublicResolver.resolve(name))
+        };
+        // `localhost` answers loopback: what a rebinding name would answer on the second look.
+        let err = resolve("localhost").err().expect("refused");
+        assert!(err.to_string().contains("private or reserved"), "{err}");
+        assert!(resolve("no-such-host.invalid").is_err());
+    }
+
+    #[test]
     fn network_public_https_refuses_plain_http_and_private_hosts() {
         let check = |url: &str| {
             let u = reqwest::Url::parse(url).unwrap();
