@@ -26,11 +26,19 @@ pub const KEYS_KV: &str = "KEYS";
 /// Durable Object namespace of organisations.
 pub const ORGS_DO: &str = "ORGS";
 
+/// How long an isolate reuses an organisation record it read. Every authenticated request needs
+/// the record (its limits and models); re-reading it from the org's Durable Object cost a round
+/// trip per request. A change made through another isolate shows within this time (changes made
+/// through this one, at once); the quota ledger itself is never cached.
+const ORG_CACHE_MS: u64 = 1_000;
+
 /// The Worker's storage.
 pub struct CloudflareBackend {
     objects: SendWrapper<Bucket>,
     keys: SendWrapper<KvStore>,
     orgs: SendWrapper<ObjectNamespace>,
+    /// Organisation records read in the last [`ORG_CACHE_MS`], with when they were read.
+    org_cache: std::sync::Mutex<std::collections::HashMap<String, (OrgRecord, u64)>>,
 }
 
 fn storage(e: impl std::fmt::Display) -> BackendError {
@@ -44,7 +52,23 @@ impl CloudflareBackend {
             objects: SendWrapper::new(env.bucket(OBJECTS_BUCKET)?),
             keys: SendWrapper::new(env.kv(KEYS_KV)?),
             orgs: SendWrapper::new(env.durable_object(ORGS_DO)?),
+            org_cache: Default::default(),
         })
+    }
+
+    fn cached_org(&self, name: &str, now_ms: u64) -> Option<OrgRecord> {
+        let cache = self.org_cache.lock().ok()?;
+        let (org, at) = cache.get(name)?;
+        (now_ms.saturating_sub(*at) < ORG_CACHE_MS).then(|| org.clone())
+    }
+
+    fn remember_org(&self, org: Option<&OrgRecord>, name: &str, now_ms: u64) {
+        if let Ok(mut cache) = self.org_cache.lock() {
+            match org {
+                Some(o) => cache.insert(name.to_string(), (o.clone(), now_ms)),
+                None => cache.remove(name),
+            };
+        }
     }
 
     /// Sends `command` to `org`'s object and decodes its answer.
@@ -100,15 +124,23 @@ impl Backend for CloudflareBackend {
     }
 
     async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        self.remember_org(None, &org.name, 0);
         self.org_call(&org.name, OrgCommand::CreateOrg { org: org.clone() })
             .await
     }
 
     async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
-        self.org_call(name, OrgCommand::Org).await
+        let now = self.now_ms();
+        if let Some(org) = self.cached_org(name, now) {
+            return Ok(Some(org));
+        }
+        let org: Option<OrgRecord> = self.org_call(name, OrgCommand::Org).await?;
+        self.remember_org(org.as_ref(), name, now);
+        Ok(org)
     }
 
     async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
+        self.remember_org(None, &org.name, 0);
         self.org_call(&org.name, OrgCommand::UpdateOrg { org: org.clone() })
             .await
     }
