@@ -32,11 +32,6 @@ pub struct SourceAccess {
 }
 
 impl SourceAccess {
-    /// What a server open to callers it does not trust allows: public HTTPS URLs only.
-    pub const PUBLIC: Self = Self {
-        local_paths: false,
-        network: NetworkPolicy::PublicHttps,
-    };
     /// Everything: the admin CLI on its own machine.
     pub const TRUSTED: Self = Self {
         local_paths: true,
@@ -278,14 +273,10 @@ impl Backend for EmbeddedBackend {
             ));
         }
         let mut target = ProjectTarget::named(org, name);
-        target.source = match &spec {
-            SourceSpec::Local { .. } => None,
-            SourceSpec::Git { url, rev: None } | SourceSpec::Tarball { url } => Some(url.clone()),
-            SourceSpec::Git {
-                url,
-                rev: Some(rev),
-            } => Some(format!("{url}#{rev}")),
-        };
+        // A folder shows as the indexed folder; URLs as given (with a pinned rev).
+        if !matches!(spec, SourceSpec::Local { .. }) {
+            target.source = Some(spec.describe());
+        }
         if self
             .projects(org)
             .await?

@@ -134,7 +134,7 @@ pub fn index_now(
     // registered, so the schedule never carries it.
     probe_revision(&req.source, ctx.limits.network)?;
     let target = ProjectTarget {
-        source: Some(describe(&req.source)),
+        source: Some(req.source.describe()),
         ..ProjectTarget::named(&req.org, &req.project)
     };
     let pk_sk = format!("PROJECT#{}", target.id);
@@ -164,15 +164,6 @@ pub fn index_now(
     let mut options = ctx.options.clone();
     options.force |= req.full;
     run_job(store, ctx, &options, &target, &req.source, job_id, trigger)
-}
-
-fn describe(source: &SourceSpec) -> String {
-    match source {
-        SourceSpec::Local { path } => path.clone(),
-        SourceSpec::Git { url, rev: None } => url.clone(),
-        SourceSpec::Git { url, rev: Some(r) } => format!("{url}#{r}"),
-        SourceSpec::Tarball { url } => url.clone(),
-    }
 }
 
 fn run_job(
@@ -323,7 +314,7 @@ pub fn reindex_due(
             continue;
         }
         let target = ProjectTarget {
-            source: Some(describe(&item.source)),
+            source: Some(item.source.describe()),
             ..ProjectTarget::named(&item.org, &item.name)
         };
         let job_id = format!("{pass_id}-{}", item.id);

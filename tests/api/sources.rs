@@ -151,6 +151,31 @@ pub fn run() {
     let listed = get(&public, "/v1/projects", Some(&key));
     assert_eq!(listed.body["projects"], json!([]), "nothing was registered");
 
+    // Local paths alone: folders and file:// git are read, private network hosts still refused.
+    let local = NativeHost::start_with(&["--allow-local-paths"]);
+    let key = org_with_key(&local, "loc", json!({}));
+    let folder = sample_repo().display().to_string();
+    for (name, source) in [
+        ("folder", json!({"kind": "local", "path": folder})),
+        ("repo", json!({"kind": "git", "url": git_url})),
+    ] {
+        let r = create(&local, &key, name, source);
+        assert_eq!(r.status, 201, "{name}: {}", r.body);
+        assert!(r.body["current_version"].as_u64().is_some(), "{}", r.body);
+    }
+    let r = create(
+        &local,
+        &key,
+        "lan",
+        json!({"kind": "tarball", "url": format!("{base}/repo.tar.gz")}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (403, "source_not_allowed"),
+        "{}",
+        r.body
+    );
+
     // A server on a trusted network: private hosts and local git repositories.
     let open = NativeHost::start_with(&["--allow-private-sources", "--allow-local-paths"]);
     let key = org_with_key(&open, "own", json!({}));

@@ -62,12 +62,15 @@ impl CloudflareBackend {
         (now_ms.saturating_sub(*at) < ORG_CACHE_MS).then(|| org.clone())
     }
 
-    fn remember_org(&self, org: Option<&OrgRecord>, name: &str, now_ms: u64) {
+    fn remember_org(&self, org: &OrgRecord, now_ms: u64) {
         if let Ok(mut cache) = self.org_cache.lock() {
-            match org {
-                Some(o) => cache.insert(name.to_string(), (o.clone(), now_ms)),
-                None => cache.remove(name),
-            };
+            cache.insert(org.name.clone(), (org.clone(), now_ms));
+        }
+    }
+
+    fn forget_org(&self, name: &str) {
+        if let Ok(mut cache) = self.org_cache.lock() {
+            cache.remove(name);
         }
     }
 
@@ -124,7 +127,7 @@ impl Backend for CloudflareBackend {
     }
 
     async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.remember_org(None, &org.name, 0);
+        self.forget_org(&org.name);
         self.org_call(&org.name, OrgCommand::CreateOrg { org: org.clone() })
             .await
     }
@@ -135,12 +138,15 @@ impl Backend for CloudflareBackend {
             return Ok(Some(org));
         }
         let org: Option<OrgRecord> = self.org_call(name, OrgCommand::Org).await?;
-        self.remember_org(org.as_ref(), name, now);
+        match &org {
+            Some(o) => self.remember_org(o, now),
+            None => self.forget_org(name),
+        }
         Ok(org)
     }
 
     async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.remember_org(None, &org.name, 0);
+        self.forget_org(&org.name);
         self.org_call(&org.name, OrgCommand::UpdateOrg { org: org.clone() })
             .await
     }

@@ -369,12 +369,14 @@ fn transport_options(policy: NetworkPolicy) -> Box<dyn std::any::Any> {
 }
 
 /// Refuses schemes gitoxide could be made to run commands with (`ext::`, remote helpers), and
-/// what `policy` does not let through.
+/// network URLs `policy` does not let through.
 fn check_url(url: &str, policy: NetworkPolicy) -> Result<(), SourceError> {
     let parsed = gix::url::parse(url.as_bytes().as_bstr()).map_err(|e| bad_url(url, e))?;
     match parsed.scheme {
-        gix::url::Scheme::File
-        | gix::url::Scheme::Git
+        // A path on this machine: whether it may be read is the caller's call
+        // ([`super::SourceSpec::is_remote`]), not the network policy's.
+        gix::url::Scheme::File => Ok(()),
+        gix::url::Scheme::Git
         | gix::url::Scheme::Ssh
         | gix::url::Scheme::Http
         | gix::url::Scheme::Https => network::check_url_host(

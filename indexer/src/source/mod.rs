@@ -56,6 +56,16 @@ pub enum SourceSpec {
 }
 
 impl SourceSpec {
+    /// How the source is shown to users: the path, the URL, or `url#rev` for a pinned git rev.
+    pub fn describe(&self) -> String {
+        match self {
+            SourceSpec::Local { path } => path.clone(),
+            SourceSpec::Git { url, rev: None } => url.clone(),
+            SourceSpec::Git { url, rev: Some(r) } => format!("{url}#{r}"),
+            SourceSpec::Tarball { url } => url.clone(),
+        }
+    }
+
     /// Whether the source is fetched over the network rather than read from this machine's disk:
     /// the hosted service refuses the others, which would let a caller read the host's files.
     pub fn is_remote(&self) -> bool {
@@ -258,7 +268,6 @@ pub fn fetch(
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
-    allowed(spec, limits.network)?;
     match spec {
         SourceSpec::Local { path } => fetch_local(Path::new(path)),
         SourceSpec::Git { url, rev } => git::fetch(url, rev.as_deref(), limits, work_dir),
@@ -275,24 +284,10 @@ pub fn probe_revision(
     spec: &SourceSpec,
     network: NetworkPolicy,
 ) -> Result<Option<String>, SourceError> {
-    allowed(spec, network)?;
     match spec {
         SourceSpec::Local { .. } => Ok(None),
         SourceSpec::Git { url, rev } => git::probe(url, rev.as_deref(), network).map(Some),
         SourceSpec::Tarball { url } => tarball::probe(url, network),
-    }
-}
-
-/// Refuses, under [`NetworkPolicy::PublicHttps`], the sources that read this machine's disk.
-fn allowed(spec: &SourceSpec, network: NetworkPolicy) -> Result<(), SourceError> {
-    match spec {
-        SourceSpec::Local { path } if network == NetworkPolicy::PublicHttps => {
-            Err(SourceError::NotAllowed {
-                url: path.clone(),
-                why: "this server does not read local folders".into(),
-            })
-        }
-        _ => Ok(()),
     }
 }
 
