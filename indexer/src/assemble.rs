@@ -48,6 +48,8 @@ pub struct AssembleRequest {
     pub profile: Profile,
     /// The error output a `repair` request answers.
     pub error_output: Option<String>,
+    /// Dense retrieval's embedding model, if on.
+    pub dense: Option<crate::embed::DenseConfig>,
 }
 
 /// What compression saved.
@@ -175,14 +177,20 @@ pub fn assemble(
         profile: req.profile,
         error_output: req.error_output.clone(),
         without_summaries: false,
+        dense: Vec::new(),
     };
-    let _ = preload.join();
-    let t2 = Instant::now();
     let source = StoreChunks {
         store,
         org: LOCAL_ORG,
         project: &report.project.id,
     };
+    let mut options = options;
+    if let Some(dense) = &req.dense {
+        let tag = &opened.manifest.pack_sha256;
+        options.dense = dense_hits(store, pack, tag, &source, dense, query, progress)?;
+    }
+    let _ = preload.join();
+    let t2 = Instant::now();
     let done = ctxgate_core::assemble::assemble(pack, &source, query, &resolved, &options)?;
     let t3 = Instant::now();
     warnings.extend(done.warnings.iter().cloned());
@@ -225,6 +233,37 @@ pub fn assemble(
         savings,
         profile: done.profile,
     })
+}
+
+/// The chunks nearest to `query` by embedding, scaled for ranking; chunks the cache lacks are
+/// embedded first.
+fn dense_hits(
+    store: &Store,
+    pack: &IndexPack,
+    pack_sha256: &str,
+    source: &dyn ChunkSource,
+    dense: &crate::embed::DenseConfig,
+    query: &str,
+    progress: &dyn Progress,
+) -> Result<Vec<(u32, f32)>, IndexerError> {
+    use crate::embed::EmbedError;
+    let embedder = dense.embedder(store.root())?;
+    let (table, _) = crate::embed::pack_vectors(
+        store.root(),
+        pack,
+        pack_sha256,
+        source,
+        embedder.as_ref(),
+        progress,
+    )?;
+    let q = embedder
+        .embed(&[query])?
+        .pop()
+        .ok_or_else(|| EmbedError::Inference("no vector for the query".into()))?;
+    let nearest = table
+        .nearest(&q, crate::embed::DENSE_CANDIDATES)
+        .map_err(|e| EmbedError::Inference(e.to_string()))?;
+    Ok(ctxgate_core::dense::scaled_hits(&nearest))
 }
 
 /// Chunk texts read from their segments in the embedded store.

@@ -87,6 +87,9 @@ pub enum IndexerError {
     /// A source could not be fetched.
     #[error(transparent)]
     Source(#[from] crate::source::SourceError),
+    /// Chunks or the request could not be embedded.
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
     /// Another indexer holds the project.
     #[error("project `{project}` is being indexed by {holder}; try again when it is done")]
     Busy {
@@ -145,6 +148,7 @@ impl IndexerError {
             IndexerError::Busy { .. } => "project_busy",
             IndexerError::InvalidRequest(_) => "invalid_request",
             IndexerError::Source(e) => source_code(e),
+            IndexerError::Embed(e) => e.code(),
         }
     }
 

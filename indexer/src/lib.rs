@@ -13,6 +13,8 @@
 //! - [`assemble`] answers a query from the current version within a budget;
 //! - [`aws`] is the cloud store: objects in S3, metadata in DynamoDB (feature `aws`);
 //! - [`token_tables`] keeps fast exact token tables in the data directory;
+//! - [`embed`] turns chunks and requests into vectors for dense retrieval (a local model or an
+//!   OpenAI-compatible API), cached by chunk;
 //! - [`chat`] is the OpenAI-compatible chat client behind optional LLM summaries, and
 //!   [`summarize`] builds each version's file, directory and project summaries.
 
@@ -20,6 +22,7 @@ pub mod assemble;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod chat;
+pub mod embed;
 pub mod error;
 pub mod jobs;
 #[cfg(feature = "lambda")]

@@ -126,6 +126,7 @@ proptest! {
             compression,
             profile,
             error_output,
+            dense: None,
         };
         match assemble(&store, &catalog, &req, &NoProgress) {
             Ok(report) => {

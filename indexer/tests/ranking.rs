@@ -63,6 +63,7 @@ fn graph_path_and_diversity_reach_the_reasoning() {
         compression: Compression::None,
         profile: Profile::Expand,
         error_output: None,
+        dense: None,
     };
     let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
     let why = |path: &str| {

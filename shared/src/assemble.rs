@@ -77,6 +77,9 @@ pub struct QueryOptions {
     pub error_output: Option<String>,
     /// Leave summaries out (search pages carry pieces only).
     pub without_summaries: bool,
+    /// Dense hits (chunk, 0-1 from [`crate::dense::scaled_hits`]) when the caller embedded the
+    /// request; empty otherwise.
+    pub dense: Vec<(u32, f32)>,
 }
 
 /// The assembled context and how it was chosen.
@@ -191,7 +194,7 @@ pub fn assemble(
     }
     let weights = &options.weights;
     let excluded: std::collections::HashSet<u32> = options.exclude.iter().copied().collect();
-    let mut ranked = rank(pack, &hits, &terms, &intent, weights);
+    let mut ranked = rank(pack, &hits, &options.dense, &terms, &intent, weights);
     crate::rank::diversify(pack, &mut ranked, weights.file_decay, budget);
     let reasons: HashMap<u32, Signals> = ranked.iter().map(|r| (r.chunk, r.signals)).collect();
     let mut scores: Vec<(u32, f32)> = ranked

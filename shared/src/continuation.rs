@@ -160,9 +160,9 @@ mod tests {
             prop_assume!(chars[pos] != ch);
             chars[pos] = ch;
             let tampered: String = chars.into_iter().collect();
-            match verify(&tampered, b"secret", 1_000) {
-                Ok(c) => prop_assert_eq!(c, claims()), // base64 padding bits only
-                Err(_) => {}
+            // Accepted only when the change hit base64 padding bits: then the claims are intact.
+            if let Ok(c) = verify(&tampered, b"secret", 1_000) {
+                prop_assert_eq!(c, claims());
             }
         }
     }

@@ -21,6 +21,7 @@ pub mod chunk;
 pub mod compose;
 pub mod compress;
 pub mod continuation;
+pub mod dense;
 pub mod graph;
 pub mod hash;
 pub mod history;

@@ -9,6 +9,9 @@
 //! - `mention`: the chunk's file is named in the request (a path, a file name, a stack frame);
 //! - `path`: the request's words in the chunk's file path (`binding`, `pager`), weighted by
 //!   their rarity: a request about "the pager" is about `src/pager.rs` first;
+//! - `dense`: the chunk's embedding is among the nearest to the request's ([`crate::dense`];
+//!   only when the caller embedded the request), scaled between the weakest and strongest of
+//!   those neighbours;
 //! - `graph`: the chunk's file imports, or is imported by, a file holding a strong hit
 //!   ([`crate::graph`]); it counts only for chunks that match the request themselves.
 //!
@@ -38,6 +41,8 @@ pub struct Signals {
     pub path: f32,
     /// Best score of an import neighbour's file, scaled by the best file's.
     pub graph: f32,
+    /// Nearness of the chunk's embedding to the request's (0 without dense retrieval).
+    pub dense: f32,
     /// Multiplier for the kind of file: tests and documentation count less unless the intent
     /// asks for them (`test`, `explain`).
     pub prior: f32,
@@ -55,6 +60,7 @@ impl Default for Signals {
             mention: 0.0,
             path: 0.0,
             graph: 0.0,
+            dense: 0.0,
             prior: 1.0,
             diversity: 1.0,
         }
@@ -76,6 +82,8 @@ pub struct Weights {
     pub path: f32,
     /// Weight of [`Signals::graph`].
     pub graph: f32,
+    /// Weight of [`Signals::dense`].
+    pub dense: f32,
     /// Share of a file's other chunks' evidence added to its best chunk's.
     pub file_spread: f32,
     /// Multiplier for test files when the intent is not `test`.
@@ -101,6 +109,10 @@ pub struct Weights {
 /// 8k, line recall 0.643 → 0.685 with the graph on); an import neighbour of a strong file
 /// shares 0.3 of its score; under small budgets a file's further chunks decay by 0.9 each, which
 /// raised the all-gold-files rate at 8k from 0.81 to 0.86 for 0.03 of line recall.
+/// Weight of the dense signal when the caller embedded the request (to be tuned; see the
+/// README's dense retrieval section).
+pub const DENSE_WEIGHT: f32 = 0.5;
+
 impl Default for Weights {
     fn default() -> Self {
         Self {
@@ -110,6 +122,7 @@ impl Default for Weights {
             mention: 1.0,
             path: 3.0,
             graph: 0.3,
+            dense: DENSE_WEIGHT,
             file_spread: 0.3,
             test_prior: 0.3,
             doc_prior: 0.3,
@@ -141,7 +154,8 @@ impl Weights {
                 + self.file * s.file
                 + self.symbol * s.symbol
                 + self.mention * s.mention
-                + self.path * s.path)
+                + self.path * s.path
+                + self.dense * s.dense)
     }
 
     /// These weights with some changed by `spec`, `name=value` pairs separated by commas
@@ -162,6 +176,7 @@ impl Weights {
                 "mention" => &mut self.mention,
                 "path" => &mut self.path,
                 "graph" => &mut self.graph,
+                "dense" => &mut self.dense,
                 "file_spread" => &mut self.file_spread,
                 "test_prior" => &mut self.test_prior,
                 "doc_prior" => &mut self.doc_prior,
@@ -186,11 +201,13 @@ pub struct Ranked {
     pub signals: Signals,
 }
 
-/// Scores the chunks of `pack` for a request with search terms `terms` and BM25 hits `hits`
-/// (chunk, score), best first.
+/// Scores the chunks of `pack` for a request with search terms `terms`, BM25 hits `hits`
+/// (chunk, score) and dense hits `dense` (chunk, 0-1 from [`crate::dense::scaled_hits`]), best
+/// first.
 pub fn rank(
     pack: &IndexPack,
     hits: &[(u32, f32)],
+    dense: &[(u32, f32)],
     terms: &[(String, u16)],
     analysis: &QueryAnalysis,
     weights: &Weights,
@@ -213,6 +230,12 @@ pub fn rank(
         let f = chunk.file as usize;
         file_best[f] = file_best[f].max(s);
         file_sum[f] += s;
+    }
+    for &(c, v) in dense {
+        if let Some(s) = signals.get_mut(c as usize) {
+            s.dense = v;
+            touched[c as usize] = true;
+        }
     }
     let file_raw: Vec<f32> = file_best
         .iter()

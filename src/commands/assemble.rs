@@ -113,6 +113,7 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
         compression: args.compression.into(),
         profile,
         error_output,
+        dense: super::dense_config(&args.dense)?,
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;

@@ -1,11 +1,51 @@
 //! `ctxgate index DIR`.
 
-use ctxgate_indexer::pipeline::{IndexStatus, index_repo};
+use ctxgate_indexer::IndexerError;
+use ctxgate_indexer::assemble::StoreChunks;
+use ctxgate_indexer::embed::{DenseConfig, EmbedReport, pack_vectors};
+use ctxgate_indexer::pipeline::{IndexStatus, index_repo, open_current};
+use ctxgate_indexer::store::LOCAL_ORG;
 
-use super::{index_options, index_store, print_json, thousands};
+use super::{index_options, index_store, open_store, print_json, thousands};
 use crate::CmdResult;
 use crate::args::{Format, Global, IndexArgs};
+use crate::failure::Failure;
 use crate::progress::FileBar;
+
+/// Embeds the current version's chunks into the data directory's vector caches.
+fn embed(
+    global: &Global,
+    args: &IndexArgs,
+    project: &str,
+    dense: &DenseConfig,
+) -> Result<EmbedReport, Failure> {
+    if args.store.store.is_some() {
+        return Err(Failure::input(
+            "dense_needs_local_store",
+            "--dense keeps vectors in the local data directory; it cannot be combined with --store",
+        ));
+    }
+    let store = open_store(global)?;
+    let opened = open_current(&store, LOCAL_ORG, project)?
+        .ok_or_else(|| Failure::from(IndexerError::Corrupt("no current version".into())))?;
+    let embedder = dense.embedder(store.root()).map_err(IndexerError::from)?;
+    let source = StoreChunks {
+        store: &store,
+        org: LOCAL_ORG,
+        project,
+    };
+    let bar = FileBar::new(global.quiet, "embedding");
+    let (_, report) = pack_vectors(
+        store.root(),
+        &opened.pack,
+        &opened.manifest.pack_sha256,
+        &source,
+        embedder.as_ref(),
+        &bar,
+    )
+    .map_err(IndexerError::from)?;
+    Ok(report)
+}
 
 pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
     let store = index_store(global, &args.store)?;
@@ -15,8 +55,29 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
     }
     let bar = FileBar::new(global.quiet, "indexing");
     let report = index_repo(store.as_ref(), &args.dir, &opts, &bar)?;
+    let vectors = match super::dense_config(&args.dense)? {
+        None => None,
+        Some(dense) => Some(embed(global, args, &report.project.id, &dense)?),
+    };
     if args.format == Format::Json {
-        return print_json(&report);
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            report: &'a ctxgate_indexer::pipeline::IndexReport,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            vectors: Option<EmbedReport>,
+        }
+        return print_json(&Out {
+            report: &report,
+            vectors,
+        });
+    }
+    if let Some(v) = vectors {
+        println!(
+            "  vectors: {} chunks, {} newly embedded",
+            thousands(v.chunks as u64),
+            thousands(v.embedded as u64)
+        );
     }
     for w in &report.warnings {
         eprintln!("warning: {w}");

@@ -104,6 +104,29 @@ pub fn index_options(flags: &IndexFlags) -> IndexOptions {
 }
 
 /// Prints `value` as one JSON document.
+/// The embedding model `--dense` asks for.
+pub fn dense_config(
+    args: &crate::args::DenseArgs,
+) -> Result<Option<ctxgate_indexer::embed::DenseConfig>, Failure> {
+    match args.dense {
+        crate::args::DenseArg::Off => Ok(None),
+        crate::args::DenseArg::Local => Ok(Some(ctxgate_indexer::embed::DenseConfig::Local)),
+        crate::args::DenseArg::Api => {
+            let url = args.embed_url.clone().ok_or_else(|| {
+                Failure::input("embed_url_missing", "--dense api needs --embed-url URL")
+            })?;
+            Ok(Some(ctxgate_indexer::embed::DenseConfig::Api(
+                ctxgate_indexer::embed::openai::EmbeddingsEndpoint {
+                    url,
+                    model: args.embed_model.clone(),
+                    api_key: std::env::var("CTXGATE_EMBED_API_KEY").ok(),
+                    dims: args.embed_dims,
+                },
+            )))
+        }
+    }
+}
+
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::internal("json", e.to_string()))?;

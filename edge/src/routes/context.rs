@@ -278,6 +278,7 @@ async fn run(
             profile: asked.profile,
             error_output: asked.error_output,
             without_summaries: asked.pieces_only,
+            dense: Vec::new(),
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;

@@ -313,7 +313,7 @@ fn fetch_local(path: &Path) -> Result<Fetched, SourceError> {
 
 /// Installs rustls' ring provider as the process default once: reqwest is built without its own
 /// provider (no aws-lc C build), and both our client and gitoxide's HTTP transport use it.
-fn ensure_tls_provider() {
+pub(crate) fn ensure_tls_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // Err means another part of the process installed one first, which serves as well.
@@ -330,7 +330,7 @@ fn temp_dir_in(work_dir: &Path) -> Result<tempfile::TempDir, SourceError> {
 }
 
 /// An error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut message = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -1,0 +1,251 @@
+//! Dense retrieval: the chunks whose embeddings lie nearest to the request's.
+//!
+//! The vectors come from an embedding model the core never runs (the indexer's providers, or an
+//! API at the edge); the core only compares them. Vectors are stored quantized to `i8` with one
+//! scale per vector: a quarter of the memory of `f32` (an isolate holds a 1M-token index in a
+//! few MB), and for unit vectors of a few hundred dimensions the cosine moves by about 1e-3,
+//! far below the differences ranking depends on.
+
+use serde::{Deserialize, Serialize};
+
+/// Embeddings of a pack's chunks, by chunk index.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VectorTable {
+    /// The model that made them (a query must be embedded by the same one).
+    pub model: String,
+    /// Dimensions per vector.
+    pub dims: u32,
+    /// `dims` quantized components per chunk, chunk after chunk; a chunk without a vector has
+    /// all zeros (it never matches).
+    pub values: Vec<i8>,
+    /// Per chunk, the factor that turns its `i8` components back into a unit vector's.
+    pub scales: Vec<f32>,
+}
+
+/// Why a vector cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DenseError {
+    /// The query's vector was made for another space.
+    #[error("the query vector has {found} dimensions, the index's vectors {expected}")]
+    Dimensions {
+        /// The index's.
+        expected: u32,
+        /// The query's.
+        found: usize,
+    },
+}
+
+/// Magic bytes of an encoded [`VectorTable`] (the trailing digit is its format version).
+const MAGIC: &[u8; 8] = b"CTXGVEC1";
+
+impl VectorTable {
+    /// Serializes the table (magic bytes, then postcard).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        // Encoding plain vectors and strings into a Vec cannot fail.
+        out.extend(postcard::to_allocvec(self).unwrap_or_default());
+        out
+    }
+
+    /// Reads a table written by [`VectorTable::encode`]; `None` for anything else (a cache
+    /// entry that is not one is rebuilt, never trusted).
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let body = bytes.strip_prefix(MAGIC.as_slice())?;
+        let t: Self = postcard::from_bytes(body).ok()?;
+        (t.values.len() == t.scales.len() * t.dims as usize).then_some(t)
+    }
+
+    /// An empty table for `model`'s vectors of `dims` dimensions.
+    pub fn new(model: &str, dims: u32) -> Self {
+        Self {
+            model: model.to_string(),
+            dims,
+            values: Vec::new(),
+            scales: Vec::new(),
+        }
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Whether it holds no vector.
+    pub fn is_empty(&self) -> bool {
+        self.scales.is_empty()
+    }
+
+    /// Appends `vector` (any length-`dims` vector; it is normalized), or a zero vector for
+    /// `None`.
+    pub fn push(&mut self, vector: Option<&[f32]>) -> Result<(), DenseError> {
+        let dims = self.dims as usize;
+        match vector {
+            Some(v) if v.len() != dims => Err(DenseError::Dimensions {
+                expected: self.dims,
+                found: v.len(),
+            }),
+            Some(v) => {
+                let (q, scale) = quantize(v);
+                self.values.extend_from_slice(&q);
+                self.scales.push(scale);
+                Ok(())
+            }
+            None => {
+                self.values.extend(std::iter::repeat_n(0, dims));
+                self.scales.push(0.0);
+                Ok(())
+            }
+        }
+    }
+
+    /// The cosine similarity of chunk `i` to the unit vector `query`.
+    fn cosine(&self, i: usize, query: &[f32]) -> f32 {
+        let d = self.dims as usize;
+        let row = &self.values[i * d..(i + 1) * d];
+        let dot: f32 = row.iter().zip(query).map(|(&a, &b)| f32::from(a) * b).sum();
+        dot * self.scales[i]
+    }
+
+    /// The `k` chunks nearest to `query`, most similar first, with their cosine similarity.
+    pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<(u32, f32)>, DenseError> {
+        if query.len() != self.dims as usize {
+            return Err(DenseError::Dimensions {
+                expected: self.dims,
+                found: query.len(),
+            });
+        }
+        let q = normalized(query);
+        let mut all: Vec<(u32, f32)> = (0..self.len())
+            .filter(|&i| self.scales[i] > 0.0)
+            .map(|i| (i as u32, self.cosine(i, &q)))
+            .collect();
+        let k = k.min(all.len());
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        all.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        all.truncate(k);
+        all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(all)
+    }
+}
+
+fn normalized(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        vec![0.0; v.len()]
+    }
+}
+
+/// A unit vector as `i8` components and the factor that scales them back.
+fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
+    let unit = normalized(v);
+    let max = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return (vec![0; v.len()], 0.0);
+    }
+    let q = unit
+        .iter()
+        .map(|x| (x / max * 127.0).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    (q, max / 127.0)
+}
+
+/// Dense evidence for ranking: the `k` nearest chunks, each scaled to 0-1 between the weakest
+/// and the strongest of them (cosines of one model cluster in a narrow band, so the raw value
+/// says little; the rank within the request says more).
+pub fn scaled_hits(nearest: &[(u32, f32)]) -> Vec<(u32, f32)> {
+    let Some(top) = nearest.first().map(|h| h.1) else {
+        return Vec::new();
+    };
+    let floor = nearest.last().map(|h| h.1).unwrap_or(top);
+    let span = top - floor;
+    nearest
+        .iter()
+        .map(|&(c, s)| {
+            let v = if span > 0.0 { (s - floor) / span } else { 1.0 };
+            (c, v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(vectors: &[&[f32]]) -> VectorTable {
+        let mut t = VectorTable::new("m", vectors[0].len() as u32);
+        for v in vectors {
+            t.push(Some(v)).unwrap();
+        }
+        t
+    }
+
+    #[test]
+    fn nearest_orders_by_cosine_and_skips_missing_vectors() {
+        let mut t = table(&[&[1.0, 0.0, 0.0], &[0.6, 0.8, 0.0], &[0.0, 0.0, 5.0]]);
+        t.push(None).unwrap();
+        let hits = t.nearest(&[1.0, 1.0, 0.0], 10).unwrap();
+        let order: Vec<u32> = hits.iter().map(|h| h.0).collect();
+        assert_eq!(order, vec![1, 0, 2], "chunk 3 has no vector");
+        // cos([1,1,0], [0.6,0.8,0]) = 1.4/sqrt(2)
+        assert!((hits[0].1 - 1.4 / 2f32.sqrt()).abs() < 0.01, "{hits:?}");
+        assert!(hits[2].1.abs() < 0.01);
+        assert_eq!(t.nearest(&[1.0, 0.0, 0.0], 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn quantized_cosines_stay_close() {
+        // 384 pseudo-random components, as from a small sentence model.
+        let mut x = 0x2545_f491_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x as f32 / u32::MAX as f32) - 0.5
+        };
+        let a: Vec<f32> = (0..384).map(|_| next()).collect();
+        let b: Vec<f32> = a.iter().map(|v| v + 0.5 * next()).collect();
+        let exact = {
+            let (na, nb) = (normalized(&a), normalized(&b));
+            na.iter().zip(&nb).map(|(x, y)| x * y).sum::<f32>()
+        };
+        let t = table(&[&a]);
+        let got = t.nearest(&b, 1).unwrap()[0].1;
+        assert!((got - exact).abs() < 5e-3, "{got} vs {exact}");
+    }
+
+    #[test]
+    fn tables_round_trip_and_junk_is_refused() {
+        let t = table(&[&[1.0, 2.0], &[-3.0, 0.5]]);
+        assert_eq!(VectorTable::decode(&t.encode()), Some(t.clone()));
+        assert_eq!(VectorTable::decode(b"CTXGVEC1junk"), None);
+        let mut cut = t.encode();
+        cut.truncate(cut.len() - 1);
+        assert_eq!(VectorTable::decode(&cut), None);
+    }
+
+    #[test]
+    fn wrong_dimensions_are_refused() {
+        let mut t = table(&[&[1.0, 0.0]]);
+        assert_eq!(
+            t.nearest(&[1.0, 0.0, 0.0], 3),
+            Err(DenseError::Dimensions {
+                expected: 2,
+                found: 3
+            })
+        );
+        assert!(t.push(Some(&[1.0])).is_err());
+    }
+
+    #[test]
+    fn hits_scale_between_the_weakest_and_strongest() {
+        let s = scaled_hits(&[(4, 0.6), (2, 0.5), (9, 0.4)]);
+        assert_eq!(s[0], (4, 1.0));
+        assert!((s[1].1 - 0.5).abs() < 1e-6);
+        assert_eq!(s[2], (9, 0.0));
+        assert!(scaled_hits(&[]).is_empty());
+    }
+}
