@@ -76,6 +76,14 @@ fn dense_api_ranks_by_embeddings_and_embeds_each_chunk_once() {
         "a secret was sent to the embeddings API"
     );
     assert!(inputs.iter().any(|t| t.contains("[REDACTED:")));
+    // Nor is it stored: no file of the data directory holds it.
+    for (path, bytes, _) in common::snapshot(env.home.path()) {
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "the secret is stored in {}",
+            path.display()
+        );
+    }
     let first = inputs.len();
 
     // A second request embeds only itself: every chunk's vector is cached by content.

@@ -67,7 +67,7 @@ impl IndexOptions {
         let c = &self.chunk;
         let f = &self.filter;
         format!(
-            "rules=2;chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
+            "rules=3;chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
             c.max_bytes,
             c.min_bytes,
             c.window_lines,
@@ -873,6 +873,12 @@ fn process_file(
         return Outcome::Skipped {
             entry: skipped_entry(sha, "not valid UTF-8".into()),
         };
+    };
+    // Secrets are never stored, embedded or returned: chunks, counts and summaries are made
+    // from the redacted text (same lines, so line numbers still point into the file).
+    let text = match ctxgate_core::secrets::redact_source(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(redacted) => redacted,
     };
     // Tables are loaded only when something is counted: an unchanged re-index never pays.
     for &e in &opts.encodings {

@@ -3,6 +3,8 @@
 //! Anything ctxgate *derives* from user text (summaries of old conversation turns, aggregates)
 //! passes through [`redact`] first, so a key pasted into a chat months ago is never carried
 //! forward in clear by a summary. Text kept verbatim is the client's own and is not touched.
+//! Indexed files pass through [`redact_source`] before they are chunked: a key committed to a
+//! repository is never stored in a segment, embedded, or returned in a piece.
 //!
 //! Detection is deliberately pattern-based and conservative: well-known token shapes (AWS,
 //! GitHub, OpenAI, Slack, PEM private keys), `password = ...`-style assignments, and bearer
@@ -163,9 +165,44 @@ pub fn find(text: &str) -> Vec<(std::ops::Range<usize>, SecretKind)> {
     merged
 }
 
+/// The secrets of a source file: the well-known token shapes, random-looking bearer tokens, and
+/// assignments to a secret-named key of a *quoted* value that looks random. The looser
+/// assignment rule of [`find`] is for chat text; in code it would hide `token = lexer.next()`.
+pub fn find_in_source(text: &str) -> Vec<(std::ops::Range<usize>, SecretKind)> {
+    let mut found = find(text);
+    found.retain(|(r, kind)| {
+        if *kind != SecretKind::Assignment {
+            return true;
+        }
+        let value = &text[r.clone()];
+        let quoted = r.start > 0
+            && matches!(text.as_bytes()[r.start - 1], b'"' | b'\'')
+            && text
+                .as_bytes()
+                .get(r.end)
+                .is_some_and(|b| matches!(b, b'"' | b'\''));
+        quoted && value.len() >= 12 && !value.contains(char::is_whitespace) && looks_random(value)
+    });
+    found
+}
+
+/// A source file with its secrets ([`find_in_source`]) replaced by `[REDACTED:kind]`, keeping
+/// every line where it was (a multi-line private key leaves its line breaks), so that line
+/// numbers still point into the file on disk. Borrowed when there is none.
+pub fn redact_source(text: &str) -> Cow<'_, str> {
+    replace(text, find_in_source(text), true)
+}
+
 /// `text` with every detected secret replaced by `[REDACTED:kind]`; borrowed when there is none.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let found = find(text);
+    replace(text, find(text), false)
+}
+
+fn replace(
+    text: &str,
+    found: Vec<(std::ops::Range<usize>, SecretKind)>,
+    keep_lines: bool,
+) -> Cow<'_, str> {
     if found.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -176,6 +213,11 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         out.push_str("[REDACTED:");
         out.push_str(kind.label());
         out.push(']');
+        if keep_lines {
+            for _ in text[r.clone()].matches('\n') {
+                out.push('\n');
+            }
+        }
         at = r.end;
     }
     out.push_str(&text[at..]);
@@ -185,6 +227,20 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn source_redaction_keeps_code_and_lines() {
+        let code = "let token = lexer.next();\npassword = request.form['password']\nAPI_KEY = \"Zx81kQ2mPq7Lw0Rt5Yv3\"\nAWS = 'AKIAIOSFODNN7EXAMPLE'\n-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\ndef\n-----END RSA PRIVATE KEY-----\nfn after() {}\n";
+        let out = redact_source(code);
+        assert!(out.contains("let token = lexer.next();"), "{out}");
+        assert!(out.contains("password = request.form['password']"), "{out}");
+        assert!(out.contains("API_KEY = \"[REDACTED:secret]\""), "{out}");
+        assert!(out.contains("AWS = '[REDACTED:aws_access_key]'"), "{out}");
+        assert!(!out.contains("MIIEabc"), "{out}");
+        assert_eq!(out.lines().count(), code.lines().count());
+        assert_eq!(out.lines().last(), Some("fn after() {}"));
+        assert!(matches!(redact_source("fn plain() {}"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn known_shapes_are_redacted() {
