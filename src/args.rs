@@ -336,6 +336,10 @@ pub struct ServeArgs {
     /// addresses and over plain http (by default only public https hosts are reached).
     #[arg(long)]
     pub allow_private_sources: bool,
+    /// Dense retrieval for `/v1/context` and `/v1/search` (the model is loaded at start-up;
+    /// each version's chunks are embedded on its first request, then cached).
+    #[command(flatten)]
+    pub dense: DenseArgs,
     /// Secret for the admin endpoints (`/v1/admin/...`); without it they are off.
     #[arg(long, env = "CTXGATE_ADMIN_SECRET", hide_env_values = true)]
     pub admin_secret: Option<String>,

@@ -40,6 +40,14 @@ pub enum BackendError {
     /// The store failed.
     #[error("storage failed: {0}")]
     Storage(String),
+    /// The embedding model or API failed.
+    #[error("{message}")]
+    Embedding {
+        /// Machine-readable code (`embed_unauthorized`, `embed_unreachable`, ...).
+        code: &'static str,
+        /// What happened.
+        message: String,
+    },
 }
 
 /// Whose fault a failed source fetch is.
@@ -225,4 +233,16 @@ pub trait Backend: Send + Sync + 'static {
     /// Stores an object an indexer published elsewhere (objects are immutable once a manifest
     /// names them; writing the same key again replaces it with the same bytes).
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError>;
+
+    /// The chunks of `snap` nearest to `query` by embedding, scaled for ranking
+    /// ([`ctxgate_core::dense::scaled_hits`]), when this host has an embedding model; none
+    /// otherwise (the default: the Worker has none yet).
+    async fn dense_hits(
+        &self,
+        snap: std::sync::Arc<crate::state::Snapshot>,
+        query: &str,
+    ) -> Result<Vec<(u32, f32)>, BackendError> {
+        let _ = (snap, query);
+        Ok(Vec::new())
+    }
 }

@@ -8,8 +8,10 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use ctxgate_core::dense::VectorTable;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
+use ctxgate_indexer::embed::{DENSE_CANDIDATES, EmbedError, Embedder, pack_vectors};
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
 pub use ctxgate_indexer::source::NetworkPolicy;
 use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
@@ -45,7 +47,20 @@ pub struct EmbeddedBackend {
     root: PathBuf,
     access: SourceAccess,
     index: IndexOptions,
+    dense: Option<Dense>,
 }
+
+/// Dense retrieval on this server: the model, loaded once, and each open version's vectors.
+struct Dense {
+    embedder: std::sync::Arc<dyn Embedder>,
+    tables: Mutex<Vec<(VersionKey, std::sync::Arc<VectorTable>)>>,
+}
+
+/// Organisation, project id and version.
+type VersionKey = (String, String, u64);
+
+/// Versions whose vector tables stay in memory (as many as the snapshot cache keeps).
+const DENSE_TABLES: usize = 4;
 
 impl EmbeddedBackend {
     /// Opens the data directory at `root`; `access` says which sources `POST /v1/projects`
@@ -57,7 +72,18 @@ impl EmbeddedBackend {
             store: Mutex::new(store),
             access,
             index: IndexOptions::default(),
+            dense: None,
         })
+    }
+
+    /// Turns dense retrieval on with `embedder` (loaded by the caller: the local model takes
+    /// a moment, and a server should fail at start-up, not on its first request).
+    pub fn with_dense(mut self, embedder: Box<dyn Embedder>) -> Self {
+        self.dense = Some(Dense {
+            embedder: std::sync::Arc::from(embedder),
+            tables: Mutex::new(Vec::new()),
+        });
+        self
     }
 
     fn with<T>(
@@ -118,8 +144,76 @@ fn info(p: ProjectItem) -> ProjectInfo {
     }
 }
 
+fn embed_error(e: EmbedError) -> BackendError {
+    BackendError::Embedding {
+        code: e.code(),
+        message: e.to_string(),
+    }
+}
+
 #[async_trait]
 impl Backend for EmbeddedBackend {
+    async fn dense_hits(
+        &self,
+        snap: std::sync::Arc<crate::state::Snapshot>,
+        query: &str,
+    ) -> Result<Vec<(u32, f32)>, BackendError> {
+        let Some(dense) = &self.dense else {
+            return Ok(Vec::new());
+        };
+        let key = (snap.org.clone(), snap.project.clone(), snap.version);
+        let cached = dense
+            .tables
+            .lock()
+            .ok()
+            .and_then(|t| t.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
+        let embedder = dense.embedder.clone();
+        let root = self.root.clone();
+        let query = query.to_string();
+        // Embedding is CPU work (a whole version's chunks the first time): off the async threads.
+        let (table, vector) = tokio::task::spawn_blocking(move || {
+            let table = match cached {
+                Some(t) => t,
+                None => {
+                    // Versions are immutable: org, project and version name the pack's content.
+                    let tag = ctxgate_core::hash::Sha256Digest::of(
+                        format!("{}/{}/{}", snap.org, snap.project, snap.version).as_bytes(),
+                    )
+                    .to_hex();
+                    let (t, _) = pack_vectors(
+                        &root,
+                        &snap.pack,
+                        &tag,
+                        snap.as_ref(),
+                        embedder.as_ref(),
+                        &NoProgress,
+                    )?;
+                    std::sync::Arc::new(t)
+                }
+            };
+            let vector = embedder
+                .embed(&[query.as_str()])?
+                .pop()
+                .ok_or_else(|| EmbedError::Inference("no vector for the query".into()))?;
+            Ok::<_, EmbedError>((table, vector))
+        })
+        .await
+        .map_err(|e| BackendError::Storage(format!("embedding task failed: {e}")))?
+        .map_err(embed_error)?;
+        if let Ok(mut tables) = dense.tables.lock()
+            && !tables.iter().any(|(k, _)| *k == key)
+        {
+            if tables.len() >= DENSE_TABLES {
+                tables.remove(0);
+            }
+            tables.push((key, table.clone()));
+        }
+        let nearest = table
+            .nearest(&vector, DENSE_CANDIDATES)
+            .map_err(|e| embed_error(EmbedError::Inference(e.to_string())))?;
+        Ok(ctxgate_core::dense::scaled_hits(&nearest))
+    }
+
     fn now_ms(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -89,6 +89,9 @@ impl From<BackendError> for ApiError {
             BackendError::Storage(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", msg)
             }
+            BackendError::Embedding { code, .. } => {
+                ApiError::new(StatusCode::BAD_GATEWAY, code, msg)
+            }
         }
     }
 }

@@ -125,6 +125,10 @@ pub struct Assembled {
     pub already_delivered: Vec<u32>,
 }
 
+/// Tokens of the summaries section's heading and separators, kept free with the project
+/// summary under `plan`.
+const SUMMARY_SECTION_SLACK: u32 = 24;
+
 /// Most excluded chunks named back as already delivered.
 const MAX_ALREADY_DELIVERED: usize = 32;
 
@@ -247,9 +251,13 @@ pub fn assemble(
         None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
     };
     let room = budget.saturating_sub(frame_tokens);
-    // `plan` keeps room for the project summary at the head of its prompt.
+    // `plan` keeps room for the project summary at the head of its prompt, and for the section
+    // heading and joins around it, which the exact count of the whole prompt includes (without
+    // them, pieces that fill their room to the token leave the summary a few tokens short).
     let reserved = match profile {
-        Profile::Plan => crate::summary::fill::project_cost(pack, spec).unwrap_or(0),
+        Profile::Plan => {
+            crate::summary::fill::project_cost(pack, spec).map_or(0, |c| c + SUMMARY_SECTION_SLACK)
+        }
         _ => 0,
     }
     .min(room / 2);
@@ -263,8 +271,13 @@ pub fn assemble(
                 .into(),
         );
     } else {
+        let dense = if options.dense.is_empty() {
+            ""
+        } else {
+            ", embeddings"
+        };
         strategy = format!(
-            "ranked by BM25, named symbols and mentioned files ({} candidates)",
+            "ranked by BM25, named symbols and mentioned files{dense} ({} candidates)",
             scores.len()
         );
     }

@@ -48,7 +48,13 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             NetworkPolicy::PublicHttps
         },
     };
-    let backend = EmbeddedBackend::open(&dir, access)?;
+    let mut backend = EmbeddedBackend::open(&dir, access)?;
+    if let Some(dense) = super::dense_config(&args.dense)? {
+        let embedder = dense
+            .embedder(&dir)
+            .map_err(ctxgate_indexer::IndexerError::from)?;
+        backend = backend.with_dense(embedder);
+    }
     // The fast exact counters, before the first request needs them (tiktoken-rs's own tables
     // are several times slower); the other encodings load on first use.
     for e in [Encoding::O200kBase, Encoding::Cl100kBase] {

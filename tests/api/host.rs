@@ -142,6 +142,11 @@ impl NativeHost {
 
     /// With `flags` added to `ctxgate serve`'s defaults.
     pub fn start_with(flags: &[&str]) -> Self {
+        Self::start_with_env(flags, &[])
+    }
+
+    /// With `flags` added to `ctxgate serve`'s defaults and `vars` in its environment.
+    pub fn start_with_env(flags: &[&str], vars: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
             .args([
@@ -158,6 +163,7 @@ impl NativeHost {
             .env("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)
             .env_remove("CTXGATE_TOKEN_SECRET")
             .env_remove("CTXGATE_CATALOG")
+            .envs(vars.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

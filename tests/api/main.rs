@@ -3,6 +3,9 @@
 
 mod aws;
 mod cases;
+#[path = "../common/mod.rs"]
+mod common;
+mod dense;
 mod host;
 mod sources;
 mod worker;
@@ -28,4 +31,9 @@ fn worker_serves_what_the_lambda_published_to_aws() {
 #[test]
 fn native_projects_from_git_and_tarball_urls() {
     sources::run();
+}
+
+#[test]
+fn native_dense_retrieval_over_an_embeddings_api() {
+    dense::run();
 }

@@ -271,6 +271,7 @@ async fn run(
                     .map(|(i, _)| i as u32),
             );
         }
+        let dense = state.backend.dense_hits(snap.clone(), query).await?;
         let options = QueryOptions {
             hot_paths: asked.hot_paths,
             exclude,
@@ -278,7 +279,7 @@ async fn run(
             profile: asked.profile,
             error_output: asked.error_output,
             without_summaries: asked.pieces_only,
-            dense: Vec::new(),
+            dense,
             ..QueryOptions::default()
         };
         let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
