@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Env, embeddings_server, json, stderr};
+use common::{Env, dense_api_flags, embeddings_server, json, stderr};
 
 const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
 
@@ -18,19 +18,10 @@ fn dense_api_ranks_by_embeddings_and_embeds_each_chunk_once() {
         format!("AWS_ACCESS_KEY_ID = \"{SECRET}\"\nREGION = \"eu-west-1\"\n"),
     );
     let (url, seen) = embeddings_server(64);
-    let dense = [
-        "--dense",
-        "api",
-        "--embed-url",
-        &url,
-        "--embed-model",
-        "test-embedder",
-        "--embed-dims",
-        "64",
-    ];
+    let dense = dense_api_flags(&url);
     let run = |query: &str| {
         let mut args = vec!["--query", query, "--budget", "3000", "--format", "json"];
-        args.extend_from_slice(&dense);
+        args.extend(dense.iter().map(String::as_str));
         env.cmd()
             .env("CTXGATE_EMBED_API_KEY", "test-key")
             .args(["assemble", "--repo"])

@@ -6,21 +6,13 @@
 use serde_json::json;
 
 use super::cases::sample_repo;
-use super::common::embeddings_server;
+use super::common::{dense_api_flags, embeddings_server};
 use super::host::{Host, NativeHost, org_with_key, post};
 
 pub fn run() {
     let (url, seen) = embeddings_server(64);
-    let flags = [
-        "--dense",
-        "api",
-        "--embed-url",
-        &url,
-        "--embed-model",
-        "test-embedder",
-        "--embed-dims",
-        "64",
-    ];
+    let owned = dense_api_flags(&url);
+    let flags: Vec<&str> = owned.iter().map(String::as_str).collect();
     let host = NativeHost::start_with_env(&flags, &[("CTXGATE_EMBED_API_KEY", "test-key")]);
     let key = org_with_key(&host, "dn", json!({}));
     host.publish("dn", "core", sample_repo());

@@ -251,6 +251,22 @@ pub fn embeddings_server(dims: usize) -> (String, EmbeddingRequests) {
     (format!("http://{addr}/v1"), seen)
 }
 
+/// The flags that point `--dense api` at [`embeddings_server`] with 64 dimensions.
+pub fn dense_api_flags(url: &str) -> Vec<String> {
+    [
+        "--dense",
+        "api",
+        "--embed-url",
+        url,
+        "--embed-model",
+        "test-embedder",
+        "--embed-dims",
+        "64",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// A text's lowercase words hashed into `dims` counts.
 pub fn hashed_words(text: &str, dims: usize) -> Vec<f32> {
     let mut v = vec![0.0f32; dims];
