@@ -117,3 +117,62 @@ fn a_refused_key_or_missing_url_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(json(&out)["error"]["code"], "embed_url_missing");
 }
+
+#[test]
+fn index_embeds_ahead_so_assemble_embeds_only_the_query() {
+    let env = Env::new();
+    env.sample();
+    let (url, seen) = embeddings_server(64);
+    let flags = dense_api_flags(&url);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let repo = env.repo_arg();
+    let out = env
+        .cmd()
+        .env("CTXGATE_EMBED_API_KEY", "test-key")
+        .args(["index", &repo, "--format", "json"])
+        .args(&flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let chunks = v["chunks"].as_u64().unwrap();
+    assert_eq!(v["vectors"]["chunks"].as_u64(), Some(chunks), "{v}");
+    assert!(v["vectors"]["embedded"].as_u64().unwrap() > 0, "{v}");
+
+    seen.lock().unwrap().clear();
+    let out = env
+        .cmd()
+        .env("CTXGATE_EMBED_API_KEY", "test-key")
+        .args(["assemble", "--repo", &repo])
+        .args([
+            "--query",
+            "render a page",
+            "--budget",
+            "2000",
+            "--format",
+            "json",
+        ])
+        .args(&flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent: usize = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, b)| b["input"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(sent, 1, "the chunks were embedded by `index`");
+
+    // Vectors live in the local data directory: not with a remote store.
+    let out = env
+        .cmd()
+        .args([
+            "index", &repo, "--format", "json", "--store", "s3://b/p", "--table", "t",
+        ])
+        .args(&flags)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(json(&out)["error"]["code"], "dense_needs_local_store");
+}

@@ -8,7 +8,7 @@ use ctxgate_indexer::store::LOCAL_ORG;
 
 use super::{index_options, index_store, open_store, print_json, thousands};
 use crate::CmdResult;
-use crate::args::{Format, Global, IndexArgs};
+use crate::args::{DenseArg, Format, Global, IndexArgs};
 use crate::failure::Failure;
 use crate::progress::FileBar;
 
@@ -19,12 +19,6 @@ fn embed(
     project: &str,
     dense: &DenseConfig,
 ) -> Result<EmbedReport, Failure> {
-    if args.store.store.is_some() {
-        return Err(Failure::input(
-            "dense_needs_local_store",
-            "--dense keeps vectors in the local data directory; it cannot be combined with --store",
-        ));
-    }
     let store = open_store(global)?;
     let opened = open_current(&store, LOCAL_ORG, project)?
         .ok_or_else(|| Failure::from(IndexerError::Corrupt("no current version".into())))?;
@@ -48,6 +42,12 @@ fn embed(
 }
 
 pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
+    if args.dense.dense != DenseArg::Off && args.store.store.is_some() {
+        return Err(Failure::input(
+            "dense_needs_local_store",
+            "--dense keeps vectors in the local data directory; it cannot be combined with --store",
+        ));
+    }
     let store = index_store(global, &args.store)?;
     let mut opts = index_options(&args.flags);
     if let Some(root) = store.local_root() {
@@ -71,13 +71,6 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
             report: &report,
             vectors,
         });
-    }
-    if let Some(v) = vectors {
-        println!(
-            "  vectors: {} chunks, {} newly embedded",
-            thousands(v.chunks as u64),
-            thousands(v.embedded as u64)
-        );
     }
     for w in &report.warnings {
         eprintln!("warning: {w}");
@@ -112,5 +105,12 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
         "  summaries: {} files ({} extracted, {} by a model, {} reused; {}), {} directories, project",
         s.files, s.extracted, s.llm_summarized, s.reused, s.summarizer, s.directories
     );
+    if let Some(v) = vectors {
+        println!(
+            "  vectors: {} chunks, {} newly embedded",
+            thousands(v.chunks as u64),
+            thousands(v.embedded as u64)
+        );
+    }
     Ok(())
 }
