@@ -13,12 +13,7 @@ use crate::failure::Failure;
 use crate::progress::FileBar;
 
 /// Embeds the current version's chunks into the data directory's vector caches.
-fn embed(
-    global: &Global,
-    args: &IndexArgs,
-    project: &str,
-    dense: &DenseConfig,
-) -> Result<EmbedReport, Failure> {
+fn embed(global: &Global, project: &str, dense: &DenseConfig) -> Result<EmbedReport, Failure> {
     let store = open_store(global)?;
     let opened = open_current(&store, LOCAL_ORG, project)?
         .ok_or_else(|| Failure::from(IndexerError::Corrupt("no current version".into())))?;
@@ -57,7 +52,7 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
     let report = index_repo(store.as_ref(), &args.dir, &opts, &bar)?;
     let vectors = match super::dense_config(&args.dense)? {
         None => None,
-        Some(dense) => Some(embed(global, args, &report.project.id, &dense)?),
+        Some(dense) => Some(embed(global, &report.project.id, &dense)?),
     };
     if args.format == Format::Json {
         #[derive(serde::Serialize)]
