@@ -175,15 +175,10 @@ impl Backend for EmbeddedBackend {
             let table = match cached {
                 Some(t) => t,
                 None => {
-                    // Versions are immutable: org, project and version name the pack's content.
-                    let tag = ctxgate_core::hash::Sha256Digest::of(
-                        format!("{}/{}/{}", snap.org, snap.project, snap.version).as_bytes(),
-                    )
-                    .to_hex();
                     let (t, _) = pack_vectors(
                         &root,
                         &snap.pack,
-                        &tag,
+                        &snap.pack_sha256,
                         snap.as_ref(),
                         embedder.as_ref(),
                         &NoProgress,

@@ -68,6 +68,8 @@ pub struct Snapshot {
     pub project: String,
     /// The version.
     pub version: u64,
+    /// The pack's sha256 (hex) from its manifest: names caches derived from this version.
+    pub pack_sha256: String,
     /// The index.
     pub pack: IndexPack,
     segments: HashMap<String, Vec<u8>>,
@@ -163,6 +165,7 @@ impl SnapshotCache {
             org: org.clone(),
             project: project.id.clone(),
             version,
+            pack_sha256: manifest.pack_sha256.clone(),
             pack,
             segments,
         });

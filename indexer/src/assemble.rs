@@ -167,7 +167,7 @@ pub fn assemble(
         .ok_or_else(|| IndexerError::Corrupt("no current version after indexing".into()))?;
     let pack = &opened.pack;
     // The shipped parameters apply at query time, whatever a pack was built with.
-    let options = QueryOptions {
+    let mut options = QueryOptions {
         weights: weights(),
         // The shipped parameters apply at query time, whatever a pack was built with.
         bm25: bm25_override().unwrap_or_default(),
@@ -184,7 +184,6 @@ pub fn assemble(
         org: LOCAL_ORG,
         project: &report.project.id,
     };
-    let mut options = options;
     if let Some(dense) = &req.dense {
         let tag = &opened.manifest.pack_sha256;
         options.dense = dense_hits(store, pack, tag, &source, dense, query, progress)?;

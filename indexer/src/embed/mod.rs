@@ -130,10 +130,10 @@ impl DenseConfig {
 pub const DENSE_CANDIDATES: usize = 100;
 
 /// The text embedded for a chunk: its path and symbol, then its code, so that a chunk whose
-/// body never names its purpose is still found by where it lives. Secrets are redacted first:
-/// a key in a config file never reaches a model or an embeddings API.
+/// body never names its purpose is still found by where it lives. `code` is a stored chunk
+/// text, already redacted by the indexer (`secrets::redact_source`): no secret reaches a model
+/// or an embeddings API.
 pub fn chunk_text(path: &str, symbol: Option<&str>, code: &str) -> String {
-    let code = ctxgate_core::secrets::redact(code);
     match symbol {
         Some(s) => format!("{path} {s}\n{code}"),
         None => format!("{path}\n{code}"),

