@@ -8,9 +8,14 @@ use std::path::PathBuf;
 
 use ctxgate_core::tokens::{Encoding, RankTable};
 
-/// Encodings the Worker's catalog counts with (the o200k family and cl100k cover every exact and
-/// estimated model; p50k/r50k fall back to tiktoken-rs).
-const EXPORTED: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
+/// Every table the Worker can count with (o200k_harmony counts with o200k_base's): the Worker
+/// is built without tiktoken-rs, so an encoding missing here could only be over-counted.
+const EXPORTED: [Encoding; 4] = [
+    Encoding::O200kBase,
+    Encoding::Cl100kBase,
+    Encoding::P50kBase,
+    Encoding::R50kBase,
+];
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");

@@ -301,7 +301,7 @@ pub struct AssembleArgs {
 
 #[derive(Args, Debug)]
 pub struct CountArgs {
-    /// Files to count; stdin when none.
+    /// Files to count; `-` (or no file) reads stdin.
     pub files: Vec<PathBuf>,
     /// Count for this model (repeatable).
     #[arg(long = "model", value_name = "ID")]

@@ -139,6 +139,25 @@ fn count_models_and_encodings() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(stdout(&out).trim(), "2");
+    // `-` is stdin too, beside files.
+    env.write("b.txt", "one two three");
+    let mut child = env
+        .cmd()
+        .args(["count", "-", env.repo().join("b.txt").to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello world")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains('-') && text.contains("b.txt"), "{text}");
     env.write("a.txt", "tiktoken is great!");
     let path = env.repo().join("a.txt");
     let out = env.run(&[

@@ -25,9 +25,10 @@ pub enum TableSource {
 
 fn table_path(data_dir: &Path, encoding: Encoding) -> PathBuf {
     data_dir.join("cache").join("tokenizers").join(format!(
-        "{}-ctxgate-{}.tbl",
+        "{}-ctxgate-{}-layout{}.tbl",
         encoding.name(),
-        env!("CARGO_PKG_VERSION")
+        env!("CARGO_PKG_VERSION"),
+        ctxgate_core::tokens::table::LAYOUT
     ))
 }
 

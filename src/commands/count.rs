@@ -57,35 +57,33 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
         }
     }
     let mut inputs: Vec<(String, String)> = Vec::new();
-    if args.files.is_empty() {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
-        let text = String::from_utf8(buf).map_err(|e| {
-            Failure::input(
-                "invalid_utf8",
-                format!(
-                    "stdin is not valid UTF-8 (byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })?;
-        inputs.push(("-".into(), text));
-    }
-    for f in &args.files {
-        let bytes = std::fs::read(f).map_err(|e| {
-            Failure::input(
-                "file_unreadable",
-                format!("cannot read `{}`: {e}", f.display()),
-            )
-        })?;
+    let stdin = std::path::Path::new("-");
+    let files: Vec<&std::path::Path> = if args.files.is_empty() {
+        vec![stdin]
+    } else {
+        args.files.iter().map(|f| f.as_path()).collect()
+    };
+    for f in files {
+        let (name, bytes) = if f == stdin {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
+            ("stdin".to_string(), buf)
+        } else {
+            let bytes = std::fs::read(f).map_err(|e| {
+                Failure::input(
+                    "file_unreadable",
+                    format!("cannot read `{}`: {e}", f.display()),
+                )
+            })?;
+            (format!("`{}`", f.display()), bytes)
+        };
         let text = String::from_utf8(bytes).map_err(|e| {
             Failure::input(
                 "invalid_utf8",
                 format!(
-                    "`{}` is not valid UTF-8 (byte {})",
-                    f.display(),
+                    "{name} is not valid UTF-8 (byte {})",
                     e.utf8_error().valid_up_to()
                 ),
             )

@@ -90,24 +90,34 @@ fn catalog(env: &Env) -> Result<Catalog, HostError> {
     })
 }
 
-/// Token tables exported by `build.rs`, compiled into the module.
-static TABLES: [(Encoding, &[u8]); 2] = [
+/// Token tables exported by `build.rs`, compiled into the module, by table name.
+static TABLES: [(&str, &[u8]); 4] = [
     (
-        Encoding::O200kBase,
+        "o200k_base",
         include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.table")),
     ),
     (
-        Encoding::Cl100kBase,
+        "cl100k_base",
         include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.table")),
+    ),
+    (
+        "p50k_base",
+        include_bytes!(concat!(env!("OUT_DIR"), "/p50k_base.table")),
+    ),
+    (
+        "r50k_base",
+        include_bytes!(concat!(env!("OUT_DIR"), "/r50k_base.table")),
     ),
 ];
 
-/// Loads a compiled-in token table on its encoding's first count, so no request builds
-/// tiktoken-rs's tables (about half a second of CPU in a fresh isolate) and an isolate pays only
-/// for the encodings it uses. A table that fails to load leaves tiktoken-rs counting: slower to
-/// start, same counts.
+/// Loads a compiled-in token table on its encoding's first count: the tables are ready as
+/// compiled (their hash index was built by `build.rs`), so loading checks the structure and
+/// compiles the pre-tokenizer, and no request builds tiktoken-rs's tables (about half a second
+/// of CPU in a fresh isolate; tiktoken-rs is not in the module at all). A table that fails to
+/// load (never expected: the build exported and self-checked it) leaves counts at one per byte,
+/// an over-count that keeps every budget.
 fn load_token_table(encoding: Encoding) -> Option<RankTable> {
-    let (_, bytes) = TABLES.iter().find(|(e, _)| *e == encoding)?;
+    let (_, bytes) = TABLES.iter().find(|(n, _)| *n == encoding.table_name())?;
     match RankTable::load_static(encoding, bytes) {
         Ok(table) => Some(table),
         Err(e) => {

@@ -7,11 +7,13 @@
 //! afterwards; counts are identical (see [`table`]). Callers that know which encoding they will
 //! need should call [`Encoding::preload`] early, off the main thread.
 
+pub mod split;
 pub mod table;
 
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "reference")]
 use tiktoken_rs::CoreBPE;
 
 pub use table::{RankTable, TableError};
@@ -65,8 +67,19 @@ impl Encoding {
         Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
+    /// The name of the table this encoding counts with: gpt-oss's harmony encoding adds chat
+    /// tokens to o200k, and ordinary text (all ctxgate counts) splits and merges the same.
+    pub fn table_name(self) -> &'static str {
+        match self {
+            Encoding::O200kHarmony => Encoding::O200kBase.name(),
+            e => e.name(),
+        }
+    }
+
     /// tiktoken-rs's tables, built on first use and shared by the whole process: the reference
-    /// every count agrees with.
+    /// every count agrees with. Hosts that carry every table (the Worker) leave it out: its
+    /// vocabularies are ~7 MB of the module.
+    #[cfg(feature = "reference")]
     pub fn reference(self) -> &'static CoreBPE {
         match self {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
@@ -103,9 +116,12 @@ impl Encoding {
 
     /// Makes sure a later count does not pay for building tables.
     pub fn preload(self) {
+        #[cfg(feature = "reference")]
         if self.installed().is_none() {
             let _ = self.reference();
         }
+        #[cfg(not(feature = "reference"))]
+        let _ = self.installed();
     }
 
     /// Exact number of tokens in `text`, special-token strings counted as ordinary text (which is
@@ -113,8 +129,13 @@ impl Encoding {
     pub fn count(self, text: &str) -> u32 {
         let n = match self.installed() {
             Some(t) => t.count(text),
+            // Without tiktoken-rs and without a table (a host bug: the Worker carries every
+            // table) one token per byte is an upper bound, which keeps budgets safe.
+            #[cfg(not(feature = "reference"))]
+            None => text.len(),
             // tiktoken-rs unwraps a regex error (its backtracking limit, hit by megabyte-long
             // runs of one character); one token per byte over-counts, which keeps budgets safe.
+            #[cfg(feature = "reference")]
             None => std::panic::catch_unwind(|| self.reference().count_ordinary(text))
                 .unwrap_or(text.len()),
         };
@@ -140,6 +161,7 @@ impl Encoding {
     }
 
     /// Encodes to token ids with tiktoken-rs.
+    #[cfg(feature = "reference")]
     pub fn encode(self, text: &str) -> Vec<u32> {
         self.reference().encode_ordinary(text)
     }
@@ -151,7 +173,7 @@ impl std::fmt::Display for Encoding {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "reference"))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -5,29 +5,29 @@
 //! most of the time of a short `ctxgate assemble`. Counting needs only the encoder and the
 //! pre-tokenizer regex, so ctxgate exports the vocabulary once from tiktoken-rs into a compact
 //! binary table (kept in the data directory, checksummed) and later processes load that table in
-//! a few milliseconds. The counter runs tiktoken's algorithm unchanged: the same regex (same
-//! `fancy-regex` version) splits the text into pieces, a piece in the vocabulary is one token,
+//! a few milliseconds. The counter runs tiktoken's algorithm unchanged: the same pre-tokenizer
+//! splits the text into pieces (written out as scanners in [`super::split`], which match the
+//! regexes piece for piece), a piece in the vocabulary is one token,
 //! any other piece is merged pair by pair, lowest rank first. An exported table is checked
 //! against tiktoken-rs on a sample before it is written, and the tests compare the two counters
 //! on random and real text.
 //!
-//! Table layout: `b"CTXGTOKS"`, u32 LE layout version, u32 LE encoding name length + name,
-//! u32 LE entry count, then per entry u32 LE rank, u16 LE length, the token's bytes; then the
-//! sha256 of everything before it.
+//! Table layout (version 2): `b"CTXGTOKS"`, u32 LE layout version, u32 LE encoding name length +
+//! name, u32 LE token count, u32 LE length of the entries, the entries (per token u32 LE rank,
+//! u16 LE length, its bytes), u32 LE slot count (a power of two, at least twice the tokens),
+//! the slots (u32 LE offset of an entry, or `u32::MAX`: an open-addressing index by
+//! [`slot_hash`], linear probing); then the sha256 of everything before it. Loading checks the
+//! structure and builds nothing, so a table compiled into the Worker is ready at once.
 
-use std::sync::OnceLock;
-
-use fancy_regex::Regex;
-use rustc_hash::FxHashMap;
-
-use super::Encoding;
+use super::{Encoding, split};
 use crate::hash::Sha256Digest;
 
 const MAGIC: &[u8; 8] = b"CTXGTOKS";
-const LAYOUT: u32 = 1;
+/// The table layout this build reads and writes (hosts name their files by it).
+pub const LAYOUT: u32 = 2;
 
 /// Why a table cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum TableError {
     /// Not a table, another layout, or damaged.
     #[error("token table is invalid: {0}")]
@@ -45,56 +45,54 @@ pub enum TableError {
     SelfCheck(&'static str),
 }
 
-/// The pre-tokenizer pattern of each encoding, as tiktoken-rs compiles it.
-fn pattern(encoding: Encoding) -> &'static str {
-    match encoding {
-        Encoding::O200kBase | Encoding::O200kHarmony => tiktoken_rs::O200K_BASE_PAT_STR,
-        Encoding::Cl100kBase => {
-            "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s"
-        }
-        Encoding::P50kBase | Encoding::R50kBase => {
-            "'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ?\\p{N}++| ?[^\\s\\p{L}\\p{N}]++|\\s++$|\\s+(?!\\S)|\\s"
-        }
-    }
-}
-
-/// An encoding's vocabulary and regex, ready to count.
+/// An encoding's vocabulary, ready to count.
 pub struct RankTable {
     encoding: Encoding,
-    ranks: FxHashMap<&'static [u8], u32>,
-    /// One regex per thread slot, compiled on the slot's first count. A fancy-regex `Regex`
-    /// shares its scratch pool with its clones, and only the pool's first thread takes the fast
-    /// path: every other thread paid a locked pool round trip per pre-token (about a tenth of a
-    /// warm `/v1/context` on `ctxgate serve`'s worker threads), so each slot compiles its own.
-    regexes: Box<[OnceLock<Regex>]>,
-    /// The regex compiled (and so checked) at load: the fallback should a slot fail to compile
-    /// the same pattern again, which it cannot.
-    first: Regex,
+    /// The vocabulary as written by [`RankTable::export`]: per token, u32 LE rank, u16 LE
+    /// length, its bytes.
+    entries: &'static [u8],
+    /// Open-addressing hash index over `entries`, built at export: per slot a u32 LE offset
+    /// into `entries` (or [`EMPTY`]); the slot count is a power of two. Loading builds nothing,
+    /// which is what makes a fresh Worker isolate's first count cheap.
+    slots: &'static [u8],
+    mask: usize,
 }
 
-/// Regex copies per table; threads beyond this share.
-const REGEX_SLOTS: usize = 16;
+/// A slot with no token.
+const EMPTY: u32 = u32::MAX;
 
-fn thread_slot() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % REGEX_SLOTS;
+/// The index's hash: defined here rather than taken from a crate, because tables written to
+/// disk by one build are read by another and the two must agree forever (the layout version
+/// changes if this does). Eight bytes at a time, multiply-xorshift mixing.
+fn slot_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        h ^= h >> 29;
     }
-    SLOT.with(|s| *s)
+    h ^ (h >> 32)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let v = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
 }
 
 impl std::fmt::Debug for RankTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RankTable")
             .field("encoding", &self.encoding)
-            .field("tokens", &self.ranks.len())
+            .field("slots", &(self.mask + 1))
             .finish()
     }
 }
 
 /// Text that exercises every branch of the pre-tokenizers: code, contractions, numbers, runs of
 /// spaces and newlines, punctuation runs, non-Latin scripts and emoji.
+#[cfg(feature = "reference")]
 const SAMPLE: &str = "fn main() {\n    let x: Vec<u32> = (0..100_000).collect(); // I'll count\n\n\n\t}\r\n\
     It's DON'T we've 12345 3.14159 ===== ---->>>  \u{a0}trailing   \n\
     Größe naïve café 東京は晴れ 🙂👍🏽 Привет мир عربى ok?!\n    \n\
@@ -102,6 +100,7 @@ const SAMPLE: &str = "fn main() {\n    let x: Vec<u32> = (0..100_000).collect();
 
 impl RankTable {
     /// Exports `encoding`'s vocabulary from tiktoken-rs (builds its tables: slow, once).
+    #[cfg(feature = "reference")]
     pub fn export(encoding: Encoding) -> Result<Vec<u8>, TableError> {
         let bpe = encoding.reference();
         let mut specials: Vec<u32> = bpe
@@ -126,17 +125,33 @@ impl RankTable {
             }
             rank += 1;
         }
-        let name = encoding.name().as_bytes();
-        let mut out = Vec::with_capacity(entries.len() * 12 + 64);
+        let name = encoding.table_name().as_bytes();
+        let mut blob = Vec::with_capacity(entries.len() * 12);
+        let slot_count = (entries.len() * 2).next_power_of_two();
+        let mask = slot_count - 1;
+        let mut slots = vec![EMPTY; slot_count];
+        for (rank, bytes) in &entries {
+            let offset = u32::try_from(blob.len()).map_err(|_| TableError::Invalid("too large"))?;
+            let mut slot = slot_hash(bytes) as usize & mask;
+            while slots[slot] != EMPTY {
+                slot = (slot + 1) & mask;
+            }
+            slots[slot] = offset;
+            blob.extend_from_slice(&rank.to_le_bytes());
+            blob.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            blob.extend_from_slice(bytes);
+        }
+        let mut out = Vec::with_capacity(blob.len() + slot_count * 4 + 64);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&LAYOUT.to_le_bytes());
         out.extend_from_slice(&(name.len() as u32).to_le_bytes());
         out.extend_from_slice(name);
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        for (rank, bytes) in &entries {
-            out.extend_from_slice(&rank.to_le_bytes());
-            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
-            out.extend_from_slice(bytes);
+        out.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+        out.extend_from_slice(&blob);
+        out.extend_from_slice(&(slot_count as u32).to_le_bytes());
+        for offset in slots {
+            out.extend_from_slice(&offset.to_le_bytes());
         }
         let digest = Sha256Digest::of(&out);
         out.extend_from_slice(&digest.0);
@@ -174,56 +189,64 @@ impl RankTable {
     }
 
     fn parse(encoding: Encoding, body: &'static [u8]) -> Result<Self, TableError> {
+        let truncated = TableError::Invalid("truncated");
         let mut at = 8;
-        let u32_at = |at: &mut usize| -> Result<u32, TableError> {
-            let v = body
-                .get(*at..*at + 4)
-                .ok_or(TableError::Invalid("truncated"))?;
+        let next_u32 = |at: &mut usize| -> Result<u32, TableError> {
+            let v = u32_at(body, *at).ok_or(TableError::Invalid("truncated"))?;
             *at += 4;
-            Ok(u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+            Ok(v)
         };
-        if u32_at(&mut at)? != LAYOUT {
+        if next_u32(&mut at)? != LAYOUT {
             return Err(TableError::Invalid("unknown layout version"));
         }
-        let name_len = u32_at(&mut at)? as usize;
-        let name = body
-            .get(at..at + name_len)
-            .ok_or(TableError::Invalid("truncated"))?;
+        let name_len = next_u32(&mut at)? as usize;
+        let name = body.get(at..at + name_len).ok_or(truncated.clone())?;
         at += name_len;
-        if name != encoding.name().as_bytes() {
+        if name != encoding.table_name().as_bytes() {
             return Err(TableError::WrongEncoding {
                 found: String::from_utf8_lossy(name).into_owned(),
-                expected: encoding.name(),
+                expected: encoding.table_name(),
             });
         }
-        let n = u32_at(&mut at)? as usize;
-        let mut ranks = FxHashMap::with_capacity_and_hasher(n, Default::default());
-        for _ in 0..n {
-            let rank = u32_at(&mut at)?;
-            let len = body
-                .get(at..at + 2)
-                .ok_or(TableError::Invalid("truncated"))?;
-            let len = u16::from_le_bytes([len[0], len[1]]) as usize;
-            at += 2;
-            let token = body
-                .get(at..at + len)
-                .ok_or(TableError::Invalid("truncated"))?;
-            at += len;
-            ranks.insert(token, rank);
+        let _tokens = next_u32(&mut at)?;
+        let entries_len = next_u32(&mut at)? as usize;
+        let entries = body.get(at..at + entries_len).ok_or(truncated.clone())?;
+        at += entries_len;
+        let slot_count = next_u32(&mut at)? as usize;
+        if !slot_count.is_power_of_two() {
+            return Err(TableError::Invalid("slot count is not a power of two"));
         }
-        if at != body.len() {
+        let slots = body.get(at..at + slot_count * 4).ok_or(truncated)?;
+        if at + slot_count * 4 != body.len() {
             return Err(TableError::Invalid("trailing bytes"));
         }
-        let first = Regex::new(pattern(encoding)).map_err(|_| TableError::Invalid("pattern"))?;
-        let regexes: Box<[OnceLock<Regex>]> = (0..REGEX_SLOTS).map(|_| OnceLock::new()).collect();
-        // The loading thread counts first (the self-check): its slot starts with this one.
-        let _ = regexes[thread_slot()].set(first.clone());
         Ok(Self {
             encoding,
-            ranks,
-            regexes,
-            first,
+            entries,
+            slots,
+            mask: slot_count - 1,
         })
+    }
+
+    /// The rank of `token`, if it is in the vocabulary. A damaged index answers `None` rather
+    /// than panicking (offsets are read with bounds checks).
+    fn rank(&self, token: &[u8]) -> Option<u32> {
+        let mut slot = slot_hash(token) as usize & self.mask;
+        // Every probe sequence ends at an empty slot: the index is at most half full.
+        for _ in 0..=self.mask {
+            let offset = u32_at(self.slots, slot * 4)?;
+            if offset == EMPTY {
+                return None;
+            }
+            let at = offset as usize;
+            let len = self.entries.get(at + 4..at + 6)?;
+            let len = u16::from_le_bytes([len[0], len[1]]) as usize;
+            if self.entries.get(at + 6..at + 6 + len)? == token {
+                return u32_at(self.entries, at);
+            }
+            slot = (slot + 1) & self.mask;
+        }
+        None
     }
 
     /// The encoding this table counts.
@@ -234,29 +257,21 @@ impl RankTable {
     /// Exact number of tokens of `text` (ordinary text; special-token strings count as text).
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0;
-        let regex = self.regexes[thread_slot()].get_or_init(|| {
-            Regex::new(pattern(self.encoding)).unwrap_or_else(|_| self.first.clone())
-        });
-        for m in regex.find_iter(text) {
-            // The regex cannot fail on these patterns; a backtracking limit would, and then the
-            // rest of the text is counted byte by byte, which over-counts rather than under.
-            let Ok(m) = m else {
-                return n + text.len();
-            };
-            let piece = m.as_str().as_bytes();
-            if piece.len() == 1 || self.ranks.contains_key(piece) {
-                n += 1;
+        split::for_each_piece(self.encoding, text, |piece| {
+            let piece = piece.as_bytes();
+            n += if piece.len() == 1 || self.rank(piece).is_some() {
+                1
             } else {
-                n += self.merge_count(piece);
-            }
-        }
+                self.merge_count(piece)
+            };
+        });
         n
     }
 
     /// tiktoken's byte-pair merge: repeatedly join the adjacent pair whose bytes have the lowest
     /// rank (leftmost on ties) until no pair is in the vocabulary; the parts left are the tokens.
     fn merge_count(&self, piece: &[u8]) -> usize {
-        let rank_of = |s: &[u8]| self.ranks.get(s).copied().unwrap_or(u32::MAX);
+        let rank_of = |s: &[u8]| self.rank(s).unwrap_or(u32::MAX);
         // parts[i] = (start of part i, rank of part i joined with part i+1)
         let mut parts: Vec<(usize, u32)> = Vec::with_capacity(piece.len() + 1);
         for i in 0..piece.len() - 1 {
@@ -292,7 +307,7 @@ impl RankTable {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "reference"))]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -309,6 +324,48 @@ mod tests {
             let t = table(e);
             assert_eq!(t.count(SAMPLE), e.reference().count_ordinary(SAMPLE), "{e}");
         }
+    }
+
+    #[test]
+    fn the_index_finds_every_token_with_its_rank() {
+        for e in [
+            Encoding::O200kBase,
+            Encoding::Cl100kBase,
+            Encoding::R50kBase,
+        ] {
+            let t = table(e);
+            let bpe = e.reference();
+            let mut found = 0;
+            for rank in 0..t.mask as u32 {
+                if let Ok(bytes) = bpe.decode_bytes(&[rank]) {
+                    if bpe.special_tokens().iter().any(|s| s.as_bytes() == bytes) {
+                        continue;
+                    }
+                    assert_eq!(t.rank(&bytes), Some(rank), "{e} rank {rank}");
+                    found += 1;
+                }
+            }
+            assert!(found > 50_000, "{e}: {found}");
+            assert_eq!(t.rank(b"\xff\xfe not a token at all"), None);
+        }
+    }
+
+    #[test]
+    fn harmony_counts_with_the_o200k_table() {
+        let harmony = RankTable::export(Encoding::O200kHarmony).unwrap();
+        assert_eq!(harmony, RankTable::export(Encoding::O200kBase).unwrap());
+        let t = RankTable::load(Encoding::O200kHarmony, harmony).unwrap();
+        assert_eq!(
+            t.count(SAMPLE),
+            Encoding::O200kHarmony.reference().count_ordinary(SAMPLE)
+        );
+        assert!(matches!(
+            RankTable::load(
+                Encoding::Cl100kBase,
+                RankTable::export(Encoding::R50kBase).unwrap()
+            ),
+            Err(TableError::WrongEncoding { .. })
+        ));
     }
 
     #[test]
