@@ -8,6 +8,10 @@
 # ctxgate on the first 20 queries of each repository (probe takes ~5 s a call).
 # CTXGATE_ARGS adds options to every `assemble` call (e.g. `--compression medium`; give NAME too,
 # so the results are kept apart). With `--dense ...` each corpus is embedded once before the run.
+# WITH_HISTORY=1 gives each corpus its git history up to the snapshot (a `.git` whose objects are
+# the mirror's, by alternates, HEAD at the snapshot commit), so ctxgate's recency signal has
+# something to read; the queries are later commits, so nothing of their future leaks in. The
+# `.git` folders are removed again before the baselines run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
@@ -20,6 +24,19 @@ chmod -R u+w "$bench"
 cd "$bench"
 python3 build.py --mirror-root "$BENCH_MIRROR_ROOT"
 ./setup_env.sh
+if [ "${WITH_HISTORY:-0}" = 1 ]; then
+  python3 - "$BENCH_MIRROR_ROOT" <<'PY'
+import json, os, subprocess, sys
+root = sys.argv[1]
+for r in json.load(open("repos.json"))["repos"]:
+    corpus = os.path.join("corpora", r["name"])
+    mirror = os.path.join(root, r["slug"].replace("/", "+"), "repo")
+    subprocess.run(["git", "-C", corpus, "init", "-q"], check=True)
+    with open(os.path.join(corpus, ".git", "objects", "info", "alternates"), "w") as f:
+        f.write(os.path.join(os.path.abspath(mirror), "objects") + "\n")
+    subprocess.run(["git", "-C", corpus, "update-ref", "HEAD", r["snapshot"]], check=True)
+PY
+fi
 # BENCH_HOME keeps the data directory (indexes, the embedding cache) across runs.
 home="${BENCH_HOME:-$bench/ctxgate-home}"
 case " ${CTXGATE_ARGS:-} " in
@@ -34,6 +51,7 @@ case " ${CTXGATE_ARGS:-} " in
 esac
 .venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh \
   --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json ${CTXGATE_ARGS:-}"
+rm -rf corpora/*/.git
 .venv/bin/python baseline_bm25.py > results/baselines.log
 names=("${NAME:-ctxgate}")
 if [ -n "${PROBE_BIN:-}" ]; then

@@ -348,6 +348,53 @@ fn response_explains_intent_and_each_piece() {
 }
 
 #[test]
+fn a_named_symbol_reaches_its_users_not_only_its_definition() {
+    let env = Env::new();
+    env.sample();
+    // A caller in another file that shares no word with the request but the symbol's name; a
+    // comment that only mentions it is not a use.
+    env.write(
+        "src/startup.rs",
+        "pub fn boot(dir: &std::path::Path) -> usize {\n    let cfg = crate::config::parse_config(dir);\n    cfg.text.len()\n}\n",
+    );
+    env.write(
+        "src/notes.rs",
+        "// parse_config used to live here\npub fn unrelated() -> u8 {\n    7\n}\n",
+    );
+    let out = env.assemble(&[
+        "--query",
+        "fix `parse_config` returning an empty Config",
+        "--budget",
+        "2000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let pieces = v["pieces"].as_array().unwrap();
+    let caller = pieces
+        .iter()
+        .find(|p| p["path"] == "src/startup.rs")
+        .unwrap_or_else(|| panic!("the caller is selected: {v}"));
+    assert_eq!(caller["reasoning"]["reference"], 1.0, "{caller}");
+    let definition = pieces
+        .iter()
+        .find(|p| p["path"] == "src/config.rs" && p["reasoning"]["symbol"] == 1.0)
+        .unwrap_or_else(|| panic!("the definition: {v}"));
+    assert_eq!(definition["reasoning"]["symbol"], 1.0);
+    assert_eq!(
+        definition["reasoning"]["reference"], 0.0,
+        "a definition is not its own user"
+    );
+    if let Some(note) = pieces.iter().find(|p| p["path"] == "src/notes.rs") {
+        assert_eq!(
+            note["reasoning"]["reference"], 0.0,
+            "a comment is not a use: {note}"
+        );
+    }
+}
+
+#[test]
 fn encodings_not_counted_at_index_time_are_counted_on_the_fly() {
     let env = Env::new();
     env.sample();

@@ -16,7 +16,8 @@ use ctxgate_core::chunk::{ChunkOptions, FileClass, FilterOptions, Language, chun
 use ctxgate_core::graph::{ImportGraph, import_specs};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{
-    ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, chunk_id,
+    ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, Recency,
+    References, chunk_id,
 };
 use ctxgate_core::lexical::{Bm25Builder, Bm25Params, doc_terms};
 use ctxgate_core::summary::file::{Extract, extract};
@@ -626,7 +627,7 @@ pub fn index_project(
             .collect::<Result<_, _>>()?
     };
     #[allow(clippy::type_complexity)]
-    let terms: Vec<(Vec<(String, u16)>, Vec<String>)> = chunks
+    let terms: Vec<(Vec<(String, u16)>, Vec<String>, Vec<String>)> = chunks
         .par_iter()
         .zip(texts.par_iter())
         .map(|(c, t)| {
@@ -650,7 +651,11 @@ pub fn index_project(
                 },
             };
             let language = files[c.file as usize].language.as_str();
-            Ok((doc_terms(text, path), import_specs(text, language)))
+            Ok((
+                doc_terms(text, path),
+                import_specs(text, language),
+                ctxgate_core::chunk::identifiers(text, Language::from_path(path)),
+            ))
         })
         .collect::<Result<_, IndexerError>>()?;
     let mut builder = Bm25Builder::default();
@@ -658,10 +663,14 @@ pub fn index_project(
         .iter()
         .map(|f| (f.language.clone(), Vec::new()))
         .collect();
-    for (c, (t, imports)) in chunks.iter().zip(&terms) {
-        builder.add(t);
-        specs[c.file as usize].1.extend(imports.iter().cloned());
+    let mut used = Vec::with_capacity(chunks.len());
+    for (c, (t, imports, names)) in chunks.iter().zip(terms) {
+        builder.add(&t);
+        specs[c.file as usize].1.extend(imports);
+        used.push(names);
     }
+    let references = References::build(&chunks, &used);
+    drop(used);
     let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let graph = ImportGraph::build(&paths, &specs);
     let text_bytes = files
@@ -683,6 +692,17 @@ pub fn index_project(
             llm: opts.summarize_llm.as_ref(),
         });
     warnings.extend(summary_warnings);
+    let recency = match crate::recency::last_changes(&root, ctxgate_core::index::recency::WINDOW) {
+        Some((commits, ages)) => Recency::new(
+            commits,
+            files
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| ages.get(&f.path).map(|&age| (i as u32, age)))
+                .collect(),
+        ),
+        None => Recency::default(),
+    };
     let pack = IndexPack {
         meta: PackMeta {
             project: name,
@@ -698,6 +718,8 @@ pub fn index_project(
         lexical: builder.finish(Bm25Params::default()),
         summaries,
         graph,
+        references,
+        recency,
     };
 
     let mut version = previous

@@ -144,6 +144,36 @@ pub fn chunk_text(text: &str, language: Language, opts: &ChunkOptions) -> Vec<Ch
         .collect()
 }
 
+/// The identifiers `text` (a chunk of a file in `language`) uses: the identifier leaves of its
+/// syntax tree where the language has a grammar (names in comments and strings are not uses),
+/// identifier-shaped words otherwise. Names shorter than three characters are left out (loop
+/// variables, `id`, `fs`: too common to point anywhere).
+pub fn identifiers(text: &str, language: Language) -> Vec<String> {
+    #[cfg(feature = "syntax")]
+    if language.has_grammar()
+        && let Some(names) = syntax::identifiers(text, language)
+    {
+        return names;
+    }
+    let _ = language;
+    let mut names = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        let word = c.is_ascii_alphanumeric() || c == '_';
+        match (start, word) {
+            (None, true) if !c.is_ascii_digit() => start = Some(i),
+            (Some(s), false) => {
+                if i - s >= 3 {
+                    names.push(text[s..i].to_string());
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
 /// A chunk before trimming.
 #[derive(Clone, Debug)]
 pub(crate) struct Draft {

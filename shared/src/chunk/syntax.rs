@@ -170,14 +170,9 @@ thread_local! {
     static PARSERS: RefCell<Vec<(Language, Parser)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Chunks `text` by syntax; `None` when the grammar cannot be loaded or the parse fails.
-pub(crate) fn chunk(
-    text: &str,
-    lang: Language,
-    lines: &LineIndex,
-    opts: &ChunkOptions,
-) -> Option<Vec<Draft>> {
-    let tree = PARSERS.with(|cell| {
+/// Parses `text` with `lang`'s grammar (one parser per language and thread, kept).
+fn parse(text: &str, lang: Language) -> Option<tree_sitter::Tree> {
+    PARSERS.with(|cell| {
         let mut parsers = cell.borrow_mut();
         let idx = match parsers.iter().position(|(l, _)| *l == lang) {
             Some(i) => i,
@@ -189,7 +184,44 @@ pub(crate) fn chunk(
             }
         };
         parsers[idx].1.parse(text, None)
-    })?;
+    })
+}
+
+/// The identifier leaves of `text`'s syntax tree (every grammar names them `identifier`,
+/// `type_identifier`, `field_identifier`, `property_identifier`...), three characters or more.
+pub(crate) fn identifiers(text: &str, lang: Language) -> Option<Vec<String>> {
+    let tree = parse(text, lang)?;
+    let mut names = Vec::new();
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.child_count() == 0 {
+            if node.kind().ends_with("identifier")
+                && let Some(name) = text.get(node.byte_range())
+                && name.len() >= 3
+            {
+                names.push(name.to_string());
+            }
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    Some(names)
+}
+
+/// Chunks `text` by syntax; `None` when the grammar cannot be loaded or the parse fails.
+pub(crate) fn chunk(
+    text: &str,
+    lang: Language,
+    lines: &LineIndex,
+    opts: &ChunkOptions,
+) -> Option<Vec<Draft>> {
+    let tree = parse(text, lang)?;
     let walker = Walker {
         text,
         lines,

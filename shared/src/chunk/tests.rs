@@ -274,3 +274,25 @@ fn markdown_fences_close_only_on_a_matching_fence() {
     let titles: Vec<_> = spans.iter().filter_map(|s| s.symbol.clone()).collect();
     assert_eq!(titles, ["A", "B"]);
 }
+
+#[cfg(feature = "syntax")]
+#[test]
+fn identifiers_come_from_the_syntax_tree_not_comments_or_strings() {
+    let text = "fn run(store: &Store) {\n    // open_later is only mentioned\n    let v = store.open_all(\"close_now\");\n    helper::finish(v)\n}\n";
+    let names = super::identifiers(text, Language::Rust);
+    for used in ["run", "store", "Store", "open_all", "helper", "finish"] {
+        assert!(names.iter().any(|n| n == used), "{used} in {names:?}");
+    }
+    for absent in ["open_later", "close_now", "v"] {
+        assert!(!names.iter().any(|n| n == absent), "{absent} in {names:?}");
+    }
+    // Python, and a fragment (a method body cut out of its class) still parses.
+    let names = super::identifiers(
+        "    def go(self):\n        return compute_all(self.items)\n",
+        Language::Python,
+    );
+    assert!(names.iter().any(|n| n == "compute_all"), "{names:?}");
+    // No grammar: identifier-shaped words.
+    let names = super::identifiers("call do_work(12) then 3x9", Language::Other);
+    assert_eq!(names, ["call", "do_work", "then"]);
+}

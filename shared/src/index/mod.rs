@@ -1,9 +1,11 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 4; version 3 had no import graph and unstemmed terms, version 2 no
-//! summaries, version 1 no ctime or inode in the file stat)
+//! # Format (version 5; version 4 had no symbol references and no recency, version 3 no import
+//! graph and unstemmed terms, version 2 no summaries, version 1 no ctime or inode in the file
+//! stat)
 //!
-//! Summaries ([`crate::summary::Summaries`]) and the import graph come at the end of the body.
+//! Summaries ([`crate::summary::Summaries`]), the import graph, the symbol references and the
+//! files' recency come at the end of the body.
 //!
 //! ```text
 //! offset  size  content
@@ -18,7 +20,9 @@
 //! the stat used to skip re-hashing, language, why it was skipped, its chunks), the chunk table
 //! ([`ChunkRecord`]: id, file, kind, symbol, lines, bytes, sha256, token counts per encoding,
 //! where its text is stored), the list of chunk segments, the BM25 index whose document
-//! ids are chunk indexes, and the import graph between files ([`ImportGraph`]).
+//! ids are chunk indexes, the summaries, the import graph between files ([`ImportGraph`]) and
+//! the users of each defined symbol ([`References`]) and how many commits ago each file last
+//! changed ([`Recency`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
@@ -28,6 +32,11 @@
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
 pub mod layout;
+pub mod recency;
+pub mod references;
+
+pub use recency::Recency;
+pub use references::References;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +49,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -153,6 +162,10 @@ pub struct IndexPack {
     pub summaries: crate::summary::Summaries,
     /// Imports between files.
     pub graph: ImportGraph,
+    /// Chunks that use each defined symbol.
+    pub references: References,
+    /// How recently each file changed in the repository's git history.
+    pub recency: Recency,
 }
 
 /// Why a pack cannot be opened.
@@ -254,6 +267,8 @@ mod tests {
             lexical: Bm25Builder::default().finish(Bm25Params::default()),
             summaries: Default::default(),
             graph: ImportGraph::default(),
+            references: References::default(),
+            recency: Recency::default(),
         }
     }
 

@@ -1,0 +1,120 @@
+//! Reads how recently each file changed from the repository's git history, with gix (no git
+//! binary). Only first parents are followed, and a commit whose parent is missing (a shallow
+//! clone's boundary) or that has none (the root commit, which "adds" every file) ends the walk:
+//! neither says anything about recent work.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use gix::ObjectId;
+
+/// Paths (relative to `root`, `/`-separated) changed in the last `window` first-parent
+/// commits of HEAD, each with how many commits ago it last changed (0: HEAD itself), and the
+/// number of commits walked. `None` when `root` is not inside a git work tree, HEAD has no
+/// commit, or `root` is not part of HEAD's tree (an untracked folder of another repository).
+pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u32>)> {
+    let repo = gix::discover(root).ok()?;
+    let workdir = repo.workdir()?.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    let inside = root.strip_prefix(&workdir).ok()?;
+    let mut prefix = String::new();
+    for part in inside.components() {
+        prefix.push_str(part.as_os_str().to_str()?);
+        prefix.push('/');
+    }
+    let mut commit = repo.head_commit().ok()?;
+    let mut tree = commit.tree_id().ok()?.detach();
+    if !prefix.is_empty() && !tree_has(&repo, tree, prefix.trim_end_matches('/'))? {
+        return None;
+    }
+    let mut ages: HashMap<String, u32> = HashMap::new();
+    let mut walked = 0;
+    while walked < window {
+        let Some(parent_id) = commit.parent_ids().next().map(|id| id.detach()) else {
+            break;
+        };
+        let Ok(parent) = repo.find_commit(parent_id) else {
+            break;
+        };
+        let parent_tree = parent.tree_id().ok()?.detach();
+        let mut changed = Vec::new();
+        changed_paths(&repo, Some(parent_tree), tree, "", &mut changed);
+        for path in changed {
+            if let Some(rel) = path.strip_prefix(prefix.as_str()) {
+                ages.entry(rel.to_string()).or_insert(walked);
+            }
+        }
+        walked += 1;
+        commit = parent;
+        tree = parent_tree;
+    }
+    Some((walked, ages))
+}
+
+/// Whether `path` (a folder) is in `tree`.
+fn tree_has(repo: &gix::Repository, tree: ObjectId, path: &str) -> Option<bool> {
+    let mut id = tree;
+    for part in path.split('/') {
+        let t = repo.find_tree(id).ok()?;
+        let decoded = t.decode().ok()?;
+        match decoded
+            .entries
+            .iter()
+            .find(|e| e.filename == part.as_bytes())
+        {
+            Some(e) if e.mode.is_tree() => id = e.oid.to_owned(),
+            _ => return Some(false),
+        }
+    }
+    Some(true)
+}
+
+/// Files added or modified from `old` to `new` (deletions are not files any more), under
+/// `prefix`. Subtrees with the same id on both sides are skipped whole, so a commit costs
+/// about as much as the folders it touched.
+fn changed_paths(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: ObjectId,
+    prefix: &str,
+    out: &mut Vec<String>,
+) {
+    if old == Some(new) {
+        return;
+    }
+    let Ok(new_tree) = repo.find_tree(new) else {
+        return;
+    };
+    let Ok(new_entries) = new_tree.decode().map(|t| {
+        t.entries
+            .iter()
+            .map(|e| (e.filename.to_string(), e.mode, e.oid.to_owned()))
+            .collect::<Vec<_>>()
+    }) else {
+        return;
+    };
+    let old_entries: HashMap<String, (gix::object::tree::EntryMode, ObjectId)> = old
+        .and_then(|id| repo.find_tree(id).ok())
+        .and_then(|t| {
+            t.decode().ok().map(|t| {
+                t.entries
+                    .iter()
+                    .map(|e| (e.filename.to_string(), (e.mode, e.oid.to_owned())))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    for (name, mode, oid) in new_entries {
+        let before = old_entries.get(&name);
+        if before.is_some_and(|(_, o)| *o == oid) {
+            continue;
+        }
+        let path = format!("{prefix}{name}");
+        if mode.is_tree() {
+            let old_sub = before.filter(|(m, _)| m.is_tree()).map(|(_, o)| *o);
+            changed_paths(repo, old_sub, oid, &format!("{path}/"), out);
+        } else if mode.is_blob_or_symlink() {
+            out.push(path);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Which chunks use each symbol the project defines: the reference half of the symbol index
+//! (definitions are [`super::ChunkRecord::symbol`]).
+//!
+//! The indexer reads the identifiers of every chunk from its syntax tree (so names in comments
+//! and strings do not count; files without a grammar fall back to a scan for identifier-shaped
+//! words) and keeps, for each name some chunk defines, the chunks that use it without defining
+//! it. A request that names a symbol then reaches its callers and users as well as its
+//! definition, which is what a bug fix or a refactor of that symbol touches.
+
+use serde::{Deserialize, Serialize};
+
+use super::ChunkRecord;
+
+/// Names are compared lowercased, by their last path segment (`Store::open` → `open`).
+pub fn name_key(symbol: &str) -> String {
+    symbol
+        .rsplit([':', '.'])
+        .find(|s| !s.is_empty())
+        .unwrap_or(symbol)
+        .to_lowercase()
+}
+
+/// The names a chunk defines (a merged chunk lists several, comma-separated).
+pub fn defined_names(chunk: &ChunkRecord) -> impl Iterator<Item = String> + '_ {
+    chunk
+        .symbol
+        .iter()
+        .flat_map(|s| s.split(", "))
+        .map(name_key)
+        .filter(|n| !n.is_empty())
+}
+
+/// Users of each defined name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct References {
+    /// Defined names that some other chunk uses, sorted.
+    names: Vec<String>,
+    /// Per name, the chunks that use it without defining it, ascending.
+    users: Vec<Vec<u32>>,
+}
+
+impl References {
+    /// Builds the table from every chunk and the identifiers each one uses (`used[i]` for
+    /// `chunks[i]`, any case, duplicates allowed).
+    pub fn build(chunks: &[ChunkRecord], used: &[Vec<String>]) -> Self {
+        use std::collections::{BTreeMap, HashSet};
+        let defined: HashSet<String> = chunks.iter().flat_map(defined_names).collect();
+        let mut table: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (i, (chunk, names)) in chunks.iter().zip(used).enumerate() {
+            let own: HashSet<String> = defined_names(chunk).collect();
+            let mut seen: HashSet<String> = HashSet::new();
+            for name in names {
+                let key = name.to_lowercase();
+                if defined.contains(&key) && !own.contains(&key) && seen.insert(key.clone()) {
+                    table.entry(key).or_default().push(i as u32);
+                }
+            }
+        }
+        let (names, users) = table.into_iter().unzip();
+        Self { names, users }
+    }
+
+    /// The chunks that use `name` (compared as [`name_key`] does), ascending.
+    pub fn users(&self, name: &str) -> &[u32] {
+        let key = name_key(name);
+        match self.names.binary_search(&key) {
+            Ok(i) => &self.users[i],
+            Err(_) => &[],
+        }
+    }
+
+    /// How many names have users.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no name has users (an index built before references, or a project without
+    /// definitions).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::ChunkKind;
+    use crate::hash::Sha256Digest;
+
+    fn chunk(symbol: Option<&str>) -> ChunkRecord {
+        ChunkRecord {
+            id: String::new(),
+            file: 0,
+            kind: ChunkKind::Function,
+            symbol: symbol.map(str::to_string),
+            start_line: 1,
+            end_line: 1,
+            byte_start: 0,
+            byte_end: 1,
+            sha256: Sha256Digest::of(b""),
+            tokens: vec![1],
+            segment: 0,
+            segment_offset: 0,
+        }
+    }
+
+    #[test]
+    fn users_are_the_other_chunks_that_name_a_definition() {
+        let chunks = [
+            chunk(Some("Store::open")),
+            chunk(Some("main")),
+            chunk(Some("open_all, close")),
+            chunk(None),
+        ];
+        let used = [
+            vec!["open".to_string(), "File".into()],
+            vec!["Open".into(), "open".into(), "println".into()],
+            vec!["open".into(), "close".into()],
+            vec!["close".into(), "unknown_name".into()],
+        ];
+        let r = References::build(&chunks, &used);
+        // The definition itself is not a user; each user is listed once.
+        assert_eq!(r.users("open"), &[1, 2]);
+        assert_eq!(r.users("Store::open"), &[1, 2]);
+        assert_eq!(r.users("close"), &[3]);
+        assert!(r.users("println").is_empty(), "not defined in the project");
+        assert!(r.users("main").is_empty(), "defined, never used");
+        assert_eq!(r.len(), 2);
+    }
+}
