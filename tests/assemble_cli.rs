@@ -395,6 +395,60 @@ fn a_named_symbol_reaches_its_users_not_only_its_definition() {
 }
 
 #[test]
+fn a_definition_too_large_for_the_room_left_goes_in_as_its_signature() {
+    let env = Env::new();
+    // One relevant function far larger than the budget, one small one that fits.
+    let mut big = String::from(
+        "/// Rebuilds the whole ledger from the journal.\npub fn rebuild_ledger(journal: &[Entry]) -> Ledger {\n    let mut ledger = Ledger::default();\n",
+    );
+    for i in 0..400 {
+        big.push_str(&format!(
+            "    ledger.apply(&journal[{i} % journal.len()], {i});\n"
+        ));
+    }
+    big.push_str("    ledger\n}\n");
+    env.write("src/ledger.rs", &big);
+    env.write(
+        "src/journal.rs",
+        "/// Appends an entry to the ledger journal.\npub fn append_journal(ledger: &mut Vec<u8>) {\n    ledger.push(1);\n}\n",
+    );
+    let out = env.assemble(&[
+        "--query",
+        "rebuild the ledger from the journal",
+        "--budget",
+        "1500",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= 1500);
+    let pieces = v["pieces"].as_array().unwrap();
+    let sig = pieces
+        .iter()
+        .find(|p| p["path"] == "src/ledger.rs" && p["form"] == "signature")
+        .unwrap_or_else(|| panic!("the large definition's signature: {v}"));
+    // The doc comment and the declaration: lines 1-2 of the split function's first part.
+    assert_eq!(
+        (sig["start_line"].as_u64(), sig["end_line"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!(
+        v["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("pub fn rebuild_ledger")
+    );
+    // Later parts of a split definition are bodies, never offered as "signatures".
+    assert_eq!(
+        pieces.iter().filter(|p| p["form"] == "signature").count(),
+        1,
+        "{v}"
+    );
+    assert!(pieces.iter().any(|p| p["path"] == "src/journal.rs"));
+}
+
+#[test]
 fn encodings_not_counted_at_index_time_are_counted_on_the_fly() {
     let env = Env::new();
     env.sample();

@@ -173,6 +173,7 @@ pub fn assemble(
         bm25: bm25_override().unwrap_or_default(),
         hot_paths: req.hot_paths.clone(),
         exclude: Vec::new(),
+        signatures_sent: Vec::new(),
         compression: req.compression,
         profile: req.profile,
         error_output: req.error_output.clone(),

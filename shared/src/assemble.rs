@@ -35,6 +35,9 @@ pub const MEDIUM_KEEP_SHARE: f32 = 0.5;
 /// to see whether they fit (each costs a text read and a count).
 const SHRINK_TRIES: usize = 64;
 
+/// Room under which no alternative is tried (beyond its header): a signature is rarely smaller.
+const MIN_ALTERNATIVE_TOKENS: u32 = 12;
+
 /// Reads the text of chunk `i` of the pack being answered from.
 pub trait ChunkSource {
     /// The chunk's exact text.
@@ -69,6 +72,9 @@ pub struct QueryOptions {
     pub hot_paths: Vec<String>,
     /// Chunks already delivered (a continuation): never chosen again.
     pub exclude: Vec<u32>,
+    /// Chunks a session already received as a signature: they may come whole, but are not
+    /// offered as a signature alternative again.
+    pub signatures_sent: Vec<u32>,
     /// How much each piece's text may be reduced.
     pub compression: Compression,
     /// How the budget is spent (`expand` unless asked).
@@ -388,10 +394,12 @@ pub fn assemble(
         Ok(p)
     };
     let mut planned = 0u32;
+    let mut in_prompt: std::collections::HashSet<u32> = std::collections::HashSet::new();
     for c in &chosen {
         let p = make(c)?;
         planned += p.tokens + header_cost(pack, c.key as usize);
         pieces.push(p);
+        in_prompt.insert(c.key);
     }
     // Compression frees room the plan had counted: fill it with the next best candidates, each
     // at its compressed size. Under `medium` and `aggressive` a candidate too large whole may
@@ -424,6 +432,49 @@ pub fn assemble(
             if cost <= left {
                 planned += cost;
                 pieces.push(p);
+                in_prompt.insert(c.key);
+            }
+        }
+    }
+    // Smaller alternatives: the best candidates still left out (too large whole for the room
+    // left) go in as their signature, doc comment and declaration, while it fits: a model that
+    // sees a relevant function's signature knows it exists and how to call it. Not under
+    // `plan`/`repair` (their piece counts are fixed) nor when everything is signatures already.
+    if signatures.is_empty() && max_pieces.is_none() && weights.alternatives >= 1.0 {
+        let mut rest: Vec<&Candidate> = cands
+            .iter()
+            .filter(|c| !in_prompt.contains(&c.key) && !options.signatures_sent.contains(&c.key))
+            .collect();
+        rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+        for c in rest.into_iter().take(weights.alternatives as usize) {
+            let i = c.key as usize;
+            let left = piece_room.saturating_sub(planned);
+            let header = header_cost(pack, i);
+            if left <= header + MIN_ALTERNATIVE_TOKENS {
+                break;
+            }
+            if matches!(
+                pack.chunks[i].kind,
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+            ) || continues_definition(pack, i)
+            {
+                continue;
+            }
+            let text = source.text(pack, i)?;
+            let Some(n) = signature_len(&text) else {
+                continue;
+            };
+            let score = original.get(&c.key).copied().unwrap_or(c.score);
+            let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+            let mut p = piece(pack, i, text, tokens, score);
+            p.base_tokens = slot.map(|s| pack.chunks[i].tokens[s]);
+            p = to_signature(p, n, spec);
+            p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
+            let cost = p.tokens + header;
+            if cost <= left {
+                planned += cost;
+                pieces.push(p);
+                in_prompt.insert(c.key);
             }
         }
     }
@@ -624,6 +675,18 @@ fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &Tokenize
 }
 
 /// Cuts a piece down to its signature, fixing its provenance.
+/// Whether chunk `i` is a later part of a definition split across chunks (its signature is in
+/// the part before, so its first lines are body, not a declaration).
+fn continues_definition(pack: &IndexPack, i: usize) -> bool {
+    let (Some(prev), Some(this)) = (
+        i.checked_sub(1).and_then(|p| pack.chunks.get(p)),
+        pack.chunks.get(i),
+    ) else {
+        return false;
+    };
+    prev.file == this.file && this.symbol.is_some() && prev.symbol == this.symbol
+}
+
 fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
     p.text.truncate(len);
     p.byte_end = p.byte_start + len as u64;

@@ -109,6 +109,9 @@ pub struct Weights {
     /// `file_decay^k`, so that the budget reaches more files before it takes a second chunk of
     /// one (1 = off; see [`diversify`]).
     pub file_decay: f32,
+    /// How many left-out candidates are tried as their signature in the room left (0 = off; a
+    /// count, kept here with the other tuned selection settings).
+    pub alternatives: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -136,6 +139,11 @@ pub const REFERENCE_WEIGHT: f32 = 1.0;
 /// recall for files.
 pub const RECENCY_WEIGHT: f32 = 0.0;
 
+/// How many of the best candidates left out whole are tried as their signature (a definition's
+/// smaller alternative) in the room the chosen pieces leave (measured: README, "Smaller
+/// alternatives").
+pub const ALTERNATIVES: f32 = 16.0;
+
 /// How many users of a named symbol get the reference signal: the most relevant ones by their
 /// own lexical score, so that a symbol used everywhere does not flood the budget.
 pub const REFERENCE_USERS: usize = 4;
@@ -157,6 +165,7 @@ impl Default for Weights {
             doc_prior: 0.3,
             size_penalty: 0.0,
             file_decay: 0.9,
+            alternatives: ALTERNATIVES,
         }
     }
 }
@@ -215,6 +224,7 @@ impl Weights {
                 "doc_prior" => &mut self.doc_prior,
                 "size_penalty" => &mut self.size_penalty,
                 "file_decay" => &mut self.file_decay,
+                "alternatives" => &mut self.alternatives,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;

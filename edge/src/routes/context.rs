@@ -175,33 +175,38 @@ const SESSION_AUDIT_DEPTH: usize = 500;
 /// Longest accepted session id, in bytes.
 const MAX_SESSION_BYTES: usize = 128;
 
-/// Chunk ids the caller's `session` already received whole from `project`, read back from the
-/// audit (which records every delivered chunk id per call, which were signatures only, and
-/// which key called), so sessions need no storage of their own. A session belongs to the key
-/// that opened it: two clients of one org that pick the same id do not share history.
+/// Chunk ids the caller's `session` already received from `project` — whole, and as a signature
+/// only — read back from the audit (which records every delivered chunk id per call, which were
+/// signatures only, and which key called), so sessions need no storage of their own. A session
+/// belongs to the key that opened it: two clients of one org that pick the same id do not share
+/// history.
 async fn session_chunks(
     state: &AppState,
     caller: &Caller,
     session: &str,
     project: &str,
-) -> Result<HashSet<String>, ApiError> {
+) -> Result<(HashSet<String>, HashSet<String>), ApiError> {
     let records = state
         .backend
         .audit(&caller.org.name, SESSION_AUDIT_DEPTH)
         .await?;
-    Ok(records
-        .into_iter()
-        .filter(|r| {
-            r.status == 200
-                && r.session.as_deref() == Some(session)
-                && r.key.as_deref() == Some(caller.key_id.as_str())
-                && r.project.as_deref() == Some(project)
-        })
-        .flat_map(|r| {
-            let partial = r.signature_only;
-            r.chunks.into_iter().filter(move |c| !partial.contains(c))
-        })
-        .collect())
+    let mut whole = HashSet::new();
+    let mut signatures = HashSet::new();
+    for r in records.into_iter().filter(|r| {
+        r.status == 200
+            && r.session.as_deref() == Some(session)
+            && r.key.as_deref() == Some(caller.key_id.as_str())
+            && r.project.as_deref() == Some(project)
+    }) {
+        for c in r.chunks {
+            if r.signature_only.contains(&c) {
+                signatures.insert(c);
+            } else {
+                whole.insert(c);
+            }
+        }
+    }
+    Ok((whole, signatures))
 }
 
 fn check_session(session: Option<&str>) -> Result<(), ApiError> {
@@ -241,9 +246,9 @@ async fn run(
         claims.check(&org, &project.id, version, query)?;
         delivered = claims.delivered;
     }
-    let known = match asked.session {
+    let (known, known_signatures) = match asked.session {
         Some(s) => session_chunks(state, caller, s, &project.id).await?,
-        None => HashSet::new(),
+        None => (HashSet::new(), HashSet::new()),
     };
     let history_tokens = asked.history_tokens;
     // History was compacted before: its tokens are part of the same reservation and settlement.
@@ -271,10 +276,20 @@ async fn run(
                     .map(|(i, _)| i as u32),
             );
         }
+        // A chunk the session saw as a signature may come whole later, not as a signature again.
+        let signatures_sent = snap
+            .pack
+            .chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| known_signatures.contains(&c.id))
+            .map(|(i, _)| i as u32)
+            .collect();
         let dense = state.backend.dense_hits(snap.clone(), query).await?;
         let options = QueryOptions {
             hot_paths: asked.hot_paths,
             exclude,
+            signatures_sent,
             compression: asked.compression,
             profile: asked.profile,
             error_output: asked.error_output,
