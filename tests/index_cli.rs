@@ -121,40 +121,28 @@ fn hostile_files_become_warnings_not_crashes() {
     assert!(!v["skipped"].to_string().contains("Cargo.lock"));
 }
 
+/// Runs `ctxgate args` with `input` on its stdin.
+fn run_with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = env
+        .cmd()
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn count_models_and_encodings() {
     let env = Env::new();
-    let mut child = env
-        .cmd()
-        .args(["count"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"hello world")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_stdin(&env, &["count"], b"hello world");
     assert_eq!(stdout(&out).trim(), "2");
     // `-` is stdin too, beside files.
     env.write("b.txt", "one two three");
-    let mut child = env
-        .cmd()
-        .args(["count", "-", env.repo().join("b.txt").to_str().unwrap()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"hello world")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let b = env.repo().join("b.txt");
+    let out = run_with_stdin(&env, &["count", "-", b.to_str().unwrap()], b"hello world");
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains('-') && text.contains("b.txt"), "{text}");
