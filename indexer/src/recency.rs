@@ -36,7 +36,9 @@ pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u3
         let Ok(parent) = repo.find_commit(parent_id) else {
             break;
         };
-        let parent_tree = parent.tree_id().ok()?.detach();
+        let Ok(parent_tree) = parent.tree_id().map(|id| id.detach()) else {
+            break;
+        };
         let mut changed = Vec::new();
         changed_paths(&repo, Some(parent_tree), tree, "", &mut changed);
         for path in changed {

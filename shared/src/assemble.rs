@@ -121,7 +121,9 @@ pub struct Assembled {
     pub compression_saved_tokens: u32,
     /// The profile and what it did.
     pub profile: ProfileReport,
-    /// Pack indices of the chunks in the prompt (for continuations and audit).
+    /// Pack indices of the chunks in the prompt (for continuations and audit). A chunk given as
+    /// a signature counts: a continuation page does not send it again, whole or not (its token
+    /// carries no separate list of signatures; a session does, and may send it whole later).
     #[serde(skip)]
     pub chosen: Vec<u32>,
     /// Pack indices of excluded chunks (the caller already has them) that rank at least as high
@@ -317,7 +319,9 @@ pub fn assemble(
                 continue;
             }
             let text = source.text(pack, i as usize)?;
-            if let Some(n) = signature_len(&text) {
+            if let Some(n) = signature_len(&text)
+                .filter(|&n| declares_its_symbol(&text[..n], &pack.chunks[i as usize]))
+            {
                 signatures.insert(i, n);
             }
             texts.insert(i, text);
@@ -441,9 +445,11 @@ pub fn assemble(
     // sees a relevant function's signature knows it exists and how to call it. Not under
     // `plan`/`repair` (their piece counts are fixed) nor when everything is signatures already.
     if signatures.is_empty() && max_pieces.is_none() && weights.alternatives >= 1.0 {
+        let sent: std::collections::HashSet<u32> =
+            options.signatures_sent.iter().copied().collect();
         let mut rest: Vec<&Candidate> = cands
             .iter()
-            .filter(|c| !in_prompt.contains(&c.key) && !options.signatures_sent.contains(&c.key))
+            .filter(|c| !in_prompt.contains(&c.key) && !sent.contains(&c.key))
             .collect();
         rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
         for c in rest.into_iter().take(weights.alternatives as usize) {
@@ -456,12 +462,13 @@ pub fn assemble(
             if matches!(
                 pack.chunks[i].kind,
                 ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
-            ) || continues_definition(pack, i)
-            {
+            ) {
                 continue;
             }
             let text = source.text(pack, i)?;
-            let Some(n) = signature_len(&text) else {
+            let Some(n) =
+                signature_len(&text).filter(|&n| declares_its_symbol(&text[..n], &pack.chunks[i]))
+            else {
                 continue;
             };
             let score = original.get(&c.key).copied().unwrap_or(c.score);
@@ -674,19 +681,15 @@ fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &Tokenize
     p
 }
 
-/// Cuts a piece down to its signature, fixing its provenance.
-/// Whether chunk `i` is a later part of a definition split across chunks (its signature is in
-/// the part before, so its first lines are body, not a declaration).
-fn continues_definition(pack: &IndexPack, i: usize) -> bool {
-    let (Some(prev), Some(this)) = (
-        i.checked_sub(1).and_then(|p| pack.chunks.get(p)),
-        pack.chunks.get(i),
-    ) else {
-        return false;
-    };
-    prev.file == this.file && this.symbol.is_some() && prev.symbol == this.symbol
+/// Whether the signature cut from a chunk declares one of the names the chunk defines: a later
+/// part of a definition split across chunks starts with body statements, which
+/// [`signature_len`] would otherwise take for a declaration.
+fn declares_its_symbol(signature: &str, chunk: &crate::index::ChunkRecord) -> bool {
+    let signature = signature.to_lowercase();
+    crate::index::references::defined_names(chunk).any(|name| signature.contains(name.as_str()))
 }
 
+/// Cuts a piece down to its signature, fixing its provenance.
 fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
     p.text.truncate(len);
     p.byte_end = p.byte_start + len as u64;

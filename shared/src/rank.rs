@@ -357,7 +357,15 @@ pub fn rank(
     // References: the most relevant users of each named symbol.
     if weights.reference != 0.0 {
         for name in &wanted {
-            let mut users: Vec<u32> = pack.references.users(name).to_vec();
+            // Users with some lexical evidence of their own, best first (a pack from elsewhere
+            // may list chunks it does not have: skipped, not indexed).
+            let mut users: Vec<u32> = pack
+                .references
+                .users(name)
+                .iter()
+                .copied()
+                .filter(|&u| signals.get(u as usize).is_some_and(|s| s.lexical > 0.0))
+                .collect();
             users.sort_by(|a, b| {
                 signals[*b as usize]
                     .lexical

@@ -111,8 +111,9 @@ static TABLES: [(&str, &[u8]); 4] = [
 ];
 
 /// Loads a compiled-in token table on its encoding's first count: the tables are ready as
-/// compiled (their hash index was built by `build.rs`), so loading checks the structure and
-/// compiles the pre-tokenizer, and no request builds tiktoken-rs's tables (about half a second
+/// compiled (their hash index was built by `build.rs`), so loading only checks the structure
+/// (the pre-tokenizer is a scanner; its Unicode ranges are merged on the first count), and no
+/// request builds tiktoken-rs's tables (about half a second
 /// of CPU in a fresh isolate; tiktoken-rs is not in the module at all). A table that fails to
 /// load (never expected: the build exported and self-checked it) leaves counts at one per byte,
 /// an over-count that keeps every budget.

@@ -156,17 +156,19 @@ pub fn identifiers(text: &str, language: Language) -> Vec<String> {
         return names;
     }
     let _ = language;
+    // Runs of word characters; a run that starts with a digit (`0xff`, `12abc`) is a number.
     let mut names = Vec::new();
-    let mut start = None;
+    let mut run: Option<usize> = None;
     for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
-        let word = c.is_ascii_alphanumeric() || c == '_';
-        match (start, word) {
-            (None, true) if !c.is_ascii_digit() => start = Some(i),
+        let word = c.is_alphanumeric() || c == '_';
+        match (run, word) {
+            (None, true) => run = Some(i),
             (Some(s), false) => {
-                if i - s >= 3 {
-                    names.push(text[s..i].to_string());
+                let name = &text[s..i];
+                if name.chars().count() >= 3 && !name.starts_with(|c: char| c.is_numeric()) {
+                    names.push(name.to_string());
                 }
-                start = None;
+                run = None;
             }
             _ => {}
         }

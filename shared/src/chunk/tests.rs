@@ -293,6 +293,9 @@ fn identifiers_come_from_the_syntax_tree_not_comments_or_strings() {
     );
     assert!(names.iter().any(|n| n == "compute_all"), "{names:?}");
     // No grammar: identifier-shaped words.
-    let names = super::identifiers("call do_work(12) then 3x9", Language::Other);
-    assert_eq!(names, ["call", "do_work", "then"]);
+    let names = super::identifiers(
+        "call do_work(12) then 3x9 0xdeadbeef naïve_fn",
+        Language::Other,
+    );
+    assert_eq!(names, ["call", "do_work", "then", "naïve_fn"]);
 }

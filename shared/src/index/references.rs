@@ -64,7 +64,7 @@ impl References {
     pub fn users(&self, name: &str) -> &[u32] {
         let key = name_key(name);
         match self.names.binary_search(&key) {
-            Ok(i) => &self.users[i],
+            Ok(i) => self.users.get(i).map_or(&[], Vec::as_slice),
             Err(_) => &[],
         }
     }

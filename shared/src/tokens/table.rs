@@ -179,8 +179,8 @@ impl RankTable {
     }
 
     /// Loads a table compiled into the program (a host's build script ran [`RankTable::export`],
-    /// which self-checks against tiktoken-rs): neither copied nor re-hashed, so a Worker's
-    /// first count costs only building the lookup map. The structure is still checked.
+    /// which self-checks against tiktoken-rs): neither copied nor re-hashed nor indexed (the
+    /// index is in the table). The structure is still checked.
     pub fn load_static(encoding: Encoding, bytes: &'static [u8]) -> Result<Self, TableError> {
         if bytes.len() < 8 + 4 + 4 + 4 + 32 || &bytes[..8] != MAGIC {
             return Err(TableError::Invalid("bad magic"));
@@ -199,9 +199,11 @@ impl RankTable {
         if next_u32(&mut at)? != LAYOUT {
             return Err(TableError::Invalid("unknown layout version"));
         }
+        let span = |at: usize, len: usize| at.checked_add(len).filter(|&end| end <= body.len());
         let name_len = next_u32(&mut at)? as usize;
-        let name = body.get(at..at + name_len).ok_or(truncated.clone())?;
-        at += name_len;
+        let name_end = span(at, name_len).ok_or(truncated.clone())?;
+        let name = &body[at..name_end];
+        at = name_end;
         if name != encoding.table_name().as_bytes() {
             return Err(TableError::WrongEncoding {
                 found: String::from_utf8_lossy(name).into_owned(),
@@ -210,14 +212,19 @@ impl RankTable {
         }
         let _tokens = next_u32(&mut at)?;
         let entries_len = next_u32(&mut at)? as usize;
-        let entries = body.get(at..at + entries_len).ok_or(truncated.clone())?;
-        at += entries_len;
+        let entries_end = span(at, entries_len).ok_or(truncated.clone())?;
+        let entries = &body[at..entries_end];
+        at = entries_end;
         let slot_count = next_u32(&mut at)? as usize;
         if !slot_count.is_power_of_two() {
             return Err(TableError::Invalid("slot count is not a power of two"));
         }
-        let slots = body.get(at..at + slot_count * 4).ok_or(truncated)?;
-        if at + slot_count * 4 != body.len() {
+        let slots_end = slot_count
+            .checked_mul(4)
+            .and_then(|len| span(at, len))
+            .ok_or(truncated)?;
+        let slots = &body[at..slots_end];
+        if slots_end != body.len() {
             return Err(TableError::Invalid("trailing bytes"));
         }
         Ok(Self {
@@ -239,9 +246,9 @@ impl RankTable {
                 return None;
             }
             let at = offset as usize;
-            let len = self.entries.get(at + 4..at + 6)?;
+            let len = self.entries.get(at.checked_add(4)?..at.checked_add(6)?)?;
             let len = u16::from_le_bytes([len[0], len[1]]) as usize;
-            if self.entries.get(at + 6..at + 6 + len)? == token {
+            if self.entries.get(at + 6..(at + 6).checked_add(len)?)? == token {
                 return u32_at(self.entries, at);
             }
             slot = (slot + 1) & self.mask;
