@@ -132,6 +132,10 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
     git(repo.path(), &["commit", "-qam", "second"]);
     lambda.kill().ok();
     lambda.wait().ok();
+    // A fresh endpoint per function process: a killed process's pending `/next` stays parked on
+    // the endpoint it polled (the server does not see the dead connection) and would take the
+    // next event queued there, and lose it.
+    let api = RuntimeApi::start();
     let mut doomed = function(&api, &moto, work.path(), Some("before_publish"));
     api.invoke("req-crash", json!({"action": "reindex_due"}));
     let status = doomed.wait().unwrap();
@@ -158,6 +162,7 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
     // 4. The dead job's lease still holds the project until it expires (2 s here; a live
     //    holder renews it), then the scheduled event re-indexes incrementally: only the changed
     //    file is re-chunked.
+    let api = RuntimeApi::start();
     let mut lambda = function(&api, &moto, work.path(), None);
     let scheduled = json!({
         "version": "0", "id": "e1", "detail-type": "Scheduled Event", "source": "aws.events",

@@ -77,7 +77,10 @@ pub fn run() {
     repo::committed_copy(&moto::workspace().join("shared/src"), repo.path());
     let api = runtime_api::RuntimeApi::start();
     let work = tempfile::tempdir().unwrap();
-    let function = |crash_at: Option<&str>| {
+    // Each function process gets its own Runtime API endpoint: a killed process's pending
+    // `/next` stays parked on the endpoint it polled (the server does not see the dead
+    // connection), and would take the next event queued there and lose it.
+    let function = |api: &runtime_api::RuntimeApi, crash_at: Option<&str>| {
         let mut cmd = Command::new(lambda_binary());
         cmd.envs(moto.env())
             .env("AWS_LAMBDA_RUNTIME_API", &api.address)
@@ -95,7 +98,7 @@ pub fn run() {
         }
         cmd.spawn().unwrap()
     };
-    let mut lambda = function(None);
+    let mut lambda = function(&api, None);
     let url = format!("file://{}", repo.path().display());
     let event = json!({"action": "index", "org": "acmeaws", "project": "core",
                        "source": {"kind": "git", "url": url}});
@@ -170,8 +173,9 @@ pub fn run() {
     git(repo.path(), &["commit", "-qm", "two"]);
     lambda.kill().ok();
     lambda.wait().ok();
-    let mut doomed = function(Some("before_publish"));
-    api.invoke("e2e-crash", event.clone());
+    let crash_api = runtime_api::RuntimeApi::start();
+    let mut doomed = function(&crash_api, Some("before_publish"));
+    crash_api.invoke("e2e-crash", event.clone());
     assert!(!doomed.wait().unwrap().success(), "the job was killed");
     let marker = json!({"project": "core", "query": "aws_e2e_marker_function", "budget": 2000});
     let r = post(&worker, "/v1/context", Some(&key), &marker);
@@ -183,8 +187,9 @@ pub fn run() {
     // Once the dead job's lease expires, the next run publishes (version 3: the killed run's
     // version-2 objects are never overwritten) and the Worker serves it without a restart.
     std::thread::sleep(Duration::from_millis(2500));
-    let mut lambda = function(None);
-    let job = invoke(&api, "e2e-2", event);
+    let last_api = runtime_api::RuntimeApi::start();
+    let mut lambda = function(&last_api, None);
+    let job = invoke(&last_api, "e2e-2", event);
     assert_eq!(job["version"], 3, "{job}");
     let r = post(&worker, "/v1/context", Some(&key), &marker);
     assert_eq!(r.status, 200, "{}", r.body);
