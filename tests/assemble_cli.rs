@@ -412,14 +412,21 @@ fn a_definition_too_large_for_the_room_left_goes_in_as_its_signature() {
         "src/journal.rs",
         "/// Appends an entry to the ledger journal.\npub fn append_journal(ledger: &mut Vec<u8>) {\n    ledger.push(1);\n}\n",
     );
-    let out = env.assemble(&[
-        "--query",
-        "rebuild the ledger from the journal",
-        "--budget",
-        "1500",
-        "--format",
-        "json",
-    ]);
+    // Off by default (they would take the summaries' room); on for this request.
+    let out = env
+        .cmd()
+        .env("CTXGATE_RANK_WEIGHTS", "alternatives=16")
+        .args(["assemble", "--repo", &env.repo_arg()])
+        .args([
+            "--query",
+            "rebuild the ledger from the journal",
+            "--budget",
+            "1500",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert!(v["tokens_total"].as_u64().unwrap() <= 1500);
