@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::index::IndexPack;
+use crate::index::references::{defined_names, name_key};
 use crate::intent::{Intent, QueryAnalysis};
 
 /// Per-signal scores of one candidate.
@@ -304,7 +305,7 @@ pub fn rank(
         .entities
         .symbols
         .iter()
-        .map(|s| last_segment(s).to_lowercase())
+        .map(|s| name_key(s))
         .filter(|s| s.len() >= 3)
         .collect();
     let priors: Vec<f32> = pack
@@ -338,13 +339,8 @@ pub fn rank(
             s.mention = 1.0;
             touched[i] = true;
         }
-        if !wanted.is_empty()
-            && let Some(sym) = &chunk.symbol
-        {
-            let names: Vec<String> = sym
-                .split(", ")
-                .map(|n| last_segment(n).to_lowercase())
-                .collect();
+        if !wanted.is_empty() && chunk.symbol.is_some() {
+            let names: Vec<String> = defined_names(chunk).collect();
             if names.iter().any(|n| wanted.contains(n)) {
                 s.symbol = 1.0;
                 touched[i] = true;
@@ -551,13 +547,6 @@ pub fn is_doc_path(path: &str) -> bool {
         || lower.contains("/docs/")
 }
 
-fn last_segment(symbol: &str) -> &str {
-    symbol
-        .rsplit([':', '.'])
-        .find(|s| !s.is_empty())
-        .unwrap_or(symbol)
-}
-
 /// Whether a repository path is the one the request names (`src/a.rs`, `a.rs`, `./src/a.rs`).
 fn path_matches(repo_path: &str, named: &str) -> bool {
     let named = named.trim_start_matches("./").trim_start_matches('/');
@@ -576,8 +565,8 @@ mod tests {
         assert!(path_matches("src/context.go", "context.go"));
         assert!(path_matches("src/context.go", "./src/context.go"));
         assert!(!path_matches("src/mycontext.go", "context.go"));
-        assert_eq!(last_segment("HttpClient::send"), "send");
-        assert_eq!(last_segment("a.b.c"), "c");
+        assert_eq!(name_key("HttpClient::send"), "send");
+        assert_eq!(name_key("a.b.c"), "c");
     }
 
     #[test]
