@@ -702,3 +702,60 @@ fn plan_is_small_and_repair_brings_the_error_and_the_framed_code() {
         assert_eq!(json(&out)["error"]["code"], code);
     }
 }
+
+#[test]
+fn pieces_that_continue_each_other_are_quoted_as_one_stretch() {
+    let env = Env::new();
+    // Three functions large enough to be chunks of their own, one empty line apart.
+    let body = |name: &str| {
+        let lines: String = (0..30)
+            .map(|i| format!("    let {name}_{i} = ledger_total({i});\n"))
+            .collect();
+        format!("/// Ledger step `{name}`.\npub fn {name}() {{\n{lines}}}\n")
+    };
+    let file = format!(
+        "{}\n{}\n{}",
+        body("ledger_open"),
+        body("ledger_post"),
+        body("ledger_close")
+    );
+    env.write("src/ledger.rs", &file);
+    let out = env.assemble(&[
+        "--query",
+        "ledger_total ledger_open ledger_post ledger_close",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let pieces = v["pieces"].as_array().unwrap();
+    assert_eq!(pieces.len(), 3, "{v}");
+    assert!(pieces.iter().all(|p| p["block"] == 0), "one block: {v}");
+    let prompt = v["prompt"].as_str().unwrap();
+    let last = file.lines().count();
+    let mut header = format!("### src/ledger.rs:1-{last} (3 chunks: ");
+    let members: Vec<String> = pieces
+        .iter()
+        .map(|p| {
+            format!(
+                "{}-{} {}",
+                p["start_line"],
+                p["end_line"],
+                p["chunk_id"].as_str().unwrap()
+            )
+        })
+        .collect();
+    header.push_str(&members.join(", "));
+    assert!(prompt.contains(&header), "{header}\n{prompt}");
+    // The stretch is the file itself, verbatim, in one fence.
+    assert!(
+        prompt.contains(&format!("```rust\n{file}```\n")),
+        "{prompt}"
+    );
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(prompt)),
+        v["tokens_total"].as_u64().unwrap()
+    );
+}

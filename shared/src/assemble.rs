@@ -376,7 +376,6 @@ pub fn assemble(
         .iter()
         .filter_map(|c| original.get(&c.key).copied())
         .fold(0.0f32, f32::max);
-    let taken: std::collections::HashSet<u32> = chosen.iter().map(|c| c.key).collect();
     let mut pieces = Vec::with_capacity(chosen.len());
     let mut make = |c: &Candidate| -> Result<Piece, AssembleError> {
         let text = match texts.remove(&c.key) {
@@ -399,28 +398,40 @@ pub fn assemble(
     };
     let mut planned = 0u32;
     let mut in_prompt: std::collections::HashSet<u32> = std::collections::HashSet::new();
+    // Pack indices of `pieces`, in the same order.
+    let mut keys: Vec<u32> = Vec::with_capacity(chosen.len());
     for c in &chosen {
         let p = make(c)?;
         planned += p.tokens + header_cost(pack, c.key as usize);
         pieces.push(p);
+        keys.push(c.key);
         in_prompt.insert(c.key);
     }
-    // Compression frees room the plan had counted: fill it with the next best candidates, each
-    // at its compressed size. Under `medium` and `aggressive` a candidate too large whole may
-    // fit once its bodies are cut: the first [`SHRINK_TRIES`] such candidates are tried.
-    if level != Compression::None {
-        let mut rest: Vec<Candidate> = cands
+    // Room the plan had counted comes free twice over, and is filled with the next best
+    // candidates: compression cuts the pieces, and pieces that continue each other in their file
+    // share one header in the prompt (`compose::joined`), which pieces added here may do too.
+    // Under `medium` and `aggressive` a candidate too large whole may fit once its bodies are
+    // cut: the first [`SHRINK_TRIES`] such candidates are tried.
+    let mut tries = if level >= Compression::Medium {
+        SHRINK_TRIES
+    } else {
+        0
+    };
+    let mut joined_room = 0u32;
+    for round in 0..JOIN_ROUNDS {
+        let room_now = joined_header_room(pack, &pieces, &keys);
+        let freed = room_now.saturating_sub(joined_room);
+        joined_room = joined_room.max(room_now);
+        planned = planned.saturating_sub(freed);
+        if freed == 0 && !(round == 0 && level != Compression::None) {
+            break;
+        }
+        let mut rest: Vec<&Candidate> = cands
             .iter()
-            .filter(|c| !taken.contains(&c.key))
-            .cloned()
+            .filter(|c| !in_prompt.contains(&c.key))
             .collect();
         rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
-        let mut tries = if level >= Compression::Medium {
-            SHRINK_TRIES
-        } else {
-            0
-        };
-        for c in &rest {
+        for c in rest {
             if max_pieces.is_some_and(|m| pieces.len() >= m) {
                 break;
             }
@@ -436,6 +447,7 @@ pub fn assemble(
             if cost <= left {
                 planned += cost;
                 pieces.push(p);
+                keys.push(c.key);
                 in_prompt.insert(c.key);
             }
         }
@@ -594,6 +606,23 @@ fn header_cost(pack: &IndexPack, i: usize) -> u32 {
     ((2 * path + symbol + 80) / 3) as u32
 }
 
+/// A conservative guess of what a piece costs in the header of a block it joins: its lines,
+/// its chunk id and a separator (an id of 24 hex digits is 12-18 tokens).
+const JOINED_ENTRY_COST: u32 = 24;
+
+/// Rounds of filling the room joined headers give back (each added piece may join too).
+const JOIN_ROUNDS: usize = 3;
+
+/// The header room the plan counted for pieces that the prompt quotes in the block of an
+/// earlier piece of their file. `keys[k]` is the pack index of `pieces[k]`.
+fn joined_header_room(pack: &IndexPack, pieces: &[Piece], keys: &[u32]) -> u32 {
+    crate::compose::joined(pieces)
+        .into_iter()
+        .filter_map(|k| keys.get(k))
+        .map(|&i| header_cost(pack, i as usize).saturating_sub(JOINED_ENTRY_COST))
+        .sum()
+}
+
 fn overhead_total(pack: &IndexPack) -> u64 {
     (0..pack.chunks.len())
         .map(|i| u64::from(header_cost(pack, i)))
@@ -626,6 +655,7 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         elided_lines: None,
         reasoning: None,
         base_tokens: None,
+        block: 0,
     }
 }
 

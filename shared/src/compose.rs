@@ -6,6 +6,12 @@
 //! target tokenizer and drops the least relevant pieces until the count is within the budget:
 //! the count of the returned prompt is the count a model's tokenizer gives, not a sum of parts.
 //!
+//! Whole pieces that continue each other in their file (separated by at most [`MAX_JOIN_GAP`]
+//! empty lines, or overlapping) are quoted as one stretch under one header that cites each one's
+//! lines and chunk id: the model reads the code as it stands in the file, and the prompt saves a
+//! header and a fence per joined piece. The stretch is rebuilt from the pieces' own texts and
+//! byte ranges, so it is verbatim.
+//!
 //! Summaries ([`SummaryPiece`]: overviews of the project, directories and files) come first, in
 //! a section of their own marked as not verbatim; they are never pieces, and [`fit_with_summaries`]
 //! drops them before any piece.
@@ -60,6 +66,10 @@ pub struct Piece {
     /// it): the composer then need not count it again.
     #[serde(skip)]
     pub base_tokens: Option<u32>,
+    /// The fenced code block of the prompt the piece is quoted in (0-based, in prompt order).
+    /// Pieces that continue each other in their file (nothing but line breaks between them, or
+    /// overlapping windows) share one block under one header.
+    pub block: u32,
 }
 
 /// A summary in the prompt. It is not code from the repository (no line range), so it is never
@@ -182,6 +192,116 @@ pub fn piece_header(p: &Piece) -> String {
     )
 }
 
+/// Most empty lines between two whole pieces of a file that are still quoted as one stretch.
+pub const MAX_JOIN_GAP: u64 = 3;
+
+/// How a piece enters the block it is quoted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Join {
+    /// It opens the block.
+    Start,
+    /// It follows the block so far after this many empty lines.
+    Gap(usize),
+    /// It overlaps the block so far: its text from this byte on is new.
+    Skip(usize),
+    /// The block so far already holds all of it.
+    Inside,
+}
+
+/// Whether the piece's text is its chunk's bytes, unchanged (not cut, not compressed).
+fn verbatim(p: &Piece) -> bool {
+    p.form == PieceForm::Full && p.text.len() as u64 == p.byte_end.saturating_sub(p.byte_start)
+}
+
+/// How `next` continues a block whose last byte is `block.byte_end` and last line
+/// `block.end_line` (both from the piece of the block that reaches furthest), if the two can
+/// be quoted as one stretch without changing a byte of the file.
+fn continuation(block: &Piece, next: &Piece) -> Option<Join> {
+    if !verbatim(block) || !verbatim(next) || next.path != block.path {
+        return None;
+    }
+    if next.byte_start >= block.byte_end {
+        // Chunks start at line starts: every byte between the two must be a line break, which
+        // holds when there are as many bytes as line breaks.
+        let next_line = block.end_line + u32::from(block.text.ends_with('\n'));
+        let breaks = u64::from(next.start_line.checked_sub(next_line)?);
+        let gap = next.byte_start - block.byte_end;
+        (gap == breaks && gap <= MAX_JOIN_GAP).then_some(Join::Gap(gap as usize))
+    } else if next.byte_start < block.byte_start || next.start_line > block.end_line {
+        None
+    } else if next.byte_end <= block.byte_end {
+        Some(Join::Inside)
+    } else {
+        let skip = usize::try_from(block.byte_end - next.byte_start).ok()?;
+        next.text.is_char_boundary(skip).then_some(Join::Skip(skip))
+    }
+}
+
+/// One file's pieces (in line order) cut into the blocks they are quoted in: each block lists
+/// its pieces by their index in `pieces`, with how each enters it.
+fn blocks(pieces: &[&Piece]) -> Vec<Vec<(usize, Join)>> {
+    let mut out: Vec<Vec<(usize, Join)>> = Vec::new();
+    // The piece of the current block that reaches furthest into the file.
+    let mut reach: Option<&Piece> = None;
+    for (i, &p) in pieces.iter().enumerate() {
+        match (reach.and_then(|r| continuation(r, p)), out.last_mut()) {
+            (Some(join), Some(block)) => {
+                block.push((i, join));
+                if join != Join::Inside {
+                    reach = Some(p);
+                }
+            }
+            _ => {
+                out.push(vec![(i, Join::Start)]);
+                reach = Some(p);
+            }
+        }
+    }
+    out
+}
+
+/// The header above a block of several joined pieces: the stretch and the chunks it quotes.
+fn joined_header(block: &[&Piece]) -> String {
+    let first = block[0];
+    let end = block
+        .iter()
+        .map(|p| p.end_line)
+        .max()
+        .unwrap_or(first.end_line);
+    let members: Vec<String> = block
+        .iter()
+        .map(|p| format!("{}-{} {}", p.start_line, p.end_line, p.chunk_id))
+        .collect();
+    format!(
+        "### {}:{}-{end} ({} chunks: {})\n",
+        first.path,
+        first.start_line,
+        block.len(),
+        members.join(", ")
+    )
+}
+
+/// Indices of the pieces (in `pieces`, any order) that are quoted in the block of an earlier
+/// piece of their file: each saves its own header and fences.
+pub fn joined(pieces: &[Piece]) -> Vec<usize> {
+    let mut by_file: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        match by_file.iter_mut().find(|(path, _)| *path == p.path) {
+            Some((_, v)) => v.push(i),
+            None => by_file.push((&p.path, vec![i])),
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut ix) in by_file {
+        ix.sort_by_key(|&i| (pieces[i].start_line, pieces[i].end_line));
+        let refs: Vec<&Piece> = ix.iter().map(|&i| &pieces[i]).collect();
+        for block in blocks(&refs) {
+            out.extend(block.iter().skip(1).map(|&(k, _)| ix[k]));
+        }
+    }
+    out
+}
+
 /// Renders `pieces` (in any order; best first is assumed for file order) and the task.
 pub fn render(pieces: &[Piece], query: &str) -> String {
     render_with_spans(pieces, &[], query).0
@@ -246,18 +366,42 @@ fn render_with_spans(
             out.push_str("\n## ");
             out.push_str(path);
             out.push('\n');
-            for p in ps {
+            for block in blocks(&ps) {
+                let members: Vec<&Piece> = block.iter().map(|&(k, _)| ps[k]).collect();
                 out.push('\n');
-                out.push_str(&piece_header(p));
-                let fence = fence_for(&p.text);
-                out.push_str(&fence);
-                out.push_str(fence_language(&p.language));
-                out.push('\n');
-                if let Some(n) = p.base_tokens {
-                    spans.push((out.len()..out.len() + p.text.len(), n));
+                match members.as_slice() {
+                    [p] => out.push_str(&piece_header(p)),
+                    _ => out.push_str(&joined_header(&members)),
                 }
-                out.push_str(&p.text);
-                if !p.text.ends_with('\n') {
+                let mut text = String::new();
+                let mut known = Vec::new();
+                for (p, (_, join)) in members.iter().zip(&block) {
+                    match join {
+                        Join::Start | Join::Gap(_) => {
+                            if let Join::Gap(n) = join {
+                                text.extend(std::iter::repeat_n('\n', *n));
+                            }
+                            if let Some(n) = p.base_tokens {
+                                known.push((text.len()..text.len() + p.text.len(), n));
+                            }
+                            text.push_str(&p.text);
+                        }
+                        Join::Skip(k) => text.push_str(&p.text[*k..]),
+                        Join::Inside => {}
+                    }
+                }
+                let fence = fence_for(&text);
+                out.push_str(&fence);
+                out.push_str(fence_language(&members[0].language));
+                out.push('\n');
+                let at = out.len();
+                spans.extend(
+                    known
+                        .into_iter()
+                        .map(|(r, n)| (r.start + at..r.end + at, n)),
+                );
+                out.push_str(&text);
+                if !text.ends_with('\n') {
                     out.push('\n');
                 }
                 out.push_str(&fence);
@@ -377,10 +521,17 @@ pub fn fit_with_summaries(
                     files.push(p.path.clone());
                 }
             }
+            let mut block = 0u32;
             for f in files {
-                let mut ps: Vec<Piece> = pieces.iter().filter(|p| p.path == f).cloned().collect();
+                let mut ps: Vec<&Piece> = pieces.iter().filter(|p| p.path == f).collect();
                 ps.sort_by_key(|p| (p.start_line, p.end_line));
-                order.extend(ps);
+                for b in blocks(&ps) {
+                    order.extend(b.iter().map(|&(k, _)| Piece {
+                        block,
+                        ..ps[k].clone()
+                    }));
+                    block += 1;
+                }
             }
             return Ok(Composition {
                 prompt,
@@ -431,8 +582,9 @@ mod tests {
             language: "rust".into(),
             start_line: start,
             end_line: start + text.lines().count() as u32 - 1,
-            byte_start: 0,
-            byte_end: text.len() as u64,
+            // Far apart, so that no two test pieces join unless a test places them to.
+            byte_start: u64::from(start) * 100_000,
+            byte_end: u64::from(start) * 100_000 + text.len() as u64,
             kind: "function".into(),
             symbol: Some("f".into()),
             chunk_id: "abc".into(),
@@ -445,6 +597,7 @@ mod tests {
             original_tokens: None,
             elided_lines: None,
             reasoning: None,
+            block: 0,
         }
     }
 
@@ -462,6 +615,140 @@ mod tests {
         assert!(out.find("b1").unwrap() < out.find("b2").unwrap());
         assert!(out.contains("### b.rs:10-10 (function `f`, chunk abc)"));
         assert!(out.ends_with("# Task\n\nwhy?\n"));
+    }
+
+    /// Lines `from..=to` (1-based) of `file` as a whole piece with its real byte range.
+    fn cut(file: &str, from: u32, to: u32, id: &str) -> Piece {
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(file.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let a = starts[from as usize - 1];
+        let b = starts.get(to as usize).copied().unwrap_or(file.len());
+        let mut p = piece("a.rs", from, &file[a..b], 1.0);
+        p.end_line = to;
+        p.byte_start = a as u64;
+        p.byte_end = b as u64;
+        p.chunk_id = id.into();
+        p
+    }
+
+    /// Each fenced block of `prompt`'s code section with the line range its header cites.
+    fn quoted_blocks(prompt: &str) -> Vec<(u32, u32, String)> {
+        let mut out = Vec::new();
+        let mut lines = prompt.lines();
+        while let Some(line) = lines.next() {
+            let Some(rest) = line.strip_prefix("### a.rs:") else {
+                continue;
+            };
+            let range = rest.split(' ').next().unwrap();
+            let (a, b) = range.split_once('-').unwrap();
+            let fence = lines.next().unwrap().trim_end_matches("rust").to_string();
+            let mut body = String::new();
+            for l in lines.by_ref() {
+                if l == fence {
+                    break;
+                }
+                body.push_str(l);
+                body.push('\n');
+            }
+            out.push((a.parse().unwrap(), b.parse().unwrap(), body));
+        }
+        out
+    }
+
+    fn file_lines(file: &str, a: u32, b: u32) -> String {
+        file.lines()
+            .skip(a as usize - 1)
+            .take((b - a + 1) as usize)
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn pieces_that_continue_each_other_share_one_block() {
+        let file = "fn a() {\n}\n\nfn b() {\n}\n\n\n\n\n\nfn c() {}\n";
+        // a (1-2) and b (4-5) are one empty line apart; c (11) is five away.
+        let ps = vec![
+            cut(file, 4, 5, "bbb"),
+            cut(file, 1, 2, "aaa"),
+            cut(file, 11, 11, "ccc"),
+        ];
+        let t = TokenizerSpec::Exact(Encoding::O200kBase);
+        let c = fit(ps.clone(), "q", 10_000, &t).unwrap();
+        assert!(
+            c.prompt.contains(
+                "### a.rs:1-5 (2 chunks: 1-2 aaa, 4-5 bbb)\n```rust\nfn a() {\n}\n\nfn b() {\n}\n```\n"
+            ),
+            "{}",
+            c.prompt
+        );
+        assert!(
+            c.prompt
+                .contains("### a.rs:11-11 (function `f`, chunk ccc)")
+        );
+        let blocks: Vec<(&str, u32)> = c
+            .pieces
+            .iter()
+            .map(|p| (p.chunk_id.as_str(), p.block))
+            .collect();
+        assert_eq!(blocks, [("aaa", 0), ("bbb", 0), ("ccc", 1)]);
+        assert_eq!(joined(&ps), [0]);
+        assert_eq!(t.count(&c.prompt), c.tokens);
+    }
+
+    #[test]
+    fn overlapping_windows_are_quoted_once() {
+        let file: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        let ps = vec![
+            cut(&file, 1, 6, "w1"),
+            cut(&file, 5, 10, "w2"),
+            cut(&file, 7, 8, "w3"),
+        ];
+        let out = render(&ps, "q");
+        assert_eq!(quoted_blocks(&out), [(1, 10, file_lines(&file, 1, 10))]);
+        assert!(out.contains("(3 chunks: 1-6 w1, 5-10 w2, 7-8 w3)"));
+    }
+
+    #[test]
+    fn only_whole_pieces_separated_by_line_breaks_join() {
+        // A space on the line between: the bytes between are not only line breaks.
+        let file = "fn a() {}\n \nfn b() {}\n";
+        assert_eq!(
+            quoted_blocks(&render(&[cut(file, 1, 1, "a"), cut(file, 3, 3, "b")], "q")).len(),
+            2
+        );
+        // A compressed piece is not its file's bytes.
+        let file = "fn a() {}\nfn b() {}\n";
+        let mut b = cut(file, 2, 2, "b");
+        b.form = PieceForm::Light;
+        assert_eq!(
+            quoted_blocks(&render(&[cut(file, 1, 1, "a"), b], "q")).len(),
+            2
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn every_block_quotes_its_file_verbatim(
+            lines in prop::collection::vec(prop::sample::select(vec!["", "x", "fn f() {", "}", "  y = 1;", " "]), 1..40),
+            ranges in prop::collection::vec((1u32..40, 0u32..8), 1..10),
+        ) {
+            let file: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let n = lines.len() as u32;
+            let mut ps = Vec::new();
+            for (k, (a, len)) in ranges.into_iter().enumerate() {
+                let a = a.min(n);
+                let b = (a + len).min(n);
+                ps.push(cut(&file, a, b, &format!("c{k}")));
+            }
+            let t = TokenizerSpec::Exact(Encoding::O200kBase);
+            let c = fit(ps, "q", 100_000, &t).unwrap();
+            prop_assert_eq!(t.count(&c.prompt), c.tokens);
+            for (a, b, body) in quoted_blocks(&c.prompt) {
+                prop_assert_eq!(body, file_lines(&file, a, b));
+            }
+        }
     }
 
     #[test]
