@@ -259,6 +259,19 @@ fn main() {
             )
         }),
     );
+    // The same warm calls under V8's sampling profiler: the isolate's own CPU, without
+    // workerd's HTTP handling and storage simulations, and where it goes.
+    let bodies: Vec<String> = QUERIES.iter().map(|q| ctx(q)).collect();
+    let plan = json!({
+        "url": format!("{}/v1/context", worker.base_url()),
+        "headers": { "authorization": format!("Bearer {key}"), "content-type": "application/json" },
+        "bodies": bodies,
+        "rounds": (50 / QUERIES.len()).max(1),
+    });
+    println!(
+        "warm /v1/context at 32k under V8's profiler (the isolate's own CPU, JavaScript and wasm):\n{}",
+        v8_profile(&worker, &plan)
+    );
     let after = probe.wasm_memory();
     let mib = |b: Option<u64>| {
         b.map_or("?".to_string(), |b| {
@@ -270,4 +283,37 @@ fn main() {
         mib(before),
         mib(after)
     );
+    drop(worker);
+    // A fresh isolate's first request under the profiler: where start-up goes.
+    let cold = worker::WorkerHost::start_cold();
+    let plan = json!({
+        "url": format!("{}/healthz", cold.base_url()),
+        "headers": {},
+        "bodies": [null],
+        "rounds": 1,
+    });
+    println!(
+        "first request in a fresh isolate (GET /healthz) under V8's profiler:\n{}",
+        v8_profile(&cold, &plan)
+    );
+}
+
+/// Runs `scripts/worker-cpu-profile.mjs` against `worker`'s inspector with `plan`; its report,
+/// or why there is none.
+fn v8_profile(worker: &worker::WorkerHost, plan: &serde_json::Value) -> String {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), plan.to_string()).expect("write the plan");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("node")
+        .arg(root.join("scripts/worker-cpu-profile.mjs"))
+        .arg(worker.inspector_port().to_string())
+        .arg(file.path())
+        .env("WS_MODULE", root.join("target/tools/npm/node_modules/ws"))
+        .output()
+        .expect("run node");
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        format!("no profile: {}", String::from_utf8_lossy(&out.stderr))
+    }
 }

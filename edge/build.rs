@@ -2,7 +2,8 @@
 //! module carries them ready to load: building tiktoken-rs's tables inside a fresh isolate costs
 //! about half a second of CPU, loading an exported table a few milliseconds. Counts are identical
 //! ([`RankTable::export`] self-checks against tiktoken-rs). Native builds write empty files: the
-//! native host keeps its tables in the data directory instead.
+//! native host keeps its tables in the data directory instead. The built-in model catalog goes
+//! in the same way, parsed here.
 
 use std::path::PathBuf;
 
@@ -31,4 +32,15 @@ fn main() {
         let path = out.join(format!("{}.table", encoding.name()));
         std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     }
+    // The built-in model catalog, parsed and validated here and handed over as JSON: the toml
+    // parser took a fresh isolate's first request about 20 ms of CPU.
+    println!("cargo::rerun-if-changed=../shared/data/models.toml");
+    let catalog = if wasm {
+        serde_json::to_vec(ctxgate_core::catalog::Catalog::builtin().models())
+            .expect("the catalog serializes")
+    } else {
+        Vec::new()
+    };
+    let path = out.join("catalog.json");
+    std::fs::write(&path, catalog).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
 }

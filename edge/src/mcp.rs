@@ -11,9 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::routes::{
-    Caller, JsonBody, context_handler, count_handler, list_handler, search_handler,
-};
+use crate::routes::{Caller, JsonBody, context_value, count_handler, list_handler, search_handler};
 use crate::state::AppState;
 
 /// The protocol revisions this server speaks, newest first.
@@ -101,9 +99,7 @@ async fn call_tool(state: &AppState, caller: &Caller, name: &str, a: Value) -> O
     Some(match name {
         "get_context" => {
             let out = match args(a) {
-                Ok(req) => context_handler(st(), caller.clone(), JsonBody(req))
-                    .await
-                    .map(|j| j.0),
+                Ok(req) => context_value(state.clone(), caller.clone(), req).await,
                 Err(e) => Err(e),
             };
             tool_result(out, |v| {

@@ -522,16 +522,16 @@ pub fn assemble(
         filled.describe(composition.summaries.len())
     );
     left_out += composition.dropped;
-    let by_id: HashMap<&str, u32> = pack
-        .chunks
+    // The pieces' pack indices, by chunk id (only the pieces made here: hashing every chunk id
+    // of a large index cost more than the rest of this mapping).
+    let key_of: HashMap<&str, u32> = in_prompt
         .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i as u32))
+        .map(|&i| (pack.chunks[i as usize].id.as_str(), i))
         .collect();
     let chosen: Vec<u32> = composition
         .pieces
         .iter()
-        .filter_map(|p| by_id.get(p.chunk_id.as_str()).copied())
+        .filter_map(|p| key_of.get(p.chunk_id.as_str()).copied())
         .collect();
     let floor = chosen
         .iter()

@@ -28,6 +28,7 @@ pub struct WorkerHost {
     scratch: tempfile::TempDir,
     child: Child,
     url: String,
+    inspector_port: u16,
 }
 
 fn wrangler() -> PathBuf {
@@ -136,6 +137,7 @@ impl WorkerHost {
         }
         std::fs::write(&vars, text).unwrap();
         let port = free_port();
+        let inspector_port = free_port();
         let log = std::fs::File::create(scratch.path().join("wrangler.log")).unwrap();
         let child = Command::new(wrangler())
             .current_dir(ROOT)
@@ -144,7 +146,7 @@ impl WorkerHost {
             .arg("--port")
             .arg(port.to_string())
             .arg("--inspector-port")
-            .arg(free_port().to_string())
+            .arg(inspector_port.to_string())
             .arg("--persist-to")
             .arg(scratch.path().join("state"))
             .arg("--env-file")
@@ -164,6 +166,7 @@ impl WorkerHost {
             scratch,
             child,
             url: format!("http://127.0.0.1:{port}"),
+            inspector_port,
         }
     }
 
@@ -254,6 +257,12 @@ impl WorkerHost {
     #[allow(dead_code)]
     pub fn process_group(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The port of wrangler's V8 inspector for the Worker (`scripts/worker-cpu-profile.mjs`).
+    #[allow(dead_code)]
+    pub fn inspector_port(&self) -> u16 {
+        self.inspector_port
     }
 }
 

@@ -420,7 +420,33 @@ pub async fn context(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<ContextRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    answer(state, caller, req, |a| {
+        axum::response::IntoResponse::into_response(Json(a))
+    })
+    .await
+}
+
+/// The answer of `POST /v1/context` as a JSON value (the MCP tool reads it).
+pub async fn context_value(
+    state: AppState,
+    caller: Caller,
+    req: ContextRequest,
+) -> Result<Value, ApiError> {
+    answer(state, caller, req, |a| {
+        serde_json::to_value(a).unwrap_or(Value::Null)
+    })
+    .await
+}
+
+/// Answers a context request; `finish` turns the answer, which borrows the assembled context,
+/// into what the caller sends.
+async fn answer<T>(
+    state: AppState,
+    caller: Caller,
+    req: ContextRequest,
+    finish: impl FnOnce(&ContextAnswer<'_>) -> T,
+) -> Result<T, ApiError> {
     check_query(&req.query)?;
     let compression = match req.compression.as_deref() {
         None => Compression::None,
@@ -496,19 +522,19 @@ pub async fn context(
         priced_with: priced.map(|(id, _)| id),
     };
     let d = &run.done;
-    Ok(Json(json!({
-        "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
-        "pieces": d.pieces,
-        "summaries": d.summaries,
-        "tokens_total": d.tokens_total,
-        "budget": budget,
-        "model": run.resolved.model,
-        "tokenizer": run.resolved.tokenizer.label(),
-        "exact": run.resolved.tokenizer.is_exact(),
-        "prompt": d.prompt,
-        "warnings": d.warnings,
-        "intent": d.intent,
-        "analysis": {
+    Ok(finish(&ContextAnswer {
+        project: json!({ "id": run.project.id, "name": run.project.name, "version": run.version }),
+        pieces: &d.pieces,
+        summaries: &d.summaries,
+        tokens_total: d.tokens_total,
+        budget,
+        model: run.resolved.model.as_deref(),
+        tokenizer: run.resolved.tokenizer.label(),
+        exact: run.resolved.tokenizer.is_exact(),
+        prompt: &d.prompt,
+        warnings: &d.warnings,
+        intent: &d.intent,
+        analysis: json!({
             "window": run.resolved.window,
             "repo_tokens": d.repo_tokens,
             "frame_tokens": d.frame_tokens,
@@ -518,21 +544,50 @@ pub async fn context(
             "candidates": d.candidates,
             "left_out": d.left_out,
             "code_budget": run.resolved.budget,
-        },
-        "history": history.map(|h| json!({
-            "messages": h.messages,
-            "tokens_total": h.report.tokens_total,
-            "stats": h.report,
-        })),
-        "routing": routing,
-        "savings": savings,
-        "profile": d.profile,
-        "continuation": run.continuation,
-        "session": req.session.as_ref().map(|id| json!({
-            "id": id,
-            "already_delivered": run.already_delivered,
-        })),
-    })))
+        }),
+        history: history.map(|h| {
+            json!({
+                "messages": h.messages,
+                "tokens_total": h.report.tokens_total,
+                "stats": h.report,
+            })
+        }),
+        routing,
+        savings,
+        profile: &d.profile,
+        continuation: run.continuation.as_deref(),
+        session: req.session.as_ref().map(|id| {
+            json!({
+                "id": id,
+                "already_delivered": run.already_delivered,
+            })
+        }),
+    }))
+}
+
+/// The answer of `POST /v1/context`. Serialized straight from the assembled context: building a
+/// `serde_json::Value` first copied the prompt and every piece into maps (a measurable share of
+/// a warm call in the Worker).
+#[derive(Serialize)]
+struct ContextAnswer<'a> {
+    project: Value,
+    pieces: &'a [ctxgate_core::compose::Piece],
+    summaries: &'a [ctxgate_core::compose::SummaryPiece],
+    tokens_total: u32,
+    budget: u32,
+    model: Option<&'a str>,
+    tokenizer: String,
+    exact: bool,
+    prompt: &'a str,
+    warnings: &'a [String],
+    intent: &'a ctxgate_core::intent::QueryAnalysis,
+    analysis: Value,
+    history: Option<Value>,
+    routing: Option<RouteDecision>,
+    savings: Savings,
+    profile: &'a ctxgate_core::profile::ProfileReport,
+    continuation: Option<&'a str>,
+    session: Option<Value>,
 }
 
 /// Where `chunks` are (id, path, lines, symbol), for naming them instead of sending them.

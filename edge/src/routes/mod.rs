@@ -9,7 +9,7 @@ mod projects;
 mod usage;
 
 pub use auth::{Caller, hash_key};
-pub use context::{context as context_handler, search as search_handler};
+pub use context::{context_value, search as search_handler};
 pub use meta::count as count_handler;
 pub use projects::list as list_handler;
 pub use projects::valid_name as valid_project_name;

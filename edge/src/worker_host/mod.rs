@@ -82,8 +82,13 @@ fn config(env: &Env) -> Result<Config, HostError> {
     Ok(config)
 }
 
+/// The built-in catalog's models, validated and written as JSON by `build.rs`.
+static CATALOG_JSON: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/catalog.json"));
+
 fn catalog(env: &Env) -> Result<Catalog, HostError> {
-    let builtin = Catalog::builtin();
+    let models = serde_json::from_slice(CATALOG_JSON)
+        .map_err(|e| CatalogError::Parse(format!("built-in catalog: {e}")))?;
+    let builtin = Catalog::from_models(models)?;
     Ok(match var(env, "CATALOG_TOML") {
         Some(text) => builtin.merge(Catalog::from_toml(&text)?)?,
         None => builtin,
@@ -158,11 +163,7 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
 static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 
 #[event(fetch)]
-async fn fetch(
-    req: HttpRequest,
-    env: Env,
-    _ctx: Context,
-) -> worker::Result<axum::http::Response<axum::body::Body>> {
+async fn fetch(req: HttpRequest, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
     console_error_panic_hook::set_once();
     let (mut router, limits) = match ROUTER.get() {
         Some(r) => r.clone(),
@@ -170,18 +171,21 @@ async fn fetch(
             Ok(r) => ROUTER.get_or_init(|| r).clone(),
             Err(e) => {
                 worker::console_error!("ctxgate cannot start: {e}");
-                return Ok(ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "server_misconfigured",
-                    e.to_string(),
+                return whole(
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "server_misconfigured",
+                        e.to_string(),
+                    )
+                    .into_response(),
                 )
-                .into_response());
+                .await;
             }
         },
     };
     let req = match buffered(req, &limits).await {
         Ok(req) => req,
-        Err(refusal) => return Ok(refusal.into_response()),
+        Err(refusal) => return whole(refusal.into_response()).await,
     };
     let health = req.uri().path() == "/healthz";
     let mut res = match router.call(req).await {
@@ -197,7 +201,33 @@ async fn fetch(
             axum::http::HeaderValue::from(bytes),
         );
     }
-    Ok(res)
+    whole(res).await
+}
+
+/// The response with its body in one buffer. Every answer here is complete JSON held in memory;
+/// handing workerd an `http::Response` would stream that buffer through a JavaScript
+/// `ReadableStream` (a promise, a microtask and a copy per pull), which V8's profiler showed as
+/// a large share of a warm `/v1/context`'s CPU. One `Uint8Array` body costs one copy.
+async fn whole(res: axum::http::Response<axum::body::Body>) -> worker::Result<worker::Response> {
+    let (parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|e| worker::Error::RustError(format!("response body: {e}")))?;
+    let headers = worker::Headers::new();
+    for (name, value) in &parts.headers {
+        // Every header is set here from ASCII; one that is not could not cross into JavaScript.
+        if let Ok(value) = value.to_str() {
+            headers.append(name.as_str(), value)?;
+        }
+    }
+    let builder = worker::ResponseBuilder::new()
+        .with_status(parts.status.as_u16())
+        .with_headers(headers);
+    Ok(if bytes.is_empty() {
+        builder.empty()
+    } else {
+        builder.fixed(bytes.to_vec())
+    })
 }
 
 /// Largest index object the Worker takes in one upload: an isolate has 128 MB, and the body is

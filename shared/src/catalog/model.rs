@@ -94,7 +94,7 @@ impl TokenizerSpec {
 }
 
 /// A model ctxgate can budget and route for.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Canonical id, e.g. `gpt-4o`.
     pub id: String,

@@ -1,0 +1,130 @@
+// Measures the CPU a Worker's isolate spends per request with V8's own sampling profiler,
+// reached through `wrangler dev`'s inspector, and names where it goes.
+//
+// workerd's clocks stand still while a Worker computes, and the CPU of workerd's threads (what
+// benches/worker.rs reads from /proc) also holds its HTTP handling and the local simulations of
+// KV, R2 and Durable Objects. V8's profiler samples only the isolate: the samples of a request
+// that are not idle are the isolate's CPU for it, JavaScript and wasm alike.
+//
+//   node scripts/worker-cpu-profile.mjs INSPECTOR_PORT REQUESTS_JSON
+//
+// SAMPLING_US sets the sampling interval (default 100 µs), TOP the number of functions listed.
+// REQUESTS_JSON: {"url": "...", "headers": {...}, "bodies": ["...", ...], "rounds": N}. Each body
+// is POSTed in turn, `rounds` times over, one request at a time (a `null` body is a GET).
+// Prints one JSON object: per-request isolate CPU (mean, p50) and the functions with the most
+// self time.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+// `ws` comes with wrangler (scripts/worker-toolchain.sh installs it under target/tools/npm).
+const WebSocket = require(process.env.WS_MODULE ?? "ws");
+
+const [port, spec] = process.argv.slice(2);
+if (!port || !spec) {
+  console.error("usage: worker-cpu-profile.mjs INSPECTOR_PORT REQUESTS_JSON");
+  process.exit(2);
+}
+const plan = JSON.parse(readFileSync(spec, "utf8"));
+
+const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+const target = targets.find((t) => t.webSocketDebuggerUrl);
+if (!target) throw new Error(`no inspectable target on port ${port}: ${JSON.stringify(targets)}`);
+const socket = new WebSocket(target.webSocketDebuggerUrl);
+await new Promise((ok, fail) => {
+  socket.once("open", ok);
+  socket.once("error", fail);
+});
+let next = 1;
+const waiting = new Map();
+socket.on("message", (data) => {
+  const msg = JSON.parse(data.toString());
+  if (msg.id && waiting.has(msg.id)) {
+    const { ok, fail } = waiting.get(msg.id);
+    waiting.delete(msg.id);
+    if (msg.error) fail(new Error(JSON.stringify(msg.error)));
+    else ok(msg.result);
+  }
+});
+const call = (method, params = {}) =>
+  new Promise((ok, fail) => {
+    const id = next++;
+    waiting.set(id, { ok, fail });
+    socket.send(JSON.stringify({ id, method, params }));
+  });
+
+const IDLE = new Set(["(idle)", "(root)"]);
+
+/** Non-idle sampled microseconds between `from` and `to` (profile clock), by node id. */
+function busy(profile, from, to) {
+  const idle = new Set(
+    profile.nodes.filter((n) => IDLE.has(n.callFrame.functionName)).map((n) => n.id),
+  );
+  let t = profile.startTime;
+  const self = new Map();
+  let total = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i];
+    // A sample stands for the interval up to the next one.
+    const span = profile.timeDeltas[i + 1] ?? 0;
+    if (t < from || t >= to || idle.has(profile.samples[i])) continue;
+    total += span;
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + span);
+  }
+  return { total, self };
+}
+
+await call("Profiler.enable");
+await call("Profiler.setSamplingInterval", { interval: Number(process.env.SAMPLING_US ?? 100) });
+const marks = [];
+// The profile's timestamps are V8's monotonic clock in microseconds, which on Linux is
+// CLOCK_MONOTONIC, the clock of process.hrtime: requests are marked on it.
+const now = () => Number(process.hrtime.bigint() / 1000n);
+const started = now();
+await call("Profiler.start");
+for (let r = 0; r < plan.rounds; r++) {
+  for (const body of plan.bodies) {
+    const a = now();
+    const res = await fetch(plan.url, {
+      method: body === null ? "GET" : "POST",
+      headers: plan.headers,
+      body: body ?? undefined,
+    });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`status ${res.status}`);
+    marks.push([a, now()]);
+  }
+}
+const { profile } = await call("Profiler.stop");
+socket.close();
+
+const perRequest = marks.map(([a, b]) => busy(profile, a, b).total / 1000);
+const whole = busy(profile, -Infinity, Infinity);
+const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+const byName = new Map();
+for (const [id, us] of whole.self) {
+  const f = byNode.get(id).callFrame;
+  const name = f.functionName || `(anonymous ${f.url.split("/").pop()}:${f.lineNumber})`;
+  byName.set(name, (byName.get(name) ?? 0) + us);
+}
+const sorted = [...perRequest].sort((x, y) => x - y);
+const top = [...byName.entries()]
+  .sort((x, y) => y[1] - x[1])
+  .slice(0, Number(process.env.TOP ?? 25))
+  .map(([name, us]) => ({ name, ms_per_request: +(us / 1000 / marks.length).toFixed(3) }));
+console.log(
+  JSON.stringify(
+    {
+      requests: marks.length,
+      // Sanity of the shared clock: the profile started this many ms after our mark.
+      clock_offset_ms: +((profile.startTime - started) / 1000).toFixed(2),
+      requests_share_of_busy: +(perRequest.reduce((a, b) => a + b, 0) / (whole.total / 1000)).toFixed(3),
+      isolate_cpu_ms_mean: +(whole.total / 1000 / marks.length).toFixed(2),
+      isolate_cpu_ms_p50: +sorted[Math.floor(sorted.length / 2)].toFixed(2),
+      isolate_cpu_ms_max: +sorted[sorted.length - 1].toFixed(2),
+      top_self_time: top,
+    },
+    null,
+    1,
+  ),
+);
