@@ -449,15 +449,53 @@ fn count_prompt(prompt: &str, spans: &[KnownSpan], tokenizer: &TokenizerSpec) ->
     let mut total = 0u64;
     let mut from = 0;
     for (range, known) in spans {
-        let usable = line_start(prompt, range.start) && line_start(prompt, range.end);
-        if !usable || range.start < from {
+        if range.start < from || range.end > prompt.len() {
             continue;
         }
-        total += u64::from(base.count(&prompt[from..range.start])) + u64::from(*known);
-        from = range.end;
+        let Some((inner, n)) = usable_part(prompt, range.clone(), *known, base) else {
+            continue;
+        };
+        total += u64::from(base.count(&prompt[from..inner.start])) + u64::from(n);
+        from = inner.end;
     }
     total += u64::from(base.count(&prompt[from..]));
     tokenizer.scale(u32::try_from(total).unwrap_or(u32::MAX))
+}
+
+/// The part of a known span (`range` of `prompt`, `known` tokens when counted alone) that
+/// starts and ends at exact split points of the prompt, with its count. A span whose own ends
+/// are split points is used whole. Otherwise (a joined piece followed by an empty line: the
+/// line breaks run together) its inner part from its first to its last line start that is a
+/// split point is used: a split point of the text alone cuts its count exactly in two, so the
+/// inner part's count is the known count less the counts of the short ends cut off.
+fn usable_part(
+    prompt: &str,
+    range: std::ops::Range<usize>,
+    known: u32,
+    base: crate::tokens::Encoding,
+) -> Option<(std::ops::Range<usize>, u32)> {
+    let text = &prompt[range.clone()];
+    // Inside the text, a line start at least two bytes in is judged on the text's own bytes,
+    // which are the prompt's there too.
+    let inner = |at: usize| at >= 2 && line_start(text, at);
+    let mut start = 0;
+    let mut n = known;
+    if !line_start(prompt, range.start) {
+        start = text
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .find(|&at| at < text.len() && inner(at))?;
+        n = n.checked_sub(base.count(&text[..start]))?;
+    }
+    let mut end = text.len();
+    if !line_start(prompt, range.end) {
+        end = text[..text.len().saturating_sub(1)]
+            .rmatch_indices('\n')
+            .map(|(i, _)| i + 1)
+            .find(|&at| at > start && inner(at))?;
+        n = n.checked_sub(base.count(&text[end..]))?;
+    }
+    Some((range.start + start..range.start + end, n))
 }
 
 fn fence_for(text: &str) -> String {
@@ -731,18 +769,28 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(256))]
         #[test]
         fn every_block_quotes_its_file_verbatim(
-            lines in prop::collection::vec(prop::sample::select(vec!["", "x", "fn f() {", "}", "  y = 1;", " "]), 1..40),
+            lines in prop::collection::vec(prop::sample::select(vec![
+                "", "x", "fn f() {", "}", "  y = 1;", " ", "/// doc", "// note", "    // in", "};", "#[test]",
+            ]), 1..40),
             ranges in prop::collection::vec((1u32..40, 0u32..8), 1..10),
+            known in any::<bool>(),
+            cl100k in any::<bool>(),
         ) {
             let file: String = lines.iter().map(|l| format!("{l}\n")).collect();
             let n = lines.len() as u32;
+            let base = if cl100k { Encoding::Cl100kBase } else { Encoding::O200kBase };
             let mut ps = Vec::new();
             for (k, (a, len)) in ranges.into_iter().enumerate() {
                 let a = a.min(n);
                 let b = (a + len).min(n);
-                ps.push(cut(&file, a, b, &format!("c{k}")));
+                let mut p = cut(&file, a, b, &format!("c{k}"));
+                // Known counts, as the index supplies them: joined blocks must stay exact.
+                if known {
+                    p.base_tokens = Some(base.count(&p.text));
+                }
+                ps.push(p);
             }
-            let t = TokenizerSpec::Exact(Encoding::O200kBase);
+            let t = TokenizerSpec::Exact(base);
             let c = fit(ps, "q", 100_000, &t).unwrap();
             prop_assert_eq!(t.count(&c.prompt), c.tokens);
             for (a, b, body) in quoted_blocks(&c.prompt) {
@@ -898,6 +946,21 @@ mod tests {
                 Err(ComposeError::QueryTooLarge { needed, .. }) => prop_assert!(needed > budget),
             }
         }
+    }
+
+    #[test]
+    fn a_known_span_followed_by_an_empty_line_keeps_its_inner_part() {
+        let base = Encoding::O200kBase;
+        let a = "fn a() {\n    1\n}\n";
+        // `}\n` then an empty line: the line breaks run together, so `a`'s end is no split point.
+        let prompt = format!("```rust\n{a}\n/// b\nfn b() {{}}\n```\n");
+        let range = 8..8 + a.len();
+        let (inner, n) = usable_part(&prompt, range.clone(), base.count(a), base).unwrap();
+        assert_eq!(inner, 8..range.end - 2, "the last line is cut off");
+        assert_eq!(n, base.count(&prompt[inner]));
+        let spans = [(range, base.count(a))];
+        let t = TokenizerSpec::Exact(base);
+        assert_eq!(count_prompt(&prompt, &spans, &t), t.count(&prompt));
     }
 
     #[test]
