@@ -418,6 +418,9 @@ pub fn assemble(
         0
     };
     let mut joined_room = 0u32;
+    // The candidates best first, sorted once for every round.
+    let mut by_score: Vec<&Candidate> = cands.iter().collect();
+    by_score.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
     for round in 0..JOIN_ROUNDS {
         let room_now = joined_header_room(pack, &pieces, &keys);
         let freed = room_now.saturating_sub(joined_room);
@@ -426,12 +429,10 @@ pub fn assemble(
         if freed == 0 && !(round == 0 && level != Compression::None) {
             break;
         }
-        let mut rest: Vec<&Candidate> = cands
-            .iter()
-            .filter(|c| !in_prompt.contains(&c.key))
-            .collect();
-        rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
-        for c in rest {
+        for &c in &by_score {
+            if in_prompt.contains(&c.key) {
+                continue;
+            }
             if max_pieces.is_some_and(|m| pieces.len() >= m) {
                 break;
             }
