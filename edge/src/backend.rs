@@ -158,6 +158,43 @@ pub struct AuditRecord {
     pub status: u16,
 }
 
+/// What [`Backend::reserve_for_project`] found: the project, and the reservation for a call on
+/// its published version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "found", rename_all = "snake_case")]
+pub enum ProjectAdmission {
+    /// The org has no project by that id or name; nothing was reserved.
+    NotFound,
+    /// The project has no published version yet; nothing was reserved.
+    NotIndexed {
+        /// The project.
+        project: ProjectInfo,
+    },
+    /// The project's current version, and the reservation (or the limit that refused it).
+    Reserved {
+        /// The project.
+        project: ProjectInfo,
+        /// Its current version.
+        version: u64,
+        /// The lease, or why the ledger refused one.
+        outcome: Result<Lease, Refusal>,
+    },
+}
+
+/// The project of `org` whose id or name is `key`: ids first, so a name can never shadow an id.
+pub fn pick_project(projects: Vec<ProjectInfo>, key: &str) -> Option<ProjectInfo> {
+    let mut by_name = None;
+    for p in projects {
+        if p.id == key {
+            return Some(p);
+        }
+        if by_name.is_none() && p.name == key {
+            by_name = Some(p);
+        }
+    }
+    by_name
+}
+
 /// Storage and quota for the router.
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
@@ -212,6 +249,31 @@ pub trait Backend: Send + Sync + 'static {
         let settled = self.settle(org, lease_id, used, now_ms).await;
         let audited = self.append_audit(org, record).await;
         settled.and(audited)
+    }
+    /// Finds `org`'s project `key` (id or name) and, when it has a published version, reserves
+    /// `tokens` for a call on it ([`Backend::reserve`]): one round trip on hosts where each
+    /// costs one (the Worker's Durable Object holds both), two calls elsewhere.
+    async fn reserve_for_project(
+        &self,
+        org: &str,
+        key: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<ProjectAdmission, BackendError> {
+        let Some(project) = pick_project(self.projects(org).await?, key) else {
+            return Ok(ProjectAdmission::NotFound);
+        };
+        let Some(version) = project.current_version else {
+            return Ok(ProjectAdmission::NotIndexed { project });
+        };
+        let outcome = self.reserve(org, limits, lease_id, tokens, now_ms).await?;
+        Ok(ProjectAdmission::Reserved {
+            project,
+            version,
+            outcome,
+        })
     }
     /// `org`'s newest audit records, newest first.
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;

@@ -6,6 +6,7 @@
 //! org is briefly over-reserved, never over-spent.
 
 use axum::http::StatusCode;
+use ctxgate_core::quota::{Lease, Refusal};
 use serde_json::json;
 
 use crate::backend::AuditRecord;
@@ -41,11 +42,22 @@ pub async fn admit(
 ) -> Result<Admission, ApiError> {
     let id = new_id(state);
     let now = state.backend.now_ms();
-    match state
+    let outcome = state
         .backend
         .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
-        .await?
-    {
+        .await?;
+    admitted(id, tokens, endpoint, outcome)
+}
+
+/// The admission of a call whose reservation (lease `id`, `tokens`) had `outcome`: the 429 a
+/// refusal answers with names the limit hit, what remains and when to retry.
+pub fn admitted(
+    id: String,
+    tokens: u64,
+    endpoint: &'static str,
+    outcome: Result<Lease, Refusal>,
+) -> Result<Admission, ApiError> {
+    match outcome {
         Ok(_) => Ok(Admission {
             id,
             reserved: tokens,
@@ -74,7 +86,6 @@ pub async fn admit(
     }
 }
 
-/// Settles an admitted call at `used` tokens and records its audit entry.
 /// What a call delivered, for its audit record (ids only, never content).
 #[derive(Default)]
 pub struct Delivered {
@@ -88,6 +99,7 @@ pub struct Delivered {
     pub signature_only: Vec<String>,
 }
 
+/// Settles an admitted call at `used` tokens and records its audit entry.
 pub async fn finish(
     state: &AppState,
     caller: &Caller,

@@ -58,6 +58,28 @@ impl AppState {
             snapshots: Arc::new(SnapshotCache::default()),
         }
     }
+
+    /// The same state, loading index objects through `shared` first (see [`ObjectCache`]).
+    pub fn with_object_cache(mut self, shared: Arc<dyn ObjectCache>) -> Self {
+        self.snapshots = Arc::new(SnapshotCache {
+            entries: Mutex::default(),
+            shared: Some(shared),
+        });
+        self
+    }
+}
+
+/// A cache of index objects shared beyond one process — in the Worker, the Workers Cache API of
+/// the data centre, so a fresh isolate there loads a version without reading R2 or S3 again.
+/// Only objects of published versions pass through it, and those never change (a version is
+/// immutable once its manifest names it), so nothing in it can go stale. It is best effort:
+/// a miss or a failure only means reading the store.
+#[async_trait::async_trait]
+pub trait ObjectCache: Send + Sync {
+    /// The object stored under `key`, if the cache has it.
+    async fn get(&self, key: &str) -> Option<Vec<u8>>;
+    /// Keeps `bytes` as the object under `key`.
+    async fn put(&self, key: &str, bytes: &[u8]);
 }
 
 /// One published version with every chunk text in memory: a request then touches no storage.
@@ -97,6 +119,8 @@ impl ChunkSource for Snapshot {
 #[derive(Default)]
 pub struct SnapshotCache {
     entries: Mutex<Vec<Arc<Snapshot>>>,
+    /// Consulted before the backend for each object, and given what the backend returned.
+    shared: Option<Arc<dyn ObjectCache>>,
 }
 
 const CACHED_VERSIONS: usize = 4;
@@ -118,6 +142,20 @@ impl SnapshotCache {
         }
     }
 
+    /// An object of a published version: from the shared cache when it has it, else from the
+    /// store (and then offered to the cache).
+    async fn object(&self, backend: &dyn Backend, key: &str) -> Result<Vec<u8>, BackendError> {
+        let Some(shared) = &self.shared else {
+            return backend.object(key).await;
+        };
+        if let Some(bytes) = shared.get(key).await {
+            return Ok(bytes);
+        }
+        let bytes = backend.object(key).await?;
+        shared.put(key, &bytes).await;
+        Ok(bytes)
+    }
+
     /// The current version of `project`, opened (from the cache when it is there).
     pub async fn open(
         &self,
@@ -132,8 +170,8 @@ impl SnapshotCache {
             return Ok(s);
         }
         let manifest: Manifest = serde_json::from_slice(
-            &backend
-                .object(&keys::manifest(org, &project.id, version))
+            &self
+                .object(backend, &keys::manifest(org, &project.id, version))
                 .await?,
         )
         .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
@@ -147,7 +185,7 @@ impl SnapshotCache {
                 "manifest names `{k}` outside its project"
             )));
         }
-        let bytes = backend.object(&manifest.pack_key).await?;
+        let bytes = self.object(backend, &manifest.pack_key).await?;
         if bytes.len() as u64 != manifest.pack_bytes {
             return Err(BackendError::Corrupt(format!(
                 "pack has {} bytes, its manifest says {}",
@@ -159,7 +197,7 @@ impl SnapshotCache {
         let mut segments = HashMap::new();
         for sha in &pack.segments {
             let key = keys::segment(org, &project.id, sha);
-            segments.insert(sha.clone(), backend.object(&key).await?);
+            segments.insert(sha.clone(), self.object(backend, &key).await?);
         }
         let snap = Arc::new(Snapshot {
             org: org.clone(),

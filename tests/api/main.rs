@@ -18,8 +18,9 @@ fn native_api_suite() {
 
 #[test]
 fn worker_api_suite() {
-    if let Some(host) = worker::WorkerHost::start_or_skip() {
+    if let Some(mut host) = worker::WorkerHost::start_or_skip() {
         cases::run_suite(&host, "w");
+        worker::fresh_isolates_read_index_objects_from_the_cache(&mut host);
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::host::{ADMIN_SECRET, Host, call};
+use super::host::{ADMIN_SECRET, Host, call, org_with_key, post};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TOKEN_SECRET: &str = "worker-test-token-secret-0123456789";
@@ -138,36 +138,29 @@ impl WorkerHost {
         std::fs::write(&vars, text).unwrap();
         let port = free_port();
         let inspector_port = free_port();
-        let log = std::fs::File::create(scratch.path().join("wrangler.log")).unwrap();
-        let child = Command::new(wrangler())
-            .current_dir(ROOT)
-            .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "info"])
-            .args(["--show-interactive-dev-session=false"])
-            .arg("--port")
-            .arg(port.to_string())
-            .arg("--inspector-port")
-            .arg(inspector_port.to_string())
-            .arg("--persist-to")
-            .arg(scratch.path().join("state"))
-            .arg("--env-file")
-            .arg(&vars)
-            .env("WRANGLER_SEND_METRICS", "false")
-            .env("WRANGLER_SEND_ERROR_REPORTS", "false")
-            .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
-            .env("WRANGLER_LOG_PATH", scratch.path().join("logs"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            // Its own process group, so stopping it also stops the workerd it spawns.
-            .process_group(0)
-            .spawn()
-            .expect("start wrangler");
+        let child = launch(scratch.path(), port, inspector_port);
         Self {
             scratch,
             child,
             url: format!("http://127.0.0.1:{port}"),
             inspector_port,
         }
+    }
+
+    /// Stops workerd, lets `between` change its persisted state (`--persist-to`), and starts it
+    /// again on the same port: the next request meets a fresh isolate over that state.
+    #[allow(dead_code)]
+    pub fn restart(&mut self, between: impl FnOnce(&Path)) {
+        stop(&mut self.child);
+        between(&self.scratch.path().join("state"));
+        let port = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        self.child = launch(self.scratch.path(), port, self.inspector_port);
+        self.wait_ready(Duration::from_secs(180));
     }
 
     fn log(&self) -> String {
@@ -205,24 +198,61 @@ impl Drop for WorkerHost {
         if std::thread::panicking() {
             eprintln!("wrangler dev said:\n{}", self.log());
         }
-        let pgid = self.child.id() as i32;
-        // SAFETY: signalling a process group this host created.
-        unsafe {
-            libc::kill(-pgid, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// `wrangler dev` over `scratch` (its vars, state and log), on `port`.
+fn launch(scratch: &Path, port: u16, inspector_port: u16) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(scratch.join("wrangler.log"))
+        .unwrap();
+    Command::new(wrangler())
+        .current_dir(ROOT)
+        .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "info"])
+        .args(["--show-interactive-dev-session=false"])
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--inspector-port")
+        .arg(inspector_port.to_string())
+        .arg("--persist-to")
+        .arg(scratch.join("state"))
+        .arg("--env-file")
+        .arg(scratch.join("dev.env"))
+        .env("WRANGLER_SEND_METRICS", "false")
+        .env("WRANGLER_SEND_ERROR_REPORTS", "false")
+        .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+        .env("WRANGLER_LOG_PATH", scratch.join("logs"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        // Its own process group, so stopping it also stops the workerd it spawns.
+        .process_group(0)
+        .spawn()
+        .expect("start wrangler")
+}
+
+/// Stops `wrangler dev` and the workerd it spawned (its process group).
+fn stop(child: &mut Child) {
+    let pgid = child.id() as i32;
+    // SAFETY: signalling a process group this host created.
+    unsafe {
+        libc::kill(-pgid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    let _ = child.wait();
 }
 
 /// Every file under `dir`, recursively.
@@ -331,4 +361,50 @@ impl Host for WorkerHost {
         assert_eq!(r.status, 200, "register project: {}", r.body);
         r.body
     }
+}
+
+/// A fresh isolate loads a version from the Workers Cache API instead of R2: one request reads
+/// the version from R2 (and caches it), then R2's persisted state is wiped and workerd
+/// restarted, and the same request still answers the same prompt — while a project of the same
+/// files that no isolate had read, wiped alike, cannot be answered.
+#[allow(dead_code)]
+pub fn fresh_isolates_read_index_objects_from_the_cache(host: &mut WorkerHost) {
+    let org = "cachew";
+    let key = org_with_key(host, org, json!({}));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/ledger.rs"),
+        "/// Reserves tokens before work.\npub fn reserve(left: u64, asked: u64) -> Option<u64> {\n    left.checked_sub(asked)\n}\n\n/// Gives back what a call did not use.\npub fn settle(left: u64, unused: u64) -> u64 {\n    left + unused\n}\n",
+    )
+    .unwrap();
+    host.publish(org, "read", dir.path());
+    host.publish(org, "unread", dir.path());
+    let ask = |host: &WorkerHost, project: &str| {
+        post(
+            host,
+            "/v1/context",
+            Some(&key),
+            &json!({ "project": project, "query": "how are tokens reserved", "budget": 2000 }),
+        )
+    };
+    let first = ask(host, "read");
+    assert_eq!(first.status, 200, "{}", first.body);
+    host.restart(|state| {
+        let r2 = state.join("v3").join("r2");
+        assert!(
+            r2.is_dir(),
+            "R2's persisted state is not where it was: {state:?}"
+        );
+        std::fs::remove_dir_all(&r2).unwrap();
+    });
+    let unread = ask(host, "unread");
+    assert_ne!(
+        unread.status, 200,
+        "R2 was wiped, yet an uncached version loaded: {}",
+        unread.body
+    );
+    let again = ask(host, "read");
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body["prompt"], first.body["prompt"]);
 }

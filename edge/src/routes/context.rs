@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 
 use super::JsonBody;
 use super::auth::Caller;
-use super::projects::find_project;
-use crate::backend::ProjectInfo;
+use super::projects::no_project;
+use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
@@ -230,37 +230,51 @@ async fn run(
     asked: Asked<'_>,
 ) -> Result<Run, ApiError> {
     let org = caller.org.name.clone();
-    let project = find_project(state, &org, project).await?;
-    let version = project.current_version.ok_or_else(|| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "project_not_indexed",
-            format!("project `{}` has no published index yet", project.name),
-        )
-    })?;
     let now = state.backend.now_ms();
     let secret = &state.config.token_secret;
-    let mut delivered = Vec::new();
-    if let Some(token) = asked.continuation {
-        let claims = continuation::verify(token, secret, now)?;
-        claims.check(&org, &project.id, version, query)?;
-        delivered = claims.delivered;
-    }
-    let (known, known_signatures) = match asked.session {
-        Some(s) => session_chunks(state, caller, s, &project.id).await?,
-        None => (HashSet::new(), HashSet::new()),
-    };
+    // A forged or expired token is refused before any round trip; what it is bound to (org,
+    // project, version, query) is checked once the project is known.
+    let claims = asked
+        .continuation
+        .map(|token| continuation::verify(token, secret, now))
+        .transpose()?;
     let history_tokens = asked.history_tokens;
     // History was compacted before: its tokens are part of the same reservation and settlement.
     let history = u64::from(history_tokens);
-    let admission = meter::admit(
-        state,
-        caller,
-        u64::from(resolved.budget) + history,
-        endpoint,
-    )
-    .await?;
+    let tokens = u64::from(resolved.budget) + history;
+    // The project and the reservation come in one round trip where the host allows (the
+    // Worker's Durable Object holds both).
+    let lease = meter::new_id(state);
+    let found = state
+        .backend
+        .reserve_for_project(&org, project, &caller.org.limits, &lease, tokens, now)
+        .await?;
+    let (project, version, outcome) = match found {
+        ProjectAdmission::NotFound => return Err(no_project(project)),
+        ProjectAdmission::NotIndexed { project } => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "project_not_indexed",
+                format!("project `{}` has no published index yet", project.name),
+            ));
+        }
+        ProjectAdmission::Reserved {
+            project,
+            version,
+            outcome,
+        } => (project, version, outcome),
+    };
+    let admission = meter::admitted(lease, tokens, endpoint, outcome)?;
+    let mut delivered = Vec::new();
     let result = async {
+        if let Some(claims) = claims {
+            claims.check(&org, &project.id, version, query)?;
+            delivered = claims.delivered;
+        }
+        let (known, known_signatures) = match asked.session {
+            Some(s) => session_chunks(state, caller, s, &project.id).await?,
+            None => (HashSet::new(), HashSet::new()),
+        };
         let snap = state
             .snapshots
             .open(state.backend.as_ref(), &project)

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::JsonBody;
 use super::auth::Caller;
-use crate::backend::{ProjectInfo, ProjectSource};
+use crate::backend::{ProjectInfo, ProjectSource, pick_project};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -25,18 +25,15 @@ pub struct CreateProject {
 /// The org's project named or numbered `key`. Another org's project is "not found", exactly
 /// like a project that does not exist, so ids cannot be probed.
 pub async fn find_project(state: &AppState, org: &str, key: &str) -> Result<ProjectInfo, ApiError> {
-    state
-        .backend
-        .projects(org)
-        .await?
-        .into_iter()
-        .find(|p| p.id == key || p.name == key)
-        .ok_or_else(|| {
-            ApiError::not_found(
-                "project_not_found",
-                format!("no project `{key}` in this organisation"),
-            )
-        })
+    pick_project(state.backend.projects(org).await?, key).ok_or_else(|| no_project(key))
+}
+
+/// The answer to a project id or name the caller's org does not have.
+pub fn no_project(key: &str) -> ApiError {
+    ApiError::not_found(
+        "project_not_found",
+        format!("no project `{key}` in this organisation"),
+    )
 }
 
 /// Checks a project name.

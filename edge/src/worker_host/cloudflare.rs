@@ -16,8 +16,10 @@ use worker::{Bucket, Env, KvStore, Method, ObjectNamespace, Request, RequestInit
 
 use super::org_object::{CONFLICT, OrgCommand};
 use crate::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
+    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectAdmission, ProjectInfo,
+    ProjectSource,
 };
+use crate::recent::Recent;
 
 /// Binding names, as in `wrangler.toml`.
 pub const OBJECTS_BUCKET: &str = "OBJECTS";
@@ -25,6 +27,12 @@ pub const OBJECTS_BUCKET: &str = "OBJECTS";
 pub const KEYS_KV: &str = "KEYS";
 /// Durable Object namespace of organisations.
 pub const ORGS_DO: &str = "ORGS";
+
+/// How long an isolate reuses an API key's record it read. Keys are written once and never
+/// changed, and KV itself serves a read from its edge cache for up to 60 s after a change, so
+/// remembering a found key this long adds no staleness KV does not already have; it saves a KV
+/// read on every request. Keys not found are not remembered (a new key works at once here).
+const KEY_CACHE_MS: u64 = 60_000;
 
 /// How long an isolate reuses an organisation record it read. Every authenticated request needs
 /// the record (its limits and models); re-reading it from the org's Durable Object cost a round
@@ -37,8 +45,10 @@ pub struct CloudflareBackend {
     objects: SendWrapper<Bucket>,
     keys: SendWrapper<KvStore>,
     orgs: SendWrapper<ObjectNamespace>,
-    /// Organisation records read in the last [`ORG_CACHE_MS`], with when they were read.
-    org_cache: std::sync::Mutex<std::collections::HashMap<String, (OrgRecord, u64)>>,
+    /// Organisation records read in the last [`ORG_CACHE_MS`].
+    orgs_read: Recent<OrgRecord>,
+    /// Key records (by key hash) read in the last [`KEY_CACHE_MS`].
+    keys_read: Recent<KeyRecord>,
 }
 
 fn storage(e: impl std::fmt::Display) -> BackendError {
@@ -52,26 +62,9 @@ impl CloudflareBackend {
             objects: SendWrapper::new(env.bucket(OBJECTS_BUCKET)?),
             keys: SendWrapper::new(env.kv(KEYS_KV)?),
             orgs: SendWrapper::new(env.durable_object(ORGS_DO)?),
-            org_cache: Default::default(),
+            orgs_read: Recent::new(ORG_CACHE_MS),
+            keys_read: Recent::new(KEY_CACHE_MS),
         })
-    }
-
-    fn cached_org(&self, name: &str, now_ms: u64) -> Option<OrgRecord> {
-        let cache = self.org_cache.lock().ok()?;
-        let (org, at) = cache.get(name)?;
-        (now_ms.saturating_sub(*at) < ORG_CACHE_MS).then(|| org.clone())
-    }
-
-    fn remember_org(&self, org: &OrgRecord, now_ms: u64) {
-        if let Ok(mut cache) = self.org_cache.lock() {
-            cache.insert(org.name.clone(), (org.clone(), now_ms));
-        }
-    }
-
-    fn forget_org(&self, name: &str) {
-        if let Ok(mut cache) = self.org_cache.lock() {
-            cache.remove(name);
-        }
     }
 
     /// Sends `command` to `org`'s object and decodes its answer.
@@ -127,26 +120,26 @@ impl Backend for CloudflareBackend {
     }
 
     async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.forget_org(&org.name);
+        self.orgs_read.forget(&org.name);
         self.org_call(&org.name, OrgCommand::CreateOrg { org: org.clone() })
             .await
     }
 
     async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
         let now = self.now_ms();
-        if let Some(org) = self.cached_org(name, now) {
+        if let Some(org) = self.orgs_read.get(name, now) {
             return Ok(Some(org));
         }
         let org: Option<OrgRecord> = self.org_call(name, OrgCommand::Org).await?;
         match &org {
-            Some(o) => self.remember_org(o, now),
-            None => self.forget_org(name),
+            Some(o) => self.orgs_read.remember(name, o, now),
+            None => self.orgs_read.forget(name),
         }
         Ok(org)
     }
 
     async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.forget_org(&org.name);
+        self.orgs_read.forget(&org.name);
         self.org_call(&org.name, OrgCommand::UpdateOrg { org: org.clone() })
             .await
     }
@@ -161,13 +154,18 @@ impl Backend for CloudflareBackend {
     }
 
     async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError> {
-        let get = self.keys.get(&format!("key:{key_hash}"));
-        match SendFuture::new(get.text()).await.map_err(storage)? {
-            Some(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|e| BackendError::Corrupt(format!("key record: {e}"))),
-            None => Ok(None),
+        let now = self.now_ms();
+        if let Some(key) = self.keys_read.get(key_hash, now) {
+            return Ok(Some(key));
         }
+        let get = self.keys.get(&format!("key:{key_hash}"));
+        let Some(text) = SendFuture::new(get.text()).await.map_err(storage)? else {
+            return Ok(None);
+        };
+        let key: KeyRecord = serde_json::from_str(&text)
+            .map_err(|e| BackendError::Corrupt(format!("key record: {e}")))?;
+        self.keys_read.remember(key_hash, &key, now);
+        Ok(Some(key))
     }
 
     async fn reserve(
@@ -179,6 +177,25 @@ impl Backend for CloudflareBackend {
         now_ms: u64,
     ) -> Result<Result<Lease, Refusal>, BackendError> {
         let command = OrgCommand::Reserve {
+            limits: *limits,
+            lease_id: lease_id.to_string(),
+            tokens,
+            now_ms,
+        };
+        self.org_call(org, command).await
+    }
+
+    async fn reserve_for_project(
+        &self,
+        org: &str,
+        key: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<ProjectAdmission, BackendError> {
+        let command = OrgCommand::ReserveForProject {
+            project: key.to_string(),
             limits: *limits,
             lease_id: lease_id.to_string(),
             tokens,

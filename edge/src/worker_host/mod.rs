@@ -13,6 +13,7 @@
 
 mod aws_fetch;
 mod cloudflare;
+mod edge_cache;
 mod org_object;
 mod random;
 
@@ -155,7 +156,8 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
         )),
         None => Arc::new(backend),
     };
-    let state = AppState::new(backend, catalog(env)?, config);
+    let state = AppState::new(backend, catalog(env)?, config)
+        .with_object_cache(Arc::new(edge_cache::EdgeCache));
     Ok((crate::router(state), limits))
 }
 

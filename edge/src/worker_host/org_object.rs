@@ -6,12 +6,12 @@
 //! [`Ledger::reserve`] never overspend under concurrency, with the core's arithmetic unchanged.
 //! Everything an org owns lives here, so org-scoped reads are strongly consistent too.
 
-use ctxgate_core::quota::{Ledger, Limits};
+use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use worker::{Env, ListOptions, Request, Response, State, durable_object};
 
-use crate::backend::{AuditRecord, OrgRecord, ProjectInfo};
+use crate::backend::{AuditRecord, OrgRecord, ProjectAdmission, ProjectInfo, pick_project};
 
 /// A call from the Worker to an org's object (JSON in a POST body).
 #[derive(Debug, Serialize, Deserialize)]
@@ -25,6 +25,15 @@ pub enum OrgCommand {
     UpdateOrg { org: OrgRecord },
     /// [`Ledger::reserve`], answering `Result<Lease, Refusal>`.
     Reserve {
+        limits: Limits,
+        lease_id: String,
+        tokens: u64,
+        now_ms: u64,
+    },
+    /// The project `project` (id or name) and, when it has a published version, `Reserve` for
+    /// a call on it, in one round trip; answers a [`ProjectAdmission`].
+    ReserveForProject {
+        project: String,
         limits: Limits,
         lease_id: String,
         tokens: u64,
@@ -140,6 +149,22 @@ impl OrgObject {
         Ok(out)
     }
 
+    /// [`Ledger::reserve`] on the stored ledger (written only if it admitted the call).
+    async fn reserve(
+        &self,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> worker::Result<Result<Lease, Refusal>> {
+        let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+        let outcome = ledger.reserve(limits, lease_id, tokens, now_ms);
+        if outcome.is_ok() {
+            self.write(LEDGER, &ledger).await?;
+        }
+        Ok(outcome)
+    }
+
     /// [`Ledger::settle`] on the stored ledger (written only if the lease was open).
     async fn settle(&self, lease_id: &str, used: u64, now_ms: u64) -> worker::Result<()> {
         let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
@@ -175,13 +200,33 @@ impl OrgObject {
                 lease_id,
                 tokens,
                 now_ms,
+            } => json(&self.reserve(&limits, &lease_id, tokens, now_ms).await?),
+            OrgCommand::ReserveForProject {
+                project,
+                limits,
+                lease_id,
+                tokens,
+                now_ms,
             } => {
-                let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
-                let outcome = ledger.reserve(&limits, &lease_id, tokens, now_ms);
-                if outcome.is_ok() {
-                    self.write(LEDGER, &ledger).await?;
-                }
-                json(&outcome)
+                let found = match self
+                    .read::<ProjectInfo>(&format!("{PROJECT}{project}"))
+                    .await?
+                {
+                    Some(p) => Some(p),
+                    None => pick_project(self.list(PROJECT, false, None).await?, &project),
+                };
+                let admission = match found {
+                    None => ProjectAdmission::NotFound,
+                    Some(p) => match p.current_version {
+                        None => ProjectAdmission::NotIndexed { project: p },
+                        Some(version) => ProjectAdmission::Reserved {
+                            outcome: self.reserve(&limits, &lease_id, tokens, now_ms).await?,
+                            project: p,
+                            version,
+                        },
+                    },
+                };
+                json(&admission)
             }
             OrgCommand::Settle {
                 lease_id,

@@ -1,0 +1,58 @@
+//! [`ObjectCache`] over the Workers Cache API (`caches.default`).
+//!
+//! R2 (or S3) is read once per version per data centre instead of once per isolate: a fresh
+//! isolate finds the version's manifest, pack and segments in the local cache. Entries are
+//! keyed by the object's store key under a host name of our own, so they cannot collide with
+//! cached pages of the zone, and are marked immutable (a published version never changes).
+//! On `*.workers.dev` the Cache API stores nothing; every read then falls through to the store.
+
+use async_trait::async_trait;
+use worker::send::SendFuture;
+use worker::{Cache, Headers, Response};
+
+use crate::state::ObjectCache;
+
+/// The cache's URL of an index object.
+fn url(key: &str) -> String {
+    format!("https://index-objects.ctxgate.internal/{key}")
+}
+
+/// How long the cache may keep an object: a year (objects are immutable; the cache evicts
+/// what is not read anyway).
+const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+
+/// The Workers Cache API as an [`ObjectCache`].
+pub struct EdgeCache;
+
+#[async_trait]
+impl ObjectCache for EdgeCache {
+    async fn get(&self, key: &str) -> Option<Vec<u8>> {
+        SendFuture::new(async {
+            let mut hit = Cache::default().get(url(key), false).await.ok()??;
+            if hit.status_code() != 200 {
+                return None;
+            }
+            hit.bytes().await.ok()
+        })
+        .await
+    }
+
+    async fn put(&self, key: &str, bytes: &[u8]) {
+        SendFuture::new(async {
+            let headers = Headers::new();
+            if headers.set("cache-control", CACHE_CONTROL).is_err() {
+                return;
+            }
+            let Ok(res) = Response::from_bytes(bytes.to_vec()) else {
+                return;
+            };
+            if let Err(e) = Cache::default()
+                .put(url(key), res.with_headers(headers))
+                .await
+            {
+                worker::console_warn!("caching index object {key}: {e}");
+            }
+        })
+        .await
+    }
+}
