@@ -13,7 +13,11 @@
 //! Configuration: `CTXGATE_STORE` (`s3://bucket/prefix`), `CTXGATE_TABLE`, and optionally
 //! `CTXGATE_WORK_DIR` (default: the temporary folder, `/tmp` on Lambda) and
 //! `CTXGATE_ALLOW_LOCAL_SOURCES=1` (local folders and `file://` git URLs; tests and self-hosted
-//! runs only — otherwise they are refused with `invalid_request`).
+//! runs only — otherwise they are refused with `invalid_request`) and
+//! `CTXGATE_ALLOW_PRIVATE_SOURCES=1` (plain http and private, loopback or link-local hosts).
+//! By default only public https hosts are fetched: the edge registers URLs its callers chose,
+//! and a function inside a VPC must not be made to read its neighbours or the instance
+//! metadata endpoint.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,7 +32,7 @@ use crate::aws::{AwsStore, S3Location};
 use crate::jobs::{JobState, Trigger};
 use crate::pipeline::IndexOptions;
 use crate::reindex::{IndexRequest, JobContext, index_now, reindex_due};
-use crate::source::SourceLimits;
+use crate::source::{NetworkPolicy, SourceLimits};
 
 /// What an invocation asks for.
 #[derive(Debug, PartialEq)]
@@ -90,6 +94,7 @@ impl From<IndexerError> for Diagnostic {
 
 struct Function {
     allow_local: bool,
+    network: NetworkPolicy,
     store: AwsStore,
     work_dir: PathBuf,
     options: IndexOptions,
@@ -101,7 +106,10 @@ impl Function {
         let ctx = JobContext {
             options: &self.options,
             work_dir: &self.work_dir,
-            limits: SourceLimits::default(),
+            limits: SourceLimits {
+                network: self.network,
+                ..SourceLimits::default()
+            },
             allow_local: self.allow_local,
         };
         let json = |v: &dyn erased::Json| v.to_value();
@@ -164,6 +172,11 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let function = Arc::new(Function {
         // Off in production: a hosted function must not index its own disk.
         allow_local: std::env::var("CTXGATE_ALLOW_LOCAL_SOURCES").is_ok_and(|v| v == "1"),
+        network: if std::env::var("CTXGATE_ALLOW_PRIVATE_SOURCES").is_ok_and(|v| v == "1") {
+            NetworkPolicy::Open
+        } else {
+            NetworkPolicy::PublicHttps
+        },
         store,
         work_dir,
         options: IndexOptions::default(),

@@ -285,10 +285,9 @@ pub struct ProjectTarget {
 impl ProjectTarget {
     /// Project `name` of `org`: its id is derived from both, so names never collide across orgs.
     pub fn named(org: &str, name: &str) -> Self {
-        let digest = Sha256Digest::of(format!("{org}\0{name}").as_bytes()).to_hex();
         Self {
             org: org.into(),
-            id: format!("p{}", &digest[..16]),
+            id: ctxgate_core::index::layout::project_id(org, name),
             name: name.into(),
             source: None,
         }

@@ -122,6 +122,20 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
                "source": {"kind": "git", "url": url, "rev": "no-such-branch"}}),
     );
     assert_eq!(error_type(&api, "req-bad-3"), "source_rev_not_found");
+    // Callers choose the URLs the edge registers: without CTXGATE_ALLOW_PRIVATE_SOURCES the
+    // function reaches neither plain http nor private or link-local hosts (the metadata
+    // endpoint), and refuses before connecting.
+    for (id, url) in [
+        ("req-bad-4", "http://127.0.0.1:9/repo.tar.gz"),
+        ("req-bad-5", "https://169.254.169.254/latest/meta-data"),
+    ] {
+        api.invoke(
+            id,
+            json!({"action": "index", "org": "acme", "project": "ssrf",
+                   "source": {"kind": "tarball", "url": url}}),
+        );
+        assert_eq!(error_type(&api, id), "source_not_allowed", "{url}");
+    }
 
     // 3. One file changes; a job is killed just before it publishes: version 1 stays current
     //    and readable, and no version 2 item exists.

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use super::host::{get, org_with_key, post};
 use super::worker::WorkerHost;
+use super::{cases, sources};
 
 const BUCKET: &str = "ctxgate-e2e";
 const TABLE: &str = "ctxgate-e2e";
@@ -91,6 +92,8 @@ pub fn run() {
             .env("CTXGATE_TABLE", TABLE)
             .env("CTXGATE_WORK_DIR", work.path())
             .env("CTXGATE_ALLOW_LOCAL_SOURCES", "1")
+            // The tarball below is served from loopback over plain http.
+            .env("CTXGATE_ALLOW_PRIVATE_SOURCES", "1")
             .env("CTXGATE_LOCK_TTL_SECS", "2")
             .env("RUST_LOG", "warn");
         if let Some(point) = crash_at {
@@ -154,14 +157,16 @@ pub fn run() {
         "{}",
         r.body
     );
-    // Publishing through the Worker is refused: the indexer owns publishing here.
-    let r = post(
-        &worker,
-        "/v1/projects",
-        Some(&key),
-        &json!({"name": "x", "source": {"kind": "git", "url": "https://example.com/x.git"}}),
-    );
-    assert!(r.status >= 400 && r.status < 500, "{} {}", r.status, r.body);
+    // The Worker registers only network sources: a folder or a `file://` URL would have the
+    // indexer read its own disk.
+    for source in [
+        json!({"kind": "local", "path": "/etc"}),
+        json!({"kind": "git", "url": format!("file://{}", repo.path().display())}),
+    ] {
+        let body = json!({"name": "x", "source": source});
+        let r = post(&worker, "/v1/projects", Some(&key), &body);
+        assert_eq!((r.status, r.code()), (403, "source_refused"), "{}", r.body);
+    }
 
     // An index job killed just before it publishes: the Worker goes on serving version 1.
     std::fs::write(
@@ -195,7 +200,88 @@ pub fn run() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
 
+    register_through_the_worker(&worker, &key, &other, &last_api);
+
     lambda.kill().ok();
     lambda.wait().ok();
     drop(worker);
+}
+
+/// `POST /v1/projects` on the Worker registers a tarball for the indexer (202, no version), the
+/// Lambda's scheduled pass fetches and indexes it, and the Worker then answers from it.
+fn register_through_the_worker(
+    worker: &WorkerHost,
+    key: &str,
+    other: &str,
+    api: &runtime_api::RuntimeApi,
+) {
+    let base = sources::serve(vec![(
+        "/sample.tar.gz",
+        sources::tarball(cases::sample_repo()),
+    )]);
+    let register = |url: String| {
+        let body = json!({"name": "sample", "source": {"kind": "tarball", "url": url}});
+        post(worker, "/v1/projects", Some(key), &body)
+    };
+    // A wrong URL first: never indexed, so registering the name again replaces it.
+    let r = register(format!("{base}/missing.tar.gz"));
+    assert_eq!(r.status, 202, "{}", r.body);
+    let url = format!("{base}/sample.tar.gz");
+    let r = register(url.clone());
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["name"], "sample");
+    assert_eq!(r.body["source"], url.as_str());
+    assert!(r.body["current_version"].is_null(), "{}", r.body);
+
+    let query = json!({"project": "sample", "query": "how does the quota ledger reserve and settle tokens", "budget": 3000});
+    let r = post(worker, "/v1/context", Some(key), &query);
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "project_not_indexed"),
+        "{}",
+        r.body
+    );
+    let r = get(worker, "/v1/projects/sample", Some(other));
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "{}",
+        r.body
+    );
+
+    let scheduled = json!({
+        "version": "0", "id": "e2e-pass", "detail-type": "Scheduled Event",
+        "source": "aws.events", "account": "123456789012", "time": "2026-11-24T10:00:00Z",
+        "region": "us-east-1", "resources": [], "detail": {}
+    });
+    let pass = invoke(api, "e2e-pass", scheduled);
+    let job = pass["jobs"]
+        .as_array()
+        .and_then(|jobs| jobs.iter().find(|j| j["name"] == "sample"))
+        .unwrap_or_else(|| panic!("no job for the registered project: {pass}"));
+    assert_eq!(job["state"], "published", "{pass}");
+
+    let r = get(worker, "/v1/projects/sample", Some(key));
+    assert_eq!(r.body["current_version"], 1, "{}", r.body);
+    let r = post(worker, "/v1/context", Some(key), &query);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["path"].as_str().is_some_and(|p| p.starts_with("quota"))),
+        "{}",
+        r.body
+    );
+    let r = post(worker, "/v1/context", Some(other), &query);
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "{}",
+        r.body
+    );
+    // Indexed now: the name is taken.
+    let r = register(url);
+    assert_eq!((r.status, r.code()), (409, "conflict"), "{}", r.body);
 }

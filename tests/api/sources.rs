@@ -15,7 +15,7 @@ use super::host::{Host, NativeHost, get, org_with_key, post};
 
 /// Serves `routes` (path → body) over HTTP/1.1 on loopback, one request per connection, for the
 /// life of the test process; other paths answer 404. Returns the base URL.
-fn serve(routes: Vec<(&'static str, Vec<u8>)>) -> String {
+pub fn serve(routes: Vec<(&'static str, Vec<u8>)>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -54,7 +54,7 @@ fn serve(routes: Vec<(&'static str, Vec<u8>)>) -> String {
 }
 
 /// `dir` as a gzip-compressed tarball with a top folder, as forges serve archives.
-fn tarball(dir: &Path) -> Vec<u8> {
+pub fn tarball(dir: &Path) -> Vec<u8> {
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("repo.tar.gz");
     let status = Command::new("tar")

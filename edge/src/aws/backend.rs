@@ -5,6 +5,7 @@ use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
 use crate::backend::{
     AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
@@ -47,6 +48,12 @@ fn attr_s<'a>(item: &'a Value, name: &str) -> Option<&'a str> {
     item.get(name)?.get("S")?.as_str()
 }
 
+/// DynamoDB's error name without its namespace (`…#TransactionCanceledException`).
+fn error_type(body: &Value) -> Option<&str> {
+    let t = body.get("__type")?.as_str()?;
+    Some(t.rsplit('#').next().unwrap_or(t))
+}
+
 fn attr_n(item: &Value, name: &str) -> Option<u64> {
     item.get(name)?.get("N")?.as_str()?.parse().ok()
 }
@@ -67,6 +74,11 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         let value: Value = serde_json::from_slice(&res.body).map_err(|e| {
             BackendError::Storage(format!("DynamoDB {target}: HTTP {}: {e}", res.status))
         })?;
+        if res.status == 400 && error_type(&value) == Some("TransactionCanceledException") {
+            return Err(BackendError::Conflict(format!(
+                "DynamoDB {target}: {value}"
+            )));
+        }
         if res.status != 200 {
             return Err(BackendError::Storage(format!(
                 "DynamoDB {target}: HTTP {}: {}",
@@ -205,11 +217,19 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
 
     async fn create_project(
         &self,
-        _org: &str,
-        _name: &str,
-        _source: &ProjectSource,
+        org: &str,
+        name: &str,
+        source: &ProjectSource,
     ) -> Result<ProjectInfo, BackendError> {
-        Err(Self::refused())
+        let r = registration(&self.config.table, org, name, source, self.inner.now_ms())?;
+        match self.dynamodb("TransactWriteItems", r.transaction).await {
+            Ok(_) => Ok(r.project),
+            // Only the project item carries a condition: it already has a published version.
+            Err(BackendError::Conflict(_)) => {
+                Err(BackendError::Conflict(format!("project `{name}`")))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn put_project(&self, _project: &ProjectInfo) -> Result<(), BackendError> {

@@ -8,9 +8,12 @@
 //! region). The item layout is the indexer's (`indexer/src/aws/`): a project is
 //! `ORG#{org}` / `PROJECT#{id}` with its JSON in `data` and the published version in the
 //! `current_version` attribute, which the indexer flips in one conditional transaction after
-//! every object is uploaded, so a reader never sees a half-published version.
+//! every object is uploaded, so a reader never sees a half-published version. `POST
+//! /v1/projects` registers git and tarball sources for the indexer's scheduled pass
+//! ([`register`]).
 
 mod backend;
+mod register;
 mod request;
 
 pub use backend::{HttpClient, HttpResponse, PublishedBackend};

@@ -54,7 +54,8 @@ pub fn valid_name(name: &str) -> Result<(), ApiError> {
     }
 }
 
-/// `POST /v1/projects`: registers and indexes a project.
+/// `POST /v1/projects`: registers and indexes a project. 201 when it is indexed on return (the
+/// embedded store indexes in the call); 202 when a batch indexer will (the AWS deployment).
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -65,7 +66,12 @@ pub async fn create(
         .backend
         .create_project(&caller.org.name, &req.name, &req.source)
         .await?;
-    Ok((StatusCode::CREATED, Json(p)))
+    let status = if p.current_version.is_some() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(p)))
 }
 
 /// `GET /v1/projects`.

@@ -26,6 +26,14 @@ pub struct Manifest {
     pub created_at_ns: i64,
 }
 
+/// The id of an organisation's project named `name`: derived, so the indexer and the edge (which
+/// registers projects for the indexer to fetch) name the same project the same way without
+/// asking each other.
+pub fn project_id(org: &str, name: &str) -> String {
+    let digest = crate::hash::Sha256Digest::of(format!("{org}\0{name}").as_bytes()).to_hex();
+    format!("p{}", &digest[..16])
+}
+
 /// Object keys, shared with the S3 layout.
 pub mod keys {
     /// Prefix of everything a project owns.
@@ -49,5 +57,21 @@ pub mod keys {
             "{}/version/{version:010}/manifest.json",
             self::project(org, project)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::project_id;
+
+    #[test]
+    fn project_ids_are_stable_and_differ_per_org() {
+        // Published indexes are keyed by this id: changing its derivation orphans them.
+        assert_eq!(project_id("acme", "core"), project_id("acme", "core"));
+        assert_ne!(project_id("acme", "core"), project_id("other", "core"));
+        assert_ne!(project_id("acme", "core"), project_id("acm", "ecore"));
+        let id = project_id("acme", "core");
+        assert_eq!(id.len(), 17);
+        assert!(id.starts_with('p') && id[1..].bytes().all(|b| b.is_ascii_hexdigit()));
     }
 }
