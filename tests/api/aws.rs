@@ -109,9 +109,17 @@ pub fn run() {
     assert_eq!(job["state"], "published", "{job}");
 
     // The Worker reads S3 and DynamoDB; orgs and keys stay in its Durable Objects.
+    // It also starts the indexer when a project is registered, through Lambda's `Invoke` API,
+    // which `service` speaks (and hands the event to a function process polling it).
+    let service = runtime_api::RuntimeApi::start();
     let mut vars: Vec<(&str, String)> = moto.env().into_iter().collect();
     vars.push(("CTXGATE_STORE", store_url.clone()));
     vars.push(("CTXGATE_TABLE", TABLE.to_string()));
+    vars.push(("CTXGATE_INDEXER_FUNCTION", "ctxgate-indexer".to_string()));
+    vars.push((
+        "AWS_ENDPOINT_URL_LAMBDA",
+        format!("http://{}", service.address),
+    ));
     let worker = WorkerHost::start_with_vars(&vars);
     let key = org_with_key(&worker, "acmeaws", json!({}));
     let other = org_with_key(&worker, "otheraws", json!({}));
@@ -200,20 +208,44 @@ pub fn run() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
 
-    register_through_the_worker(&worker, &key, &other, &last_api);
-
     lambda.kill().ok();
     lambda.wait().ok();
+    let mut indexer = function(&service, None);
+    register_through_the_worker(&worker, &key, &other, &service);
+    indexer.kill().ok();
+    indexer.wait().ok();
     drop(worker);
 }
 
-/// `POST /v1/projects` on the Worker registers a tarball for the indexer (202, no version), the
-/// Lambda's scheduled pass fetches and indexes it, and the Worker then answers from it.
+/// Waits for the `n`th `Invoke` call `service` accepted, then for the function's answer to it.
+fn nth_invocation(service: &runtime_api::RuntimeApi, n: usize) -> runtime_api::Outcome {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let call = loop {
+        if let Some(call) = service.invocations().get(n - 1) {
+            break call.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no invocation {n}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(call.function, "ctxgate-indexer");
+    assert!(
+        call.credential.ends_with("/us-east-1/lambda/aws4_request"),
+        "{}",
+        call.credential
+    );
+    service
+        .outcome(&call.request_id, Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("no answer to invocation {n}"))
+}
+
+/// `POST /v1/projects` on the Worker registers a tarball for the indexer (202, no version) and
+/// starts the indexer function; the Worker then answers from what it published, and the
+/// scheduled pass finds the registration too.
 fn register_through_the_worker(
     worker: &WorkerHost,
     key: &str,
     other: &str,
-    api: &runtime_api::RuntimeApi,
+    service: &runtime_api::RuntimeApi,
 ) {
     let base = sources::serve(vec![(
         "/sample.tar.gz",
@@ -223,17 +255,19 @@ fn register_through_the_worker(
         let body = json!({"name": "sample", "source": {"kind": "tarball", "url": url}});
         post(worker, "/v1/projects", Some(key), &body)
     };
-    // A wrong URL first: never indexed, so registering the name again replaces it.
+    let query = json!({"project": "sample", "query": "how does the quota ledger reserve and settle tokens", "budget": 3000});
+
+    // A wrong URL first: the job the Worker started fails, the registration stays (never
+    // indexed), and registering the name again replaces it.
     let r = register(format!("{base}/missing.tar.gz"));
     assert_eq!(r.status, 202, "{}", r.body);
-    let url = format!("{base}/sample.tar.gz");
-    let r = register(url.clone());
-    assert_eq!(r.status, 202, "{}", r.body);
-    assert_eq!(r.body["name"], "sample");
-    assert_eq!(r.body["source"], url.as_str());
     assert!(r.body["current_version"].is_null(), "{}", r.body);
-
-    let query = json!({"project": "sample", "query": "how does the quota ledger reserve and settle tokens", "budget": 3000});
+    match nth_invocation(service, 1) {
+        runtime_api::Outcome::Error { error_type, .. } => {
+            assert!(error_type.starts_with("source_"), "{error_type}")
+        }
+        other => panic!("a missing tarball was indexed: {other:?}"),
+    }
     let r = post(worker, "/v1/context", Some(key), &query);
     assert_eq!(
         (r.status, r.code()),
@@ -249,18 +283,15 @@ fn register_through_the_worker(
         r.body
     );
 
-    let scheduled = json!({
-        "version": "0", "id": "e2e-pass", "detail-type": "Scheduled Event",
-        "source": "aws.events", "account": "123456789012", "time": "2026-11-24T10:00:00Z",
-        "region": "us-east-1", "resources": [], "detail": {}
-    });
-    let pass = invoke(api, "e2e-pass", scheduled);
-    let job = pass["jobs"]
-        .as_array()
-        .and_then(|jobs| jobs.iter().find(|j| j["name"] == "sample"))
-        .unwrap_or_else(|| panic!("no job for the registered project: {pass}"));
-    assert_eq!(job["state"], "published", "{pass}");
-
+    let url = format!("{base}/sample.tar.gz");
+    let r = register(url.clone());
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["name"], "sample");
+    assert_eq!(r.body["source"], url.as_str());
+    match nth_invocation(service, 2) {
+        runtime_api::Outcome::Response(job) => assert_eq!(job["state"], "published", "{job}"),
+        other => panic!("{other:?}"),
+    }
     let r = get(worker, "/v1/projects/sample", Some(key));
     assert_eq!(r.body["current_version"], 1, "{}", r.body);
     let r = post(worker, "/v1/context", Some(key), &query);
@@ -284,4 +315,17 @@ fn register_through_the_worker(
     // Indexed now: the name is taken.
     let r = register(url);
     assert_eq!((r.status, r.code()), (409, "conflict"), "{}", r.body);
+
+    // The scheduled pass reads the registration the Worker wrote, beside the Lambda's own.
+    let scheduled = json!({
+        "version": "0", "id": "e2e-pass", "detail-type": "Scheduled Event",
+        "source": "aws.events", "account": "123456789012", "time": "2026-11-24T10:00:00Z",
+        "region": "us-east-1", "resources": [], "detail": {}
+    });
+    let pass = invoke(service, "e2e-pass", scheduled);
+    assert_eq!(pass["projects"], 2, "{pass}");
+    assert_eq!(pass["probe_failures"], json!([]), "{pass}");
+    for job in pass["jobs"].as_array().unwrap() {
+        assert_ne!(job["state"], "failed", "{pass}");
+    }
 }

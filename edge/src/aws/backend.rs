@@ -25,6 +25,9 @@ pub struct HttpResponse {
 pub trait HttpClient: Send + Sync + 'static {
     /// Sends `req` and reads the whole answer.
     async fn send(&self, req: SignedRequest) -> Result<HttpResponse, BackendError>;
+
+    /// Reports a failure the caller is not told about (the host's log).
+    fn warn(&self, _message: &str) {}
 }
 
 /// Projects and objects from what the indexer published to S3 and DynamoDB; organisations,
@@ -136,6 +139,38 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         Ok(out)
     }
 
+    /// Starts the indexer on a registered project at once, when one is configured. The
+    /// registration is already durable, so a failure here only delays indexing to the
+    /// scheduled pass: it is logged, not answered.
+    async fn start_indexing(&self, project: &ProjectInfo, source: &ProjectSource) {
+        let Some(function) = &self.config.indexer_function else {
+            return;
+        };
+        let event = json!({
+            "action": "index", "org": project.org, "project": project.name, "source": source
+        });
+        let sent = match self
+            .config
+            .lambda_invoke_async(function, &event, self.inner.now_ms())
+        {
+            Ok(req) => self.client.send(req).await,
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(res) if res.status == 202 => {}
+            Ok(res) => self.client.warn(&format!(
+                "invoking {function} for project {}: HTTP {}: {}; the scheduled pass will index it",
+                project.id,
+                res.status,
+                String::from_utf8_lossy(&res.body[..res.body.len().min(300)])
+            )),
+            Err(e) => self.client.warn(&format!(
+                "invoking {function} for project {}: {e}; the scheduled pass will index it",
+                project.id
+            )),
+        }
+    }
+
     fn refused() -> BackendError {
         BackendError::Refused(
             "projects on this deployment are published by the batch indexer to S3 and DynamoDB \
@@ -223,7 +258,10 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
     ) -> Result<ProjectInfo, BackendError> {
         let r = registration(&self.config.table, org, name, source, self.inner.now_ms())?;
         match self.dynamodb("TransactWriteItems", r.transaction).await {
-            Ok(_) => Ok(r.project),
+            Ok(_) => {
+                self.start_indexing(&r.project, source).await;
+                Ok(r.project)
+            }
             // Only the project item carries a condition: it already has a published version.
             Err(BackendError::Conflict(_)) => {
                 Err(BackendError::Conflict(format!("project `{name}`")))

@@ -31,6 +31,11 @@ pub struct AwsConfig {
     pub prefix: String,
     /// The DynamoDB table.
     pub table: String,
+    /// The indexer function (name or ARN) to start when a project is registered; without it,
+    /// registered projects wait for the scheduled pass.
+    pub indexer_function: Option<String>,
+    /// A custom Lambda endpoint (`AWS_ENDPOINT_URL_LAMBDA`), else `endpoint`.
+    pub lambda_endpoint: Option<String>,
 }
 
 impl AwsConfig {
@@ -104,6 +109,39 @@ impl AwsConfig {
         settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
         self.sign("GET", url, Vec::new(), Vec::new(), "s3", settings, now_ms)
+    }
+
+    /// An asynchronous invocation (`Event`: Lambda queues it, retries it and answers 202 at
+    /// once) of `function` with `payload`.
+    pub fn lambda_invoke_async(
+        &self,
+        function: &str,
+        payload: &serde_json::Value,
+        now_ms: u64,
+    ) -> Result<SignedRequest, BackendError> {
+        let base = match self.lambda_endpoint.as_ref().or(self.endpoint.as_ref()) {
+            Some(e) => e.trim_end_matches('/').to_string(),
+            None => format!("https://lambda.{}.amazonaws.com", self.region),
+        };
+        // A name or an ARN: its `:` are escaped, like every byte that is not a name's.
+        let url = format!(
+            "{base}/2015-03-31/functions/{}/invocations",
+            encode_key(function).replace('/', "%2F")
+        );
+        let headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("x-amz-invocation-type".to_string(), "Event".to_string()),
+        ];
+        let body = serde_json::to_vec(payload).map_err(|e| BackendError::Storage(e.to_string()))?;
+        self.sign(
+            "POST",
+            url,
+            headers,
+            body,
+            "lambda",
+            SigningSettings::default(),
+            now_ms,
+        )
     }
 
     /// A DynamoDB JSON call (`target` is the operation, e.g. `Query`).
@@ -211,6 +249,8 @@ mod tests {
             bucket: "idx-bucket".into(),
             prefix: "ctxgate".into(),
             table: "ctxgate".into(),
+            indexer_function: None,
+            lambda_endpoint: None,
         }
     }
 
@@ -273,5 +313,42 @@ mod tests {
         assert_eq!(r.body, br#"{"TableName":"ctxgate"}"#);
         assert!(AwsConfig::parse_store("s3://b/p/").unwrap() == ("b".into(), "p".into()));
         assert!(AwsConfig::parse_store("b/p").is_err());
+    }
+
+    #[test]
+    fn lambda_invocations_are_asynchronous_and_signed_for_lambda() {
+        let payload = serde_json::json!({"action": "index"});
+        let arn = "arn:aws:lambda:eu-west-1:123456789012:function:ctxgate-indexer";
+        let r = config(None)
+            .lambda_invoke_async(arn, &payload, 1_700_000_000_000)
+            .unwrap();
+        assert_eq!(
+            r.url,
+            "https://lambda.eu-west-1.amazonaws.com/2015-03-31/functions/\
+             arn%3Aaws%3Alambda%3Aeu-west-1%3A123456789012%3Afunction%3Actxgate-indexer/invocations"
+        );
+        let header = |n: &str| {
+            r.headers
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("x-amz-invocation-type"), Some("Event"));
+        assert!(
+            header("authorization").is_some_and(|a| a.contains("/eu-west-1/lambda/aws4_request"))
+        );
+        // Its own endpoint first, then the shared one; a name cannot add path segments.
+        let mut c = config(Some("http://127.0.0.1:5000"));
+        let shared = c.lambda_invoke_async("f", &payload, 0).unwrap();
+        assert_eq!(
+            shared.url,
+            "http://127.0.0.1:5000/2015-03-31/functions/f/invocations"
+        );
+        c.lambda_endpoint = Some("http://127.0.0.1:6000/".into());
+        let own = c.lambda_invoke_async("a/../b", &payload, 0).unwrap();
+        assert_eq!(
+            own.url,
+            "http://127.0.0.1:6000/2015-03-31/functions/a%2F..%2Fb/invocations"
+        );
     }
 }

@@ -44,12 +44,17 @@ impl HttpClient for WorkerFetch {
         })
         .await
     }
+
+    fn warn(&self, message: &str) {
+        worker::console_warn!("{message}");
+    }
 }
 
 /// The AWS settings in the Worker's vars and secrets, when `CTXGATE_STORE` is set:
 /// `CTXGATE_STORE` (`s3://bucket/prefix`), `CTXGATE_TABLE`, `AWS_REGION`,
-/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally `AWS_SESSION_TOKEN` and
-/// `AWS_ENDPOINT_URL` (a local server).
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally `AWS_SESSION_TOKEN`,
+/// `AWS_ENDPOINT_URL` (a local server), `CTXGATE_INDEXER_FUNCTION` (the indexer function to start
+/// when a project is registered) and `AWS_ENDPOINT_URL_LAMBDA`.
 pub fn config(var: impl Fn(&str) -> Option<String>) -> Result<Option<AwsConfig>, String> {
     let Some(store) = var("CTXGATE_STORE") else {
         return Ok(None);
@@ -66,5 +71,7 @@ pub fn config(var: impl Fn(&str) -> Option<String>) -> Result<Option<AwsConfig>,
         bucket,
         prefix,
         table: need("CTXGATE_TABLE")?,
+        indexer_function: var("CTXGATE_INDEXER_FUNCTION"),
+        lambda_endpoint: var("AWS_ENDPOINT_URL_LAMBDA"),
     }))
 }

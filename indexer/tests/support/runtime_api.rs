@@ -1,6 +1,8 @@
 //! A Lambda Runtime API endpoint (the 2018-06-01 interface the `lambda_runtime` crate speaks):
 //! the test queues events, the function long-polls `/next`, and its answers and errors are
-//! collected per request id.
+//! collected per request id. The same server takes Lambda's asynchronous `Invoke` (the
+//! 2015-03-31 API, `X-Amz-Invocation-Type: Event`), as callers such as the Worker send it: the
+//! event is queued for the function like any other, and the call is recorded.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,9 +26,21 @@ pub enum Outcome {
     Error { error_type: String, message: String },
 }
 
+/// An `Invoke` call the endpoint accepted.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    /// The function named in the path (a name or an ARN).
+    pub function: String,
+    /// The request id it was queued under.
+    pub request_id: String,
+    /// The `Authorization` header's credential scope (`KEY/DATE/REGION/lambda/aws4_request`).
+    pub credential: String,
+}
+
 #[derive(Default)]
 struct Shared {
     queue: Mutex<VecDeque<(String, Value)>>,
+    invocations: Mutex<Vec<Invocation>>,
     outcomes: Mutex<HashMap<String, Outcome>>,
     init_errors: Mutex<Vec<Value>>,
     queued: Notify,
@@ -99,6 +113,69 @@ async fn error(State(s): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes
     StatusCode::ACCEPTED
 }
 
+/// `POST /2015-03-31/functions/{name}/invocations`: only `Event` invocations (queued, 202), and
+/// only SigV4-signed ones (the signature itself is not checked).
+async fn invoke(
+    State(s): State<Arc<Shared>>,
+    Path(function): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, HeaderMap, String) {
+    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let refuse = |status: StatusCode, kind: &str, message: &str| {
+        let mut h = HeaderMap::new();
+        h.insert("x-amzn-errortype", HeaderValue::from_str(kind).unwrap());
+        (
+            status,
+            h,
+            serde_json::json!({"Type": "User", "message": message}).to_string(),
+        )
+    };
+    let Some(credential) = header("authorization")
+        .strip_prefix("AWS4-HMAC-SHA256 Credential=")
+        .and_then(|rest| rest.split(',').next())
+        .filter(|c| c.ends_with("/lambda/aws4_request") && !header("x-amz-date").is_empty())
+    else {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "MissingAuthenticationTokenException",
+            "not signed for lambda",
+        );
+    };
+    if header("x-amz-invocation-type") != "Event" {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "InvalidParameterValueException",
+            "only Event invocations here",
+        );
+    }
+    let Ok(event) = serde_json::from_slice::<Value>(&body) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "InvalidRequestContentException",
+            "the payload is not JSON",
+        );
+    };
+    let mut invocations = s.invocations.lock().unwrap();
+    let request_id = format!("invoke-{}", invocations.len() + 1);
+    invocations.push(Invocation {
+        function,
+        request_id: request_id.clone(),
+        credential: credential.to_string(),
+    });
+    s.queue
+        .lock()
+        .unwrap()
+        .push_back((request_id.clone(), event));
+    s.queued.notify_waiters();
+    let mut h = HeaderMap::new();
+    h.insert(
+        "x-amzn-requestid",
+        HeaderValue::from_str(&request_id).unwrap(),
+    );
+    (StatusCode::ACCEPTED, h, String::new())
+}
+
 async fn init_error(State(s): State<Arc<Shared>>, body: Bytes) -> StatusCode {
     let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     s.init_errors.lock().unwrap().push(value);
@@ -123,6 +200,7 @@ impl RuntimeApi {
             )
             .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
             .route("/2018-06-01/runtime/init/error", post(init_error))
+            .route("/2015-03-31/functions/{name}/invocations", post(invoke))
             .with_state(Arc::clone(&shared));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -163,6 +241,11 @@ impl RuntimeApi {
             .await
             .ok()
         })
+    }
+
+    /// The `Invoke` calls accepted so far.
+    pub fn invocations(&self) -> Vec<Invocation> {
+        self.shared.invocations.lock().unwrap().clone()
     }
 
     /// Init errors the function reported.
