@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 use worker::send::SendFuture;
-use worker::{Cache, Headers, Response};
+use worker::{Cache, Response, web_sys};
 
 use crate::state::ObjectCache;
 
@@ -39,17 +39,17 @@ impl ObjectCache for EdgeCache {
 
     async fn put(&self, key: &str, bytes: &[u8]) {
         SendFuture::new(async {
-            let headers = Headers::new();
-            if headers.set("cache-control", CACHE_CONTROL).is_err() {
-                return;
-            }
-            let Ok(res) = Response::from_bytes(bytes.to_vec()) else {
+            // Copied straight from wasm memory into a JavaScript buffer: a `Vec` copy first
+            // would raise the isolate's wasm memory by the object's size for good (linear
+            // memory never shrinks), for a pack of many megabytes.
+            let body = js_sys::Uint8Array::from(bytes);
+            let Ok(res) = web_sys::Response::new_with_opt_buffer_source(Some(&body)) else {
                 return;
             };
-            if let Err(e) = Cache::default()
-                .put(url(key), res.with_headers(headers))
-                .await
-            {
+            if res.headers().set("cache-control", CACHE_CONTROL).is_err() {
+                return;
+            }
+            if let Err(e) = Cache::default().put(url(key), Response::from(res)).await {
                 worker::console_warn!("caching index object {key}: {e}");
             }
         })
