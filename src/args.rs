@@ -86,6 +86,7 @@ impl Command {
             Command::Key(KeyCommand::Create(a)) => a.format,
             Command::Quota(QuotaCommand::Set(a)) => a.format,
             Command::Project(ProjectCommand::Add(a)) => a.format,
+            Command::Project(ProjectCommand::Publish(a)) => a.format,
             Command::Aws(AwsCommand::Init(a)) => a.format,
             Command::Jobs(a) => a.format,
         }
@@ -432,6 +433,35 @@ pub struct QuotaSetArgs {
 pub enum ProjectCommand {
     /// Register a local folder as a project of an organisation and index it.
     Add(ProjectAddArgs),
+    /// Upload a project's current version to a Worker deployed over R2 and Durable Objects.
+    Publish(ProjectPublishArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Uploads the version's objects (segments, pack, manifest last) through the Worker's admin API, \
+then makes it the project's current version there. The organisation must exist on the Worker \
+(POST /v1/admin/orgs). The admin secret is read from the variable named by --admin-secret-env, \
+never from the command line, where other users of the machine could read it.
+
+  ctxgate project add --org acme --name core ./core
+  CTXGATE_ADMIN_SECRET=... ctxgate project publish --org acme --name core --to https://ctxgate.acme.workers.dev")]
+pub struct ProjectPublishArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    /// The project's name within the organisation.
+    #[arg(long)]
+    pub name: String,
+    /// The Worker's base URL.
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// The variable holding the Worker's ADMIN_SECRET.
+    #[arg(long, value_name = "VAR", default_value = "CTXGATE_ADMIN_SECRET")]
+    pub admin_secret_env: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]

@@ -10,6 +10,11 @@ pub struct FileBar {
 
 impl FileBar {
     pub fn new(quiet: bool, label: &'static str) -> Self {
+        Self::counting(quiet, label, "files")
+    }
+
+    /// A bar counting `unit` (objects, files).
+    pub fn counting(quiet: bool, label: &'static str, unit: &str) -> Self {
         let bar = ProgressBar::with_draw_target(
             Some(0),
             if quiet {
@@ -18,10 +23,11 @@ impl FileBar {
                 ProgressDrawTarget::stderr()
             },
         );
-        let style =
-            ProgressStyle::with_template("{prefix:>9} [{bar:30}] {pos}/{len} files {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> ");
+        let style = ProgressStyle::with_template(&format!(
+            "{{prefix:>9}} [{{bar:30}}] {{pos}}/{{len}} {unit} {{elapsed}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(label);
         Self { bar }

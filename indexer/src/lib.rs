@@ -28,6 +28,7 @@ pub mod jobs;
 #[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod pipeline;
+pub mod publish;
 pub mod recency;
 pub mod reindex;
 pub mod source;

@@ -7,14 +7,19 @@ use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::ProjectSource;
 use ctxgate_edge::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_edge::{AppState, Config, admin};
+use ctxgate_indexer::publish::{WorkerTarget, publish_to_worker};
+use ctxgate_indexer::store::Store;
 use serde_json::json;
 
 use super::{catalog, data_dir, print_json};
 use crate::CmdResult;
 use crate::args::{
-    Format, Global, KeyCommand, LimitFlags, OrgCommand, ProjectCommand, QuotaCommand,
+    Format, Global, KeyCommand, LimitFlags, OrgCommand, ProjectAddArgs, ProjectCommand,
+    ProjectPublishArgs, QuotaCommand,
 };
 use crate::failure::Failure;
+use crate::progress::FileBar;
+use ctxgate_indexer::pipeline::Progress;
 
 /// The admin commands run on the operator's own machine: every source is allowed.
 fn state(global: &Global) -> Result<AppState, Failure> {
@@ -126,7 +131,52 @@ pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
 
 /// `ctxgate project ...`.
 pub fn project(global: &Global, cmd: &ProjectCommand) -> CmdResult {
-    let ProjectCommand::Add(a) = cmd;
+    match cmd {
+        ProjectCommand::Add(a) => project_add(global, a),
+        ProjectCommand::Publish(a) => project_publish(global, a),
+    }
+}
+
+/// `ctxgate project publish`.
+fn project_publish(global: &Global, a: &ProjectPublishArgs) -> CmdResult {
+    ctxgate_edge::routes::valid_project_name(&a.name)?;
+    let admin_secret = std::env::var(&a.admin_secret_env).map_err(|_| {
+        Failure::input(
+            "admin_secret_missing",
+            format!(
+                "set {} to the Worker's ADMIN_SECRET (or name another variable with --admin-secret-env)",
+                a.admin_secret_env
+            ),
+        )
+    })?;
+    let store = Store::open(&data_dir(global)?)?;
+    let target = WorkerTarget {
+        url: a.to.clone(),
+        admin_secret,
+    };
+    let bar = FileBar::counting(global.quiet, "uploading", "objects");
+    let done = publish_to_worker(&store, &a.org, &a.name, &target, &|done, total| {
+        if done == 1 {
+            bar.start(total as u64);
+        }
+        bar.advance();
+    });
+    bar.finish();
+    let done = done?;
+    match a.format {
+        Format::Json => print_json(&done),
+        Format::Text => {
+            println!(
+                "published {} ({}) of {} version {} to {}: {} objects, {} bytes",
+                done.name, done.id, done.org, done.version, a.to, done.objects, done.bytes
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `ctxgate project add`.
+fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
     let st = state(global)?;
     ctxgate_edge::routes::valid_project_name(&a.name)?;
     let dir = a.dir.canonicalize().map_err(|e| {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::host::{ADMIN_SECRET, Host, call, org_with_key, post};
+use super::host::{ADMIN_SECRET, Host, org_with_key, post};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TOKEN_SECRET: &str = "worker-test-token-secret-0123456789";
@@ -255,22 +255,16 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files(&path, out);
-        } else {
-            out.push(path);
-        }
-    }
+fn ctxgate(home: &Path, args: &[&str]) -> Value {
+    ctxgate_with(home, args, &[])
 }
 
-fn ctxgate(home: &Path, args: &[&str]) -> Value {
+/// `ctxgate` with `CTXGATE_HOME` and `vars` set; its JSON output.
+fn ctxgate_with(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
         .args(args)
         .env("CTXGATE_HOME", home)
+        .envs(vars.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -310,56 +304,34 @@ impl Host for WorkerHost {
     }
 
     fn publish(&self, org: &str, name: &str, dir: &Path) -> Value {
-        // Index natively, as the batch side would.
+        // Index natively, as the batch side would, then upload with `ctxgate project publish`.
         let home = tempfile::tempdir().unwrap();
         ctxgate(home.path(), &["org", "create", org, "--format", "json"]);
         let dir = dir.to_string_lossy();
-        let project = ctxgate(
+        let added = ctxgate(
             home.path(),
             &[
                 "project", "add", "--org", org, "--name", name, "--format", "json", &dir,
             ],
         );
-        // Upload what it wrote, then make it known.
-        let own = home.path().join("objects").join("org").join(org);
-        let mut paths = Vec::new();
-        files(&own, &mut paths);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut uploaded = 0;
-        for path in &paths {
-            let rest = path.strip_prefix(&own).unwrap().to_string_lossy();
-            if rest.contains(".tmp-") {
-                continue;
-            }
-            let url = format!("{}/v1/admin/orgs/{org}/objects/{rest}", self.url);
-            let res = agent
-                .put(&url)
-                .header("Authorization", format!("Bearer {ADMIN_SECRET}"))
-                .header("Content-Type", "application/octet-stream")
-                .send(&std::fs::read(path).unwrap()[..])
-                .unwrap_or_else(|e| panic!("PUT {url}: {e}"));
-            assert_eq!(res.status().as_u16(), 204, "PUT {url}");
-            uploaded += 1;
-        }
-        assert!(uploaded >= 3, "manifest, pack and segments: {paths:?}");
-        let body = json!({
-            "id": project["id"],
-            "source": project["source"],
-            "current_version": project["current_version"],
-        });
-        let r = call(
-            self,
-            "PUT",
-            &format!("/v1/admin/orgs/{org}/projects/{name}"),
-            Some(ADMIN_SECRET),
-            Some(&body.to_string()),
-            "application/json",
+        let published = ctxgate_with(
+            home.path(),
+            &[
+                "project", "publish", "--org", org, "--name", name, "--to", &self.url, "--format",
+                "json",
+            ],
+            &[("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)],
         );
-        assert_eq!(r.status, 200, "register project: {}", r.body);
-        r.body
+        assert_eq!(published["id"], added["id"], "{published}");
+        assert_eq!(
+            published["version"], added["current_version"],
+            "{published}"
+        );
+        assert!(
+            published["objects"].as_u64().unwrap() >= 3,
+            "manifest, pack and segments: {published}"
+        );
+        published
     }
 }
 
@@ -407,4 +379,54 @@ pub fn fresh_isolates_read_index_objects_from_the_cache(host: &mut WorkerHost) {
     let again = ask(host, "read");
     assert_eq!(again.status, 200, "{}", again.body);
     assert_eq!(again.body["prompt"], first.body["prompt"]);
+}
+
+/// `ctxgate project publish` refuses clearly: no secret in the environment, a wrong secret, an
+/// organisation the Worker does not have, a project never indexed here.
+#[allow(dead_code)]
+pub fn publishing_refusals(host: &WorkerHost, dir: &Path) {
+    let home = tempfile::tempdir().unwrap();
+    ctxgate(
+        home.path(),
+        &["org", "create", "pubref", "--format", "json"],
+    );
+    let dir = dir.to_string_lossy().into_owned();
+    ctxgate(
+        home.path(),
+        &[
+            "project", "add", "--org", "pubref", "--name", "core", "--format", "json", &dir,
+        ],
+    );
+    let publish = |name: &str, vars: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+            .args([
+                "project", "publish", "--org", "pubref", "--name", name, "--to", &host.url,
+                "--format", "json",
+            ])
+            .env("CTXGATE_HOME", home.path())
+            .env_remove("CTXGATE_ADMIN_SECRET")
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            v["error"]["code"].as_str().unwrap_or_default().to_string(),
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    let (code, _) = publish("core", &[]);
+    assert_eq!(code, "admin_secret_missing");
+    let (code, message) = publish("core", &[("CTXGATE_ADMIN_SECRET", "not-the-secret-at-all")]);
+    assert_eq!(code, "remote_store_error");
+    assert!(message.contains("HTTP 401"), "{message}");
+    // The Worker has no organisation `pubref` yet.
+    let (code, message) = publish("core", &[("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)]);
+    assert_eq!(code, "remote_store_error");
+    assert!(message.contains("org_not_found"), "{message}");
+    let (code, _) = publish("never-added", &[("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)]);
+    assert_eq!(code, "invalid_request");
 }

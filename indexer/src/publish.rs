@@ -1,0 +1,212 @@
+//! Publishing a locally indexed version to a Worker deployed over R2 and Durable Objects, where
+//! nothing can fetch or parse a repository: the version's objects go up through the Worker's
+//! admin API, then the project record, so the version becomes visible only once every object
+//! it names is there (the same order as publishing anywhere else: manifest last, record after).
+
+use std::time::Duration;
+
+use ctxgate_core::index::layout::{Manifest, keys, project_id};
+use serde::Serialize;
+
+use crate::IndexerError;
+use crate::store::IndexStore;
+
+/// Where to publish: the Worker's base URL and its admin secret.
+#[derive(Clone, Debug)]
+pub struct WorkerTarget {
+    /// `https://ctxgate.example.workers.dev` (no trailing path).
+    pub url: String,
+    /// The Worker's `ADMIN_SECRET`.
+    pub admin_secret: String,
+}
+
+/// What was published.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Published {
+    /// Organisation.
+    pub org: String,
+    /// Project name.
+    pub name: String,
+    /// Project id.
+    pub id: String,
+    /// The version now current on the Worker.
+    pub version: u64,
+    /// Objects uploaded (segments, pack, manifest).
+    pub objects: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// The keys of a version's objects, in upload order: what the manifest names first, the
+/// manifest last.
+fn upload_order(manifest: &Manifest, manifest_key: String) -> Vec<String> {
+    let mut keys: Vec<String> = manifest.segment_keys.clone();
+    keys.push(manifest.pack_key.clone());
+    keys.push(manifest_key);
+    keys
+}
+
+/// The part of an object key under `org/{org}/`, as the admin API addresses it.
+fn org_relative<'k>(org: &str, key: &'k str) -> Result<&'k str, IndexerError> {
+    key.strip_prefix(&format!("org/{org}/")).ok_or_else(|| {
+        IndexerError::Corrupt(format!("object `{key}` is outside organisation `{org}`"))
+    })
+}
+
+/// A refusal or failure of the Worker, with its error code and message when it sent one.
+fn refused(action: String, status: u16, body: &str) -> IndexerError {
+    let said = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            Some(format!(
+                "{}: {}",
+                e.get("code")?.as_str()?,
+                e.get("message")?.as_str()?
+            ))
+        })
+        .unwrap_or_else(|| body.chars().take(300).collect());
+    IndexerError::Remote {
+        action,
+        message: format!("HTTP {status}: {said}"),
+    }
+}
+
+/// Uploads the current version of `org`'s project `name` from `store` to the Worker and makes
+/// it current there. `progress(done, total)` is called after each object.
+pub fn publish_to_worker(
+    store: &dyn IndexStore,
+    org: &str,
+    name: &str,
+    target: &WorkerTarget,
+    progress: &dyn Fn(usize, usize),
+) -> Result<Published, IndexerError> {
+    let id = project_id(org, name);
+    let project = store.project(org, &id)?.ok_or_else(|| {
+        IndexerError::InvalidRequest(format!(
+            "no project `{name}` of organisation `{org}` here: index it with `ctxgate project add` first"
+        ))
+    })?;
+    let version = project.current_version.ok_or_else(|| {
+        IndexerError::InvalidRequest(format!("project `{name}` has no published version here"))
+    })?;
+    let manifest_key = keys::manifest(org, &id, version);
+    let manifest: Manifest = serde_json::from_slice(&store.get_object(&manifest_key)?)
+        .map_err(|e| IndexerError::Corrupt(format!("manifest `{manifest_key}`: {e}")))?;
+
+    crate::source::ensure_tls_provider();
+    let client = reqwest::blocking::Client::builder()
+        .user_agent(concat!("ctxgate/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(30))
+        .timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| IndexerError::Remote {
+            action: "building the HTTP client".into(),
+            message: e.to_string(),
+        })?;
+    let base = target.url.trim_end_matches('/');
+    let bearer = format!("Bearer {}", target.admin_secret);
+    let send = |method: reqwest::Method, url: String, body: Vec<u8>, json: bool| {
+        let action = format!("{method} {url}");
+        let res = client
+            .request(method, &url)
+            .header("Authorization", &bearer)
+            .header(
+                "Content-Type",
+                if json {
+                    "application/json"
+                } else {
+                    "application/octet-stream"
+                },
+            )
+            .body(body)
+            .send()
+            .map_err(|e| IndexerError::Remote {
+                action: action.clone(),
+                message: e.to_string(),
+            })?;
+        let status = res.status().as_u16();
+        let text = res.text().unwrap_or_default();
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(refused(action, status, &text))
+        }
+    };
+
+    let order = upload_order(&manifest, manifest_key);
+    let mut bytes = 0u64;
+    for (i, key) in order.iter().enumerate() {
+        let object = store.get_object(key)?;
+        bytes += object.len() as u64;
+        let url = format!(
+            "{base}/v1/admin/orgs/{org}/objects/{}",
+            org_relative(org, key)?
+        );
+        send(reqwest::Method::PUT, url, object, false)?;
+        progress(i + 1, order.len());
+    }
+    let record = serde_json::json!({
+        "id": id, "source": project.source, "current_version": version
+    });
+    send(
+        reqwest::Method::PUT,
+        format!("{base}/v1/admin/orgs/{org}/projects/{name}"),
+        record.to_string().into_bytes(),
+        true,
+    )?;
+    Ok(Published {
+        org: org.into(),
+        name: name.into(),
+        id,
+        version,
+        objects: order.len(),
+        bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_goes_last_and_keys_stay_in_their_org() {
+        let m = Manifest {
+            format_version: 1,
+            org: "acme".into(),
+            project: "p1".into(),
+            version: 2,
+            pack_key: keys::pack("acme", "p1", 2),
+            pack_bytes: 1,
+            pack_sha256: String::new(),
+            segment_keys: vec![
+                keys::segment("acme", "p1", "ab"),
+                keys::segment("acme", "p1", "cd"),
+            ],
+            created_at_ns: 0,
+        };
+        let order = upload_order(&m, keys::manifest("acme", "p1", 2));
+        assert_eq!(order.len(), 4);
+        assert_eq!(order[2], keys::pack("acme", "p1", 2));
+        assert_eq!(order[3], keys::manifest("acme", "p1", 2));
+        assert_eq!(
+            org_relative("acme", &order[3]).unwrap(),
+            "project/p1/version/0000000002/manifest.json"
+        );
+        assert!(org_relative("other", &order[3]).is_err());
+    }
+
+    #[test]
+    fn a_refusal_carries_the_workers_code() {
+        let e = refused(
+            "PUT x".into(),
+            404,
+            r#"{"error":{"code":"org_not_found","message":"no organisation `a`","details":{}}}"#,
+        );
+        assert_eq!(
+            e.to_string(),
+            "PUT x: HTTP 404: org_not_found: no organisation `a`"
+        );
+        assert_eq!(e.code(), "remote_store_error");
+    }
+}
