@@ -264,8 +264,9 @@ impl Backend for CloudflareBackend {
         // No parser for source files runs in wasm (tree-sitter is C): an indexer publishes
         // projects to the Worker instead (objects, then `PUT /v1/admin/orgs/{org}/projects/{name}`).
         Err(BackendError::Refused(
-            "the Worker does not index: publish the project with an indexer \
-             (`ctxgate project add`, then the admin publish endpoints)"
+            "this Worker does not fetch or index sources: index the project locally \
+             (`ctxgate project add`) and publish it here (`ctxgate project publish --to <this \
+             Worker's URL>`)"
                 .into(),
         ))
     }
