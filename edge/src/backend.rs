@@ -295,6 +295,15 @@ pub trait Backend: Send + Sync + 'static {
     /// Stores an object an indexer published elsewhere (objects are immutable once a manifest
     /// names them; writing the same key again replaces it with the same bytes).
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError>;
+    /// Whether the object `key` is stored: a publisher skips content-addressed segments an
+    /// earlier version already uploaded. Hosts that can ask without reading it override this.
+    async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
+        match self.object(key).await {
+            Ok(_) => Ok(true),
+            Err(BackendError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 
     /// The chunks of `snap` nearest to `query` by embedding, scaled for ranking
     /// ([`ctxgate_core::dense::scaled_hits`]), when this host has an embedding model; none

@@ -426,4 +426,8 @@ impl Backend for EmbeddedBackend {
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {
         self.with(|s| s.put_object(key, &bytes))
     }
+
+    async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
+        self.with(|s| Ok(s.has_object(key)))
+    }
 }

@@ -2,6 +2,9 @@
 //! nothing can fetch or parse a repository: the version's objects go up through the Worker's
 //! admin API, then the project record, so the version becomes visible only once every object
 //! it names is there (the same order as publishing anywhere else: manifest last, record after).
+//! Segments are content-addressed, so those an earlier version uploaded are skipped (asked
+//! with `HEAD`): republishing after a small change sends the changed segments, the pack and
+//! the manifest.
 
 use std::time::Duration;
 
@@ -33,7 +36,9 @@ pub struct Published {
     pub version: u64,
     /// Objects uploaded (segments, pack, manifest).
     pub objects: usize,
-    /// Their bytes.
+    /// Segments the Worker already had (content-addressed: uploaded by an earlier version).
+    pub skipped: usize,
+    /// Bytes uploaded.
     pub bytes: u64,
 }
 
@@ -134,16 +139,30 @@ pub fn publish_to_worker(
         }
     };
 
+    // Whether the Worker already stores `url`'s object: only a 204 says yes (a Worker without
+    // the HEAD route, or any doubt, means upload).
+    let stored = |url: &str| {
+        client
+            .head(url)
+            .header("Authorization", &bearer)
+            .send()
+            .is_ok_and(|r| r.status().as_u16() == 204)
+    };
     let order = upload_order(&manifest, manifest_key);
-    let mut bytes = 0u64;
+    let segments = manifest.segment_keys.len();
+    let (mut bytes, mut skipped) = (0u64, 0usize);
     for (i, key) in order.iter().enumerate() {
-        let object = store.get_object(key)?;
-        bytes += object.len() as u64;
         let url = format!(
             "{base}/v1/admin/orgs/{org}/objects/{}",
             org_relative(org, key)?
         );
-        send(reqwest::Method::PUT, url, object, false)?;
+        if i < segments && stored(&url) {
+            skipped += 1;
+        } else {
+            let object = store.get_object(key)?;
+            bytes += object.len() as u64;
+            send(reqwest::Method::PUT, url, object, false)?;
+        }
         progress(i + 1, order.len());
     }
     let record = serde_json::json!({
@@ -160,7 +179,8 @@ pub fn publish_to_worker(
         name: name.into(),
         id,
         version,
-        objects: order.len(),
+        objects: order.len() - skipped,
+        skipped,
         bytes,
     })
 }

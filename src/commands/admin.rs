@@ -167,8 +167,16 @@ fn project_publish(global: &Global, a: &ProjectPublishArgs) -> CmdResult {
         Format::Json => print_json(&done),
         Format::Text => {
             println!(
-                "published {} ({}) of {} version {} to {}: {} objects, {} bytes",
-                done.name, done.id, done.org, done.version, a.to, done.objects, done.bytes
+                "published {} ({}) of {} version {} to {}: {} objects, {} bytes uploaded; {} \
+                 segments already there",
+                done.name,
+                done.id,
+                done.org,
+                done.version,
+                a.to,
+                done.objects,
+                done.bytes,
+                done.skipped
             );
             Ok(())
         }

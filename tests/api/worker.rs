@@ -429,4 +429,27 @@ pub fn publishing_refusals(host: &WorkerHost, dir: &Path) {
     assert!(message.contains("org_not_found"), "{message}");
     let (code, _) = publish("never-added", &[("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)]);
     assert_eq!(code, "invalid_request");
+
+    // Once the Worker has the organisation it publishes; publishing again skips every segment
+    // (content-addressed, asked with HEAD) and sends only the pack and the manifest.
+    let key = org_with_key(host, "pubref", json!({}));
+    let secret = [("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)];
+    let args = [
+        "project", "publish", "--org", "pubref", "--name", "core", "--to", &host.url, "--format",
+        "json",
+    ];
+    let first = ctxgate_with(home.path(), &args, &secret);
+    assert_eq!(first["skipped"], 0, "{first}");
+    let segments = first["objects"].as_u64().unwrap() - 2;
+    assert!(segments >= 1, "{first}");
+    let again = ctxgate_with(home.path(), &args, &secret);
+    assert_eq!(again["skipped"], segments, "{again}");
+    assert_eq!(again["objects"], 2, "{again}");
+    let r = post(
+        host,
+        "/v1/context",
+        Some(&key),
+        &json!({"project": "core", "query": "quota ledger", "budget": 2000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
 }

@@ -182,6 +182,24 @@ pub async fn put_object(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// `HEAD /v1/admin/orgs/{org}/objects/{*key}`: 204 when the object is stored, 404 when not, so
+/// a publisher uploads only what is missing (segments are content-addressed).
+pub async fn has_object(
+    State(state): State<AppState>,
+    _: Admin,
+    Path((org, rest)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let key = object_key(&org, &rest)?;
+    if state.backend.has_object(&key).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(
+            "object_not_found",
+            format!("no object `{rest}`"),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::object_key;

@@ -45,7 +45,9 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/admin/orgs/{org}/objects/{*key}",
-            put(admin::put_object).layer(DefaultBodyLimit::max(admin::MAX_OBJECT_BYTES)),
+            put(admin::put_object)
+                .head(admin::has_object)
+                .layer(DefaultBodyLimit::max(admin::MAX_OBJECT_BYTES)),
         )
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))

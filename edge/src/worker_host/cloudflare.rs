@@ -295,6 +295,11 @@ impl Backend for CloudflareBackend {
         .await
     }
 
+    async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
+        SendFuture::new(async { Ok(self.objects.head(key).await.map_err(storage)?.is_some()) })
+            .await
+    }
+
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {
         SendFuture::new(async {
             self.objects
