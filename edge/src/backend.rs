@@ -125,6 +125,19 @@ pub enum ProjectSource {
     },
 }
 
+impl ProjectSource {
+    /// How the source is shown: the path, the URL, or `url#rev` for a pinned git rev (as the
+    /// indexer shows it).
+    pub fn describe(&self) -> String {
+        match self {
+            ProjectSource::Local { path } => path.clone(),
+            ProjectSource::Git { url, rev: None } => url.clone(),
+            ProjectSource::Git { url, rev: Some(r) } => format!("{url}#{r}"),
+            ProjectSource::Tarball { url } => url.clone(),
+        }
+    }
+}
+
 /// One call, as audited: ids and counts, never content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {

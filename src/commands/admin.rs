@@ -7,6 +7,7 @@ use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::ProjectSource;
 use ctxgate_edge::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_edge::{AppState, Config, admin};
+use ctxgate_indexer::pipeline::Progress;
 use ctxgate_indexer::publish::{WorkerTarget, publish_to_worker};
 use ctxgate_indexer::store::Store;
 use serde_json::json;
@@ -19,7 +20,6 @@ use crate::args::{
 };
 use crate::failure::Failure;
 use crate::progress::FileBar;
-use ctxgate_indexer::pipeline::Progress;
 
 /// The admin commands run on the operator's own machine: every source is allowed.
 fn state(global: &Global) -> Result<AppState, Failure> {

@@ -57,6 +57,15 @@ fn error_type(body: &Value) -> Option<&str> {
     Some(t.rsplit('#').next().unwrap_or(t))
 }
 
+/// Whether a transaction was cancelled because a condition failed. A transaction also fails
+/// when it races another on the same item (`TransactionConflict`): that is not "it exists".
+fn condition_failed(body: &Value) -> bool {
+    error_type(body) == Some("TransactionCanceledException")
+        && body["CancellationReasons"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["Code"] == "ConditionalCheckFailed"))
+}
+
 fn attr_n(item: &Value, name: &str) -> Option<u64> {
     item.get(name)?.get("N")?.as_str()?.parse().ok()
 }
@@ -77,7 +86,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         let value: Value = serde_json::from_slice(&res.body).map_err(|e| {
             BackendError::Storage(format!("DynamoDB {target}: HTTP {}: {e}", res.status))
         })?;
-        if res.status == 400 && error_type(&value) == Some("TransactionCanceledException") {
+        if res.status == 400 && condition_failed(&value) {
             return Err(BackendError::Conflict(format!(
                 "DynamoDB {target}: {value}"
             )));
@@ -289,5 +298,26 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
 
     async fn put_object(&self, _key: &str, _bytes: Vec<u8>) -> Result<(), BackendError> {
         Err(Self::refused())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::condition_failed;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_failed_condition_is_a_conflict() {
+        let cancelled = |code: &str| {
+            json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                "CancellationReasons": [{"Code": code}, {"Code": "None"}]
+            })
+        };
+        assert!(condition_failed(&cancelled("ConditionalCheckFailed")));
+        assert!(!condition_failed(&cancelled("TransactionConflict")));
+        assert!(!condition_failed(
+            &json!({"__type": "x#ValidationException"})
+        ));
     }
 }

@@ -54,24 +54,17 @@ pub fn registration(
     source: &ProjectSource,
     now_ms: u64,
 ) -> Result<Registration, BackendError> {
-    let shown = match source {
+    match source {
         ProjectSource::Local { .. } => return Err(refused("a folder on the server")),
-        ProjectSource::Git { url, rev } => {
-            if !network_url(url, &["https", "http", "ssh", "git"]) {
-                return Err(refused(&format!("git URL `{url}`")));
-            }
-            match rev {
-                Some(r) => format!("{url}#{r}"),
-                None => url.clone(),
-            }
+        ProjectSource::Git { url, .. } if !network_url(url, &["https", "http", "ssh", "git"]) => {
+            return Err(refused(&format!("git URL `{url}`")));
         }
-        ProjectSource::Tarball { url } => {
-            if !network_url(url, &["https", "http"]) {
-                return Err(refused(&format!("tarball URL `{url}`")));
-            }
-            url.clone()
+        ProjectSource::Tarball { url } if !network_url(url, &["https", "http"]) => {
+            return Err(refused(&format!("tarball URL `{url}`")));
         }
-    };
+        _ => {}
+    }
+    let shown = source.describe();
     let id = project_id(org, name);
     let project = json!({
         "id": id, "org": org, "name": name, "source": shown,
