@@ -87,6 +87,7 @@ impl Command {
             Command::Quota(QuotaCommand::Set(a)) => a.format,
             Command::Project(ProjectCommand::Add(a)) => a.format,
             Command::Project(ProjectCommand::Publish(a)) => a.format,
+            Command::Project(ProjectCommand::Reindex(a)) => a.format,
             Command::Aws(AwsCommand::Init(a)) => a.format,
             Command::Jobs(a) => a.format,
         }
@@ -330,9 +331,26 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:8787")]
     pub addr: String,
+    /// Serve the projects the indexer (the Lambda, `ctxgate index --store`) published to S3 and
+    /// DynamoDB, read exactly as the Worker reads them (signed requests; credentials from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_REGION,
+    /// AWS_ENDPOINT_URL). Organisations, keys, quotas and audit stay in the data directory.
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Let `POST /v1/projects` index folders on this machine (only on servers you trust).
     #[arg(long)]
     pub allow_local_paths: bool,
+    /// How long a project's current version is trusted before it is read again; a request
+    /// with `Cache-Control: no-cache` always reads it (0: read it on every request).
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub pointer_ttl_ms: u64,
+    /// Re-index folder projects when their files change (debounced), publishing each new
+    /// version atomically while requests are answered from the previous one.
+    #[arg(long, conflicts_with = "store")]
+    pub watch: bool,
+    /// Quiet time after the last change before a watched project is re-indexed.
+    #[arg(long, value_name = "MS", default_value_t = 500, requires = "watch")]
+    pub watch_debounce_ms: u64,
     /// Let `POST /v1/projects` fetch git and tarball URLs on private, loopback and link-local
     /// addresses and over plain http (by default only public https hosts are reached).
     #[arg(long)]
@@ -435,6 +453,21 @@ pub enum ProjectCommand {
     Add(ProjectAddArgs),
     /// Upload a project's current version to a Worker deployed over R2 and Durable Objects.
     Publish(ProjectPublishArgs),
+    /// Index a registered project again from its folder or URL (only what changed is re-read);
+    /// a server over the same data directory answers from the new version at once.
+    Reindex(ProjectReindexArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ProjectReindexArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    /// The project's name (or id) within the organisation.
+    pub name: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]

@@ -300,6 +300,16 @@ pub trait Backend: Send + Sync + 'static {
         name: &str,
         source: &ProjectSource,
     ) -> Result<ProjectInfo, BackendError>;
+    /// Indexes `project` again from where it was registered, publishing a new version when
+    /// its files changed, while readers keep the current one. Hosts that index answer with
+    /// the project as it is now; hosts that queue the work answer at once (the version moves
+    /// later); hosts that cannot index refuse.
+    async fn reindex_project(&self, project: &ProjectInfo) -> Result<ProjectInfo, BackendError> {
+        let _ = project;
+        Err(BackendError::Refused(
+            "this host does not index sources: publish a new version from an indexer".into(),
+        ))
+    }
     /// Records a project whose index was published by an indexer elsewhere (the batch side
     /// writes objects; this makes them known to the API), replacing any record of that id.
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError>;

@@ -86,6 +86,102 @@ impl EmbeddedBackend {
         self
     }
 
+    /// The indexer's form of `source`, if this server may index it.
+    fn admit(&self, source: &ProjectSource) -> Result<SourceSpec, BackendError> {
+        let spec = match source {
+            ProjectSource::Local { path } => SourceSpec::Local { path: path.clone() },
+            ProjectSource::Git { url, rev } => SourceSpec::Git {
+                url: url.clone(),
+                rev: rev.clone(),
+            },
+            ProjectSource::Tarball { url } => SourceSpec::Tarball { url: url.clone() },
+        };
+        // A folder or a `file://` git URL reads this machine's disk.
+        if !spec.is_remote() && !self.access.local_paths {
+            return Err(BackendError::Refused(
+                "this server does not index local paths (start it with --allow-local-paths)".into(),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// Fetches `spec` and indexes it as `target`, publishing a new version when anything
+    /// changed (unchanged files are recognised by size and time or content hash, so a
+    /// re-index of an unchanged folder is a stat walk). Readers keep the current version until
+    /// the new manifest is written.
+    async fn index_source(
+        &self,
+        mut target: ProjectTarget,
+        spec: SourceSpec,
+    ) -> Result<ProjectInfo, BackendError> {
+        // A folder shows as the indexed folder; URLs as given (with a pinned rev).
+        if !matches!(spec, SourceSpec::Local { .. }) {
+            target.source = Some(spec.describe());
+        }
+        // Fetching and indexing take seconds: run them off the async workers, on their own
+        // connection. The fetched files live in a temporary folder of the data directory,
+        // deleted when `fetched` drops.
+        let root = self.root.clone();
+        let opts = self.index.clone();
+        let limits = SourceLimits {
+            network: self.access.network,
+            ..SourceLimits::default()
+        };
+        let item = tokio::task::spawn_blocking(move || {
+            let work = root.join("tmp");
+            std::fs::create_dir_all(&work)
+                .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
+            let fetched = fetch(&spec, &limits, &work).map_err(source_error)?;
+            let store = Store::open(&root).map_err(storage)?;
+            index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
+            store
+                .project(&target.org, &target.id)
+                .map_err(storage)?
+                .ok_or_else(|| BackendError::Corrupt("project vanished after indexing".into()))
+        })
+        .await
+        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))??;
+        Ok(info(item))
+    }
+
+    /// Where `project`'s files come from. Projects registered before sources were remembered
+    /// fall back to their shown source when it is a folder on this machine.
+    fn registered_source(&self, project: &ProjectInfo) -> Result<ProjectSource, BackendError> {
+        if let Some(data) = self.with(|s| s.item(SOURCES_PK, &source_sk(&project.id)))? {
+            let r: RegisteredSource = decode(&data).map_err(storage)?;
+            return Ok(r.source);
+        }
+        let path = std::path::Path::new(&project.source);
+        if path.is_absolute() && path.is_dir() {
+            return Ok(ProjectSource::Local {
+                path: project.source.clone(),
+            });
+        }
+        Err(BackendError::Refused(format!(
+            "project `{}` was not registered through this server, so its source is unknown here \
+             (index it again with `ctxgate index` or the indexer that published it)",
+            project.name
+        )))
+    }
+
+    /// Every registered project whose files are a folder on this machine, with that folder:
+    /// what `ctxgate serve --watch` watches.
+    pub fn local_projects(&self) -> Result<Vec<(ProjectInfo, PathBuf)>, BackendError> {
+        let registered =
+            self.with(|s| s.items_with_prefix(SOURCES_PK, "PROJECT#", false, usize::MAX))?;
+        let mut out = Vec::new();
+        for data in registered {
+            let r: RegisteredSource = decode(&data).map_err(storage)?;
+            let ProjectSource::Local { path } = &r.source else {
+                continue;
+            };
+            if let Some(p) = self.with(|s| s.project(&r.org, &r.id))? {
+                out.push((info(p), PathBuf::from(path)));
+            }
+        }
+        Ok(out)
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, IndexerError>,
@@ -128,6 +224,23 @@ fn decode<T: DeserializeOwned>(data: &str) -> Result<T, IndexerError> {
 
 fn encode<T: Serialize>(v: &T) -> Result<String, IndexerError> {
     serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
+}
+
+/// The partition of registered sources: one item per project this server indexes itself, so a
+/// re-index (and `serve --watch`) knows where its files come from.
+const SOURCES_PK: &str = "SOURCES";
+
+fn source_sk(project_id: &str) -> String {
+    format!("PROJECT#{project_id}")
+}
+
+/// A project's registration as this server remembers it.
+#[derive(Serialize, serde::Deserialize)]
+struct RegisteredSource {
+    org: String,
+    id: String,
+    name: String,
+    source: ProjectSource,
 }
 
 fn org_pk(org: &str) -> String {
@@ -347,57 +460,38 @@ impl Backend for EmbeddedBackend {
         name: &str,
         source: &ProjectSource,
     ) -> Result<ProjectInfo, BackendError> {
-        let spec = match source {
-            ProjectSource::Local { path } => SourceSpec::Local { path: path.clone() },
-            ProjectSource::Git { url, rev } => SourceSpec::Git {
-                url: url.clone(),
-                rev: rev.clone(),
-            },
-            ProjectSource::Tarball { url } => SourceSpec::Tarball { url: url.clone() },
-        };
-        // A folder or a `file://` git URL reads this machine's disk.
-        if !spec.is_remote() && !self.access.local_paths {
-            return Err(BackendError::Refused(
-                "this server does not index local paths (start it with --allow-local-paths)".into(),
-            ));
-        }
-        let mut target = ProjectTarget::named(org, name);
-        // A folder shows as the indexed folder; URLs as given (with a pinned rev).
-        if !matches!(spec, SourceSpec::Local { .. }) {
-            target.source = Some(spec.describe());
-        }
+        let spec = self.admit(source)?;
+        let target = ProjectTarget::named(org, name);
         if self
             .projects(org)
             .await?
             .iter()
             .any(|p| p.id == target.id && p.current_version.is_some())
         {
-            return Err(BackendError::Conflict(format!("project `{name}`")));
+            return Err(BackendError::Conflict(format!(
+                "project `{name}` (re-index it with `POST /v1/projects/{}/reindex` or \
+                 `ctxgate project reindex {name}`)",
+                target.id
+            )));
         }
-        // Fetching and indexing take seconds: run them off the async workers, on their own
-        // connection. The fetched files live in a temporary folder of the data directory,
-        // deleted when `fetched` drops.
-        let root = self.root.clone();
-        let opts = self.index.clone();
-        let limits = SourceLimits {
-            network: self.access.network,
-            ..SourceLimits::default()
-        };
-        let item = tokio::task::spawn_blocking(move || {
-            let work = root.join("tmp");
-            std::fs::create_dir_all(&work)
-                .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
-            let fetched = fetch(&spec, &limits, &work).map_err(source_error)?;
-            let store = Store::open(&root).map_err(storage)?;
-            index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
-            store
-                .project(&target.org, &target.id)
-                .map_err(storage)?
-                .ok_or_else(|| BackendError::Corrupt("project vanished after indexing".into()))
+        let registered = encode(&RegisteredSource {
+            org: org.into(),
+            id: target.id.clone(),
+            name: name.into(),
+            source: source.clone(),
         })
-        .await
-        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))??;
-        Ok(info(item))
+        .map_err(storage)?;
+        let info = self.index_source(target.clone(), spec).await?;
+        // Remembered only once indexed, so a failed registration leaves nothing to re-index.
+        self.with(|s| s.put_item(SOURCES_PK, &source_sk(&target.id), &registered))?;
+        Ok(info)
+    }
+
+    async fn reindex_project(&self, project: &ProjectInfo) -> Result<ProjectInfo, BackendError> {
+        let source = self.registered_source(project)?;
+        let spec = self.admit(&source)?;
+        self.index_source(ProjectTarget::named(&project.org, &project.name), spec)
+            .await
     }
 
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {

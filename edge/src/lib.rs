@@ -18,6 +18,7 @@ pub mod json_text;
 pub mod mcp;
 pub mod meter;
 pub mod openapi;
+pub mod pointer;
 pub mod recent;
 pub mod routes;
 pub mod state;

@@ -10,6 +10,7 @@ use ctxgate_core::index::IndexPack;
 use ctxgate_core::index::layout::{Manifest, keys};
 
 use crate::backend::{Backend, BackendError, ProjectInfo};
+use crate::pointer::PointerCache;
 
 /// Deployment settings.
 #[derive(Clone, Debug)]
@@ -20,6 +21,9 @@ pub struct Config {
     pub admin_secret: Option<String>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// How long a current-version pointer is trusted before it is read again
+    /// ([`crate::pointer::PointerCache`]); 0 reads it on every request.
+    pub pointer_ttl_ms: u64,
     /// How long a continuation token stays valid.
     pub continuation_ttl_ms: u64,
 }
@@ -30,6 +34,7 @@ impl Default for Config {
             token_secret: Vec::new(),
             admin_secret: None,
             max_body_bytes: 4 * 1024 * 1024,
+            pointer_ttl_ms: 5_000,
             continuation_ttl_ms: 3_600_000,
         }
     }
@@ -46,6 +51,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Opened versions, shared by requests.
     pub snapshots: Arc<SnapshotCache>,
+    /// Projects' current versions, read at most once per TTL.
+    pub pointers: Arc<PointerCache>,
 }
 
 impl AppState {
@@ -54,6 +61,7 @@ impl AppState {
         Self {
             backend,
             catalog: Arc::new(catalog),
+            pointers: Arc::new(PointerCache::new(config.pointer_ttl_ms)),
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
         }

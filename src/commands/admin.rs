@@ -16,7 +16,7 @@ use super::{catalog, data_dir, print_json};
 use crate::CmdResult;
 use crate::args::{
     Format, Global, KeyCommand, LimitFlags, OrgCommand, ProjectAddArgs, ProjectCommand,
-    ProjectPublishArgs, QuotaCommand,
+    ProjectPublishArgs, ProjectReindexArgs, QuotaCommand,
 };
 use crate::failure::Failure;
 use crate::progress::FileBar;
@@ -134,6 +134,45 @@ pub fn project(global: &Global, cmd: &ProjectCommand) -> CmdResult {
     match cmd {
         ProjectCommand::Add(a) => project_add(global, a),
         ProjectCommand::Publish(a) => project_publish(global, a),
+        ProjectCommand::Reindex(a) => project_reindex(global, a),
+    }
+}
+
+/// `ctxgate project reindex`: the same service as `POST /v1/projects/{id}/reindex`.
+fn project_reindex(global: &Global, a: &ProjectReindexArgs) -> CmdResult {
+    let st = state(global)?;
+    let (before, after) = block_on(async {
+        let before = ctxgate_edge::routes::find_project(&st, &a.org, &a.name).await?;
+        let after = st.backend.reindex_project(&before).await?;
+        Ok::<_, ctxgate_edge::error::ApiError>((before, after))
+    })??;
+    let changed = after.current_version != before.current_version;
+    match a.format {
+        Format::Json => print_json(&json!({
+            "changed": changed,
+            "previous_version": before.current_version,
+            "project": after,
+        })),
+        Format::Text => {
+            let show = |v: Option<u64>| v.map_or("none".into(), |v| v.to_string());
+            if changed {
+                println!(
+                    "project {} of {}: version {} -> {}",
+                    after.name,
+                    after.org,
+                    show(before.current_version),
+                    show(after.current_version)
+                );
+            } else {
+                println!(
+                    "project {} of {}: unchanged (version {})",
+                    after.name,
+                    after.org,
+                    show(after.current_version)
+                );
+            }
+            Ok(())
+        }
     }
 }
 

@@ -4,11 +4,13 @@
 pub mod admin;
 pub mod assemble;
 pub mod aws;
+pub mod aws_http;
 pub mod compact;
 pub mod count;
 pub mod index;
 pub mod models;
 pub mod serve;
+pub mod watch;
 
 use std::path::PathBuf;
 

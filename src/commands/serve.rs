@@ -3,13 +3,15 @@
 use std::sync::Arc;
 
 use ctxgate_core::tokens::Encoding;
+use ctxgate_edge::aws::{AwsConfig, PublishedBackend};
+use ctxgate_edge::backend::Backend;
 use ctxgate_edge::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
 use super::{catalog, data_dir};
 use crate::CmdResult;
-use crate::args::{Format, Global, ServeArgs};
+use crate::args::{Format, Global, ServeArgs, StoreArgs};
 use crate::failure::Failure;
 
 /// The continuation-signing secret kept in the data directory, created on first use, so tokens
@@ -36,6 +38,19 @@ fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
     }
     std::fs::rename(&tmp, &path).map_err(io)?;
     Ok(secret)
+}
+
+/// The AWS settings when `--store` names S3: the flags, then the standard AWS variables.
+fn aws_config(store: &StoreArgs) -> Result<Option<AwsConfig>, Failure> {
+    let (Some(url), Some(table)) = (&store.store, &store.table) else {
+        return Ok(None);
+    };
+    AwsConfig::from_vars(|name| match name {
+        "CTXGATE_STORE" => Some(url.clone()),
+        "CTXGATE_TABLE" => Some(table.clone()),
+        name => std::env::var(name).ok().filter(|v| !v.is_empty()),
+    })
+    .map_err(|e| Failure::input("invalid_store", e))
 }
 
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
@@ -74,9 +89,27 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         token_secret,
         admin_secret: args.admin_secret.clone().filter(|s| !s.is_empty()),
         max_body_bytes: args.max_body_bytes,
+        pointer_ttl_ms: args.pointer_ttl_ms,
         ..Config::default()
     };
-    let state = AppState::new(Arc::new(backend), catalog(global)?, config);
+    // The folder watcher re-indexes into the data directory, so it needs the embedded backend.
+    let mut watched: Option<Arc<EmbeddedBackend>> = None;
+    let served: Arc<dyn Backend> = match aws_config(&args.store)? {
+        // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
+        Some(aws) => {
+            tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
+            let http = super::aws_http::NativeHttp::new()
+                .map_err(|e| Failure::internal("http_client", e.to_string()))?;
+            Arc::new(PublishedBackend::new(backend, http, aws))
+        }
+        None => {
+            let backend = Arc::new(backend);
+            watched = Some(backend.clone());
+            backend
+        }
+    };
+    let state = AppState::new(served, catalog(global)?, config);
+    let state_pointers = state.pointers.clone();
     let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -100,6 +133,11 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             Format::Text => println!("listening on http://{addr}"),
         }
         tracing::info!(%addr, "serving");
+        if let (true, Some(backend)) = (args.watch, watched) {
+            let debounce = std::time::Duration::from_millis(args.watch_debounce_ms);
+            let pointers = state_pointers.clone();
+            tokio::spawn(super::watch::run(backend, pointers, dir.clone(), debounce));
+        }
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;

@@ -23,7 +23,7 @@ use ctxgate_indexer::aws::{AwsStore, S3Location};
 use repo::git;
 use serde_json::{Value, json};
 
-use super::host::{get, org_with_key, post};
+use super::host::{NativeHost, get, org_with_key, post, post_fresh};
 use super::worker::WorkerHost;
 use super::{cases, sources};
 
@@ -107,6 +107,7 @@ pub fn run() {
                        "source": {"kind": "git", "url": url}});
     let job = invoke(&api, "e2e-1", event.clone());
     assert_eq!(job["state"], "published", "{job}");
+    native_serve_over_aws(&moto, &store_url);
 
     // The Worker reads S3 and DynamoDB; orgs and keys stay in its Durable Objects.
     // It also starts the indexer when a project is registered, through Lambda's `Invoke` API,
@@ -204,7 +205,9 @@ pub fn run() {
     let mut lambda = function(&last_api, None);
     let job = invoke(&last_api, "e2e-2", event);
     assert_eq!(job["version"], 3, "{job}");
-    let r = post(&worker, "/v1/context", Some(&key), &marker);
+    // Within the pointer's TTL a plain request may still be answered from version 1; this one
+    // asks past the cache.
+    let r = post_fresh(&worker, "/v1/context", Some(&key), &marker);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
 
@@ -328,4 +331,40 @@ fn register_through_the_worker(
     for job in pass["jobs"].as_array().unwrap() {
         assert_ne!(job["state"], "failed", "{pass}");
     }
+}
+
+/// `ctxgate serve --store s3://… --table …` answers from what the Lambda published, as the
+/// Worker does: the project listed with its version, a context within the budget, and nothing
+/// for another organisation.
+fn native_serve_over_aws(moto: &moto::Moto, store_url: &str) {
+    let vars = moto.env();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let native = NativeHost::start_with_env(&["--store", store_url, "--table", TABLE], &vars);
+    let key = org_with_key(&native, "acmeaws", json!({}));
+    let other = org_with_key(&native, "otheraws", json!({}));
+    let r = get(&native, "/v1/projects", Some(&key));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["projects"][0]["name"], "core", "{}", r.body);
+    assert_eq!(r.body["projects"][0]["current_version"], 1, "{}", r.body);
+    let body = json!({"project": "core", "query": "how are quota tokens reserved", "budget": 3000});
+    let r = post(&native, "/v1/context", Some(&key), &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let total = r.body["tokens_total"].as_u64().unwrap();
+    assert!(total <= 3000);
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(r.body["prompt"].as_str().unwrap())),
+        total
+    );
+    assert!(
+        r.body["pieces"].as_array().is_some_and(|p| !p.is_empty()),
+        "{}",
+        r.body
+    );
+    let r = post(&native, "/v1/context", Some(&other), &body);
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "{}",
+        r.body
+    );
 }

@@ -65,6 +65,7 @@ fn meta(host: &dyn Host, key: &str) {
         "/v1/models",
         "/v1/projects",
         "/v1/projects/{id}",
+        "/v1/projects/{id}/reindex",
         "/v1/usage",
         "/v1/history/compact",
         "/healthz",

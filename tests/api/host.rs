@@ -54,9 +54,25 @@ pub fn call(
     body: Option<&str>,
     content_type: &str,
 ) -> Reply {
+    call_with(host, method, path, bearer, body, content_type, &[])
+}
+
+/// [`call`] with `headers` added.
+pub fn call_with(
+    host: &dyn Host,
+    method: &str,
+    path: &str,
+    bearer: Option<&str>,
+    body: Option<&str>,
+    content_type: &str,
+    headers: &[(&str, &str)],
+) -> Reply {
     let url = format!("{}{}", host.base_url(), path);
     let agent = agent();
     let mut req = ureq::http::Request::builder().method(method).uri(&url);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
     if let Some(b) = bearer {
         req = req.header("Authorization", format!("Bearer {b}"));
     }
@@ -98,6 +114,20 @@ pub fn post(host: &dyn Host, path: &str, key: Option<&str>, body: &Value) -> Rep
         key,
         Some(&body.to_string()),
         "application/json",
+    )
+}
+
+/// `POST path` with a JSON body and `Cache-Control: no-cache`: a caller that must see a version
+/// published a moment ago, past the cached version pointer.
+pub fn post_fresh(host: &dyn Host, path: &str, key: Option<&str>, body: &Value) -> Reply {
+    call_with(
+        host,
+        "POST",
+        path,
+        key,
+        Some(&body.to_string()),
+        "application/json",
+        &[("Cache-Control", "no-cache")],
     )
 }
 

@@ -6,6 +6,7 @@ mod cases;
 #[path = "../common/mod.rs"]
 mod common;
 mod dense;
+mod fresh;
 mod host;
 mod sources;
 mod worker;
@@ -38,4 +39,9 @@ fn native_projects_from_git_and_tarball_urls() {
 #[test]
 fn native_dense_retrieval_over_an_embeddings_api() {
     dense::run();
+}
+
+#[test]
+fn native_served_folders_stay_fresh() {
+    fresh::run();
 }

@@ -50,6 +50,33 @@ impl AwsConfig {
         }
         Ok((bucket.to_string(), prefix.trim_matches('/').to_string()))
     }
+
+    /// The configuration in variables read by `var` (the Worker's env, the process's
+    /// environment): `CTXGATE_STORE` (`s3://BUCKET[/PREFIX]`; without it, `None`),
+    /// `CTXGATE_TABLE`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally
+    /// `AWS_SESSION_TOKEN`, `AWS_ENDPOINT_URL` (a local server), `CTXGATE_INDEXER_FUNCTION`
+    /// (the indexer function to start when a project is registered) and
+    /// `AWS_ENDPOINT_URL_LAMBDA`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<AwsConfig>, String> {
+        let Some(store) = var("CTXGATE_STORE") else {
+            return Ok(None);
+        };
+        let need =
+            |name: &str| var(name).ok_or_else(|| format!("CTXGATE_STORE is set but {name} is not"));
+        let (bucket, prefix) = Self::parse_store(&store)?;
+        Ok(Some(Self {
+            endpoint: var("AWS_ENDPOINT_URL"),
+            region: var("AWS_REGION").unwrap_or_else(|| "us-east-1".into()),
+            access_key_id: need("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: need("AWS_SECRET_ACCESS_KEY")?,
+            session_token: var("AWS_SESSION_TOKEN"),
+            bucket,
+            prefix,
+            table: need("CTXGATE_TABLE")?,
+            indexer_function: var("CTXGATE_INDEXER_FUNCTION"),
+            lambda_endpoint: var("AWS_ENDPOINT_URL_LAMBDA"),
+        }))
+    }
 }
 
 /// A request ready to send: the host adds nothing.

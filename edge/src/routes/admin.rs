@@ -122,6 +122,7 @@ pub async fn put_project(
         current_version: req.current_version,
     };
     state.backend.put_project(&info).await?;
+    state.pointers.forget(&info.org, &info.id);
     Ok(Json(info))
 }
 

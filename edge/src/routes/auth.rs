@@ -16,6 +16,9 @@ pub struct Caller {
     pub org: OrgRecord,
     /// Which of its keys called ([`key_id`]).
     pub key_id: String,
+    /// The request said `Cache-Control: no-cache`: resolve projects afresh instead of through
+    /// the cached version pointer, to see a version published a moment ago.
+    pub fresh: bool,
 }
 
 /// A key's public id: the first 16 hex digits of its hash. The key has 256 bits of entropy, so
@@ -68,6 +71,21 @@ impl FromRequestParts<AppState> for Caller {
         Ok(Caller {
             org,
             key_id: key_id(&hash),
+            fresh: wants_fresh(parts),
         })
     }
+}
+
+/// Whether the request's `Cache-Control` asks for no cached answer (`no-cache` or `max-age=0`).
+fn wants_fresh(parts: &Parts) -> bool {
+    parts
+        .headers
+        .get_all(axum::http::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|d| {
+            let d = d.trim().to_ascii_lowercase();
+            d == "no-cache" || d == "no-store" || d == "max-age=0"
+        })
 }

@@ -245,10 +245,30 @@ async fn run(
     // The project and the reservation come in one round trip where the host allows (the
     // Worker's Durable Object holds both).
     let lease = meter::new_id(state);
-    let found = state
-        .backend
-        .reserve_for_project(&org, project, &caller.org.limits, &lease, tokens, now)
-        .await?;
+    let cached = (!caller.fresh)
+        .then(|| state.pointers.get(&org, project, now))
+        .flatten();
+    let found = match cached {
+        // A warm request: the pointer is known, only the quota needs the backend.
+        Some((p, version)) => ProjectAdmission::Reserved {
+            version,
+            outcome: state
+                .backend
+                .reserve(&org, &caller.org.limits, &lease, tokens, now)
+                .await?,
+            project: p,
+        },
+        None => {
+            let found = state
+                .backend
+                .reserve_for_project(&org, project, &caller.org.limits, &lease, tokens, now)
+                .await?;
+            if let ProjectAdmission::Reserved { project: p, .. } = &found {
+                state.pointers.put(&org, project, p, now);
+            }
+            found
+        }
+    };
     let (project, version, outcome) = match found {
         ProjectAdmission::NotFound => return Err(no_project(project)),
         ProjectAdmission::NotIndexed { project } => {

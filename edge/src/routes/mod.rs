@@ -11,6 +11,7 @@ mod usage;
 pub use auth::{Caller, hash_key};
 pub use context::{context_value, search as search_handler};
 pub use meta::count as count_handler;
+pub use projects::find_project;
 pub use projects::list as list_handler;
 pub use projects::valid_name as valid_project_name;
 
@@ -34,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/history/compact", post(history::compact_history))
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
+        .route("/v1/projects/{id}/reindex", post(projects::reindex))
         .route("/v1/usage", get(usage::usage))
         .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))

@@ -1,4 +1,5 @@
-//! `POST /v1/projects`, `GET /v1/projects`, `GET /v1/projects/{id}`: always within the caller's org.
+//! `POST /v1/projects`, `GET /v1/projects`, `GET /v1/projects/{id}`,
+//! `POST /v1/projects/{id}/reindex`: always within the caller's org.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -66,6 +67,7 @@ pub async fn create(
         .backend
         .create_project(&caller.org.name, &req.name, &req.source)
         .await?;
+    state.pointers.forget(&p.org, &p.id);
     let status = if p.current_version.is_some() {
         StatusCode::CREATED
     } else {
@@ -87,4 +89,22 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<ProjectInfo>, ApiError> {
     Ok(Json(find_project(&state, &caller.org.name, &id).await?))
+}
+
+/// `POST /v1/projects/{id}/reindex`: indexes the project again from where it was registered.
+/// The answer says which version readers saw before and which they see now; requests made
+/// meanwhile are answered from the old version until the new one is published.
+pub async fn reindex(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let before = find_project(&state, &caller.org.name, &id).await?;
+    let after = state.backend.reindex_project(&before).await?;
+    state.pointers.forget(&after.org, &after.id);
+    Ok(Json(json!({
+        "changed": after.current_version != before.current_version,
+        "previous_version": before.current_version,
+        "project": after,
+    })))
 }

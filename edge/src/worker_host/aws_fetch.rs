@@ -50,28 +50,7 @@ impl HttpClient for WorkerFetch {
     }
 }
 
-/// The AWS settings in the Worker's vars and secrets, when `CTXGATE_STORE` is set:
-/// `CTXGATE_STORE` (`s3://bucket/prefix`), `CTXGATE_TABLE`, `AWS_REGION`,
-/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally `AWS_SESSION_TOKEN`,
-/// `AWS_ENDPOINT_URL` (a local server), `CTXGATE_INDEXER_FUNCTION` (the indexer function to start
-/// when a project is registered) and `AWS_ENDPOINT_URL_LAMBDA`.
+/// The AWS settings in the Worker's vars and secrets ([`AwsConfig::from_vars`]).
 pub fn config(var: impl Fn(&str) -> Option<String>) -> Result<Option<AwsConfig>, String> {
-    let Some(store) = var("CTXGATE_STORE") else {
-        return Ok(None);
-    };
-    let need =
-        |name: &str| var(name).ok_or_else(|| format!("CTXGATE_STORE is set but {name} is not"));
-    let (bucket, prefix) = AwsConfig::parse_store(&store)?;
-    Ok(Some(AwsConfig {
-        endpoint: var("AWS_ENDPOINT_URL"),
-        region: var("AWS_REGION").unwrap_or_else(|| "us-east-1".into()),
-        access_key_id: need("AWS_ACCESS_KEY_ID")?,
-        secret_access_key: need("AWS_SECRET_ACCESS_KEY")?,
-        session_token: var("AWS_SESSION_TOKEN"),
-        bucket,
-        prefix,
-        table: need("CTXGATE_TABLE")?,
-        indexer_function: var("CTXGATE_INDEXER_FUNCTION"),
-        lambda_endpoint: var("AWS_ENDPOINT_URL_LAMBDA"),
-    }))
+    AwsConfig::from_vars(var)
 }

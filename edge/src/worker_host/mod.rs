@@ -80,6 +80,11 @@ fn config(env: &Env) -> Result<Config, HostError> {
             HostError::BadVar("MAX_BODY_BYTES", e.to_string())
         })?;
     }
+    if let Some(v) = var(env, "POINTER_TTL_MS") {
+        config.pointer_ttl_ms = v.parse().map_err(|e: std::num::ParseIntError| {
+            HostError::BadVar("POINTER_TTL_MS", e.to_string())
+        })?;
+    }
     Ok(config)
 }
 
