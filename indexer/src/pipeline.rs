@@ -269,6 +269,11 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
     }
 }
 
+/// The most bytes of chunk text in one segment: well under every store's object limit (the
+/// Worker's 32 MiB upload, R2, S3 single PUT, the Workers Cache API), and small enough that
+/// an isolate reading a segment whole stays far from its memory limit.
+pub const SEGMENT_CAP: usize = 4 << 20;
+
 /// Which project of which organisation an index run publishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectTarget {
@@ -557,17 +562,26 @@ pub fn index_project(
                 .or_insert((c.segment, c.segment_offset));
         }
     }
-    let new_segment = segments.len() as u32;
-    let mut buffer: Vec<u8> = Vec::new();
+    // New texts go into segments of at most SEGMENT_CAP bytes (a chunk larger than the cap gets
+    // a segment of its own), so no object comes near any store's size limit.
+    let mut buffers: Vec<Vec<u8>> = Vec::new();
     for (c, text) in chunks.iter_mut().zip(&texts) {
         if let Some(&(seg, off)) = located.get(&c.sha256) {
             c.segment = seg;
             c.segment_offset = off;
         } else if let Some(text) = text {
+            let full = buffers
+                .last()
+                .is_none_or(|b| !b.is_empty() && b.len() + text.len() > SEGMENT_CAP);
+            if full {
+                buffers.push(Vec::new());
+            }
+            let seg = (segments.len() + buffers.len() - 1) as u32;
+            let buffer = buffers.last_mut().expect("a buffer was just ensured");
             let off = buffer.len() as u64;
             buffer.extend_from_slice(text.as_bytes());
-            located.insert(c.sha256, (new_segment, off));
-            c.segment = new_segment;
+            located.insert(c.sha256, (seg, off));
+            c.segment = seg;
             c.segment_offset = off;
         } else {
             return Err(IndexerError::Corrupt(format!(
@@ -576,12 +590,12 @@ pub fn index_project(
             )));
         }
     }
-    let stored_bytes = buffer.len() as u64;
-    if !buffer.is_empty() {
-        let sha = Sha256Digest::of(&buffer).to_hex();
+    let stored_bytes = buffers.iter().map(|b| b.len() as u64).sum::<u64>();
+    for buffer in &buffers {
+        let sha = Sha256Digest::of(buffer).to_hex();
         let key = keys::segment(org, &project_id, &sha);
         if !store.has_object(&key)? {
-            store.put_object(&key, &buffer)?;
+            store.put_object(&key, buffer)?;
         }
         segments.push(sha);
     }
