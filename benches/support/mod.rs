@@ -1,8 +1,11 @@
 //! What the benchmarks share: the corpus (`scripts/bench-corpus.sh`), its queries, percentiles.
 
+pub mod workerd;
+
 use std::path::PathBuf;
 
 /// Questions about the corpus's crates (regex, clap, serde_json, rayon, bstr).
+#[allow(dead_code)]
 pub const QUERIES: &[&str] = &[
     "how does the lazy DFA handle cache clearing when the cache is full",
     "where are command line arguments validated and conflicts reported",
@@ -13,6 +16,7 @@ pub const QUERIES: &[&str] = &[
 
 /// The corpus folder (`CTXGATE_BENCH_CORPUS`, else `target/bench-corpus`); exits with a hint
 /// when it has not been built.
+#[allow(dead_code)]
 pub fn corpus() -> PathBuf {
     let corpus = PathBuf::from(
         std::env::var("CTXGATE_BENCH_CORPUS").unwrap_or_else(|_| "target/bench-corpus".into()),

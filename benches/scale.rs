@@ -1,0 +1,281 @@
+//! Large repositories end to end (issue: serve large repositories from the edge). For each
+//! corpus in `CTXGATE_SCALE_CORPORA` (`name=folder,name=folder`; built by
+//! `scripts/bench-scale.sh`): index natively, warm `/v1/context` at 32k on `ctxgate serve`,
+//! publish to the Worker under `wrangler dev --local` (workerd), a fresh isolate's first answer
+//! with an empty cache, then warm answers; one `scale:` line per corpus. Nothing asserts a time.
+//!
+//! `cold_read_mib` is what the first answer reads from storage. The index format read here
+//! loads a whole version on first use (manifest, pack and every segment), so it is the sum of
+//! those objects' sizes, read from the store's files rather than counted inside the Worker.
+
+#[path = "support/mod.rs"]
+mod support;
+use support::percentile;
+use support::workerd::{Probe, workerd_pids};
+
+#[allow(dead_code)]
+#[path = "../tests/api/host.rs"]
+mod host;
+#[allow(dead_code)]
+#[path = "../tests/api/worker.rs"]
+mod worker;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use host::{Host, org_with_key};
+use serde_json::{Value, json};
+
+/// Questions any large code base can be asked; the figures are about cost, not quality.
+const QUERIES: &[&str] = &[
+    "where are command line arguments parsed and validated",
+    "how is a file read from disk and its errors reported",
+    "where is the HTTP server started and requests routed",
+    "how are tests for the module loader organised",
+    "where is configuration loaded and merged with defaults",
+];
+
+fn ctxgate(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Result<Value, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(args)
+        .env("CTXGATE_HOME", home)
+        .envs(vars.iter().copied())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    if out.status.success() {
+        Ok(v)
+    } else {
+        Err(v["error"]["code"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| String::from_utf8_lossy(&out.stderr).into_owned()))
+    }
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 0.5)
+}
+
+fn body(q: &str) -> Value {
+    json!({ "project": "corpus", "query": q, "budget": 32000 })
+}
+
+fn main() {
+    let spec = std::env::var("CTXGATE_SCALE_CORPORA").unwrap_or_default();
+    if spec.is_empty() {
+        eprintln!("set CTXGATE_SCALE_CORPORA=name=folder,...; scripts/bench-scale.sh does");
+        std::process::exit(1);
+    }
+    for entry in spec.split(',') {
+        let Some((name, dir)) = entry.split_once('=') else {
+            eprintln!("`{entry}`: expected name=folder");
+            std::process::exit(1);
+        };
+        run(name, Path::new(dir));
+    }
+}
+
+fn run(name: &str, dir: &Path) {
+    let home = tempfile::tempdir().expect("temp dir");
+    let dir_s = dir.to_string_lossy();
+    ctxgate(
+        home.path(),
+        &["org", "create", "bench", "--format", "json"],
+        &[],
+    )
+    .expect("org");
+    let t = Instant::now();
+    let added = ctxgate(
+        home.path(),
+        &[
+            "project", "add", "--org", "bench", "--name", "corpus", "--format", "json", &dir_s,
+        ],
+        &[],
+    )
+    .expect("index");
+    eprintln!("{name}: indexed in {:.1} s", t.elapsed().as_secs_f64());
+    let version_bytes: u64 = files_under(&home.path().join("objects"))
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let _ = added;
+
+    // Native: a warm `ctxgate serve` over the same data directory; the app's own time per
+    // answer (its Server-Timing header).
+    let native_key = ctxgate(
+        home.path(),
+        &["key", "create", "--org", "bench", "--format", "json"],
+        &[],
+    )
+    .expect("key")["key"]
+        .as_str()
+        .expect("a key")
+        .to_string();
+    let (tokens, native_ms) = {
+        let server = Serve::start(home.path());
+        let first = server.context(&native_key, &body(QUERIES[0]));
+        let tokens = first.1["savings"]["repo_tokens"].as_u64().unwrap_or(0);
+        let times: Vec<f64> = (0..20)
+            .map(|i| {
+                server
+                    .context(&native_key, &body(QUERIES[i % QUERIES.len()]))
+                    .0
+            })
+            .collect();
+        (tokens, median(times))
+    };
+
+    // The Worker: publish, then a fresh isolate with an empty cache, then warm answers.
+    let mut w = worker::WorkerHost::start_cold();
+    let key = org_with_key(&w, "bench", json!({}));
+    let published = ctxgate(
+        home.path(),
+        &[
+            "project",
+            "publish",
+            "--org",
+            "bench",
+            "--name",
+            "corpus",
+            "--to",
+            w.base_url(),
+            "--format",
+            "json",
+        ],
+        &[("CTXGATE_ADMIN_SECRET", host::ADMIN_SECRET)],
+    );
+    let (publish, memory, warm, cold) = match published {
+        Err(code) => (code, None, None, None),
+        Ok(_) => {
+            w.restart(|state| {
+                for p in std::fs::read_dir(state.join("v3"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    if p.file_name().to_string_lossy().contains("cache") {
+                        let _ = std::fs::remove_dir_all(p.path());
+                    }
+                }
+            });
+            let probe = Probe {
+                agent: ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .timeout_global(Some(Duration::from_secs(600)))
+                    .build()
+                    .into(),
+                base: w.base_url().to_string(),
+                pids: workerd_pids(w.process_group()),
+            };
+            let first = body(QUERIES[0]).to_string();
+            let (status, cold_ms, _) = probe.send("POST", "/v1/context", Some(&key), Some(&first));
+            if status != 200 {
+                (format!("http_{status}"), None, None, None)
+            } else {
+                let mut busiest = Vec::new();
+                for i in 0..20 {
+                    let b = body(QUERIES[i % QUERIES.len()]).to_string();
+                    let (s, _, (_, busy)) = probe.send("POST", "/v1/context", Some(&key), Some(&b));
+                    assert_eq!(s, 200);
+                    busiest.push(busy);
+                }
+                let mem = probe.wasm_memory().map(|b| b as f64 / 1048576.0);
+                ("ok".to_string(), mem, Some(median(busiest)), Some(cold_ms))
+            }
+        }
+    };
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    println!(
+        "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} cold_ms={} cold_read_mib={:.1} native_ms={native_ms:.1}",
+        show(memory),
+        show(warm),
+        show(cold),
+        version_bytes as f64 / 1048576.0,
+    );
+}
+
+/// `ctxgate serve` over a data directory.
+struct Serve {
+    child: std::process::Child,
+    url: String,
+    agent: ureq::Agent,
+}
+
+impl Serve {
+    fn start(home: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--format", "json"])
+            .env("CTXGATE_HOME", home)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("ctxgate serve");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("startup line");
+        let v: Value = serde_json::from_str(&line).expect("startup JSON");
+        Self {
+            child,
+            url: v["listening"].as_str().expect("address").to_string(),
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(600)))
+                .build()
+                .into(),
+        }
+    }
+
+    /// Server-side milliseconds and the answer of one `/v1/context`.
+    fn context(&self, key: &str, body: &Value) -> (f64, Value) {
+        let mut res = self
+            .agent
+            .post(&format!("{}/v1/context", self.url))
+            .header("Authorization", &format!("Bearer {key}"))
+            .header("Content-Type", "application/json")
+            .send(body.to_string())
+            .expect("native /v1/context");
+        assert_eq!(res.status().as_u16(), 200);
+        let ms = res
+            .headers()
+            .get("server-timing")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split("dur=").nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN);
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .expect("body");
+        (ms, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,128 @@
+//! Reading workerd from outside: its processes, CPU per thread, and a request probe that
+//! reports wall time and the CPU workerd spent on it (`benches/worker.rs`, `benches/scale.rs`).
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// The workerd processes of `wrangler dev`'s process group.
+pub fn workerd_pids(group: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces, so split after its `)`.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let pgrp = rest
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse::<u32>().ok());
+        if pgrp == Some(group) && head.contains("(workerd") {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Nanoseconds on a CPU of every thread of `pids`, by thread.
+pub fn cpu_by_thread(pids: &[u32]) -> std::collections::HashMap<String, u64> {
+    let mut threads = std::collections::HashMap::new();
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
+                let ns = s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+                threads.insert(task.path().display().to_string(), ns);
+            }
+        }
+    }
+    threads
+}
+
+/// Nanoseconds on a CPU, summed over every thread of `pids`.
+pub fn cpu_ns(pids: &[u32]) -> u64 {
+    cpu_by_thread(pids).values().sum()
+}
+
+/// CPU milliseconds between two snapshots: all threads, and the busiest one. The busiest thread
+/// is the one that ran the request's JavaScript and wasm (an isolate runs on one thread at a
+/// time); the rest is workerd's I/O, its local storage simulations and V8's background
+/// compilers, which production does not bill to the request.
+pub fn cpu_delta(
+    before: &std::collections::HashMap<String, u64>,
+    after: &std::collections::HashMap<String, u64>,
+) -> (f64, f64) {
+    let mut total = 0;
+    let mut busiest = 0;
+    for (thread, ns) in after {
+        let d = ns.saturating_sub(before.get(thread).copied().unwrap_or(0));
+        total += d;
+        busiest = busiest.max(d);
+    }
+    (total as f64 / 1e6, busiest as f64 / 1e6)
+}
+
+pub struct Probe {
+    pub agent: ureq::Agent,
+    pub base: String,
+    pub pids: Vec<u32>,
+}
+
+impl Probe {
+    /// Sends one request; returns its status, wall milliseconds and workerd CPU milliseconds
+    /// (all threads, busiest thread).
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&str>,
+    ) -> (u16, f64, (f64, f64)) {
+        let url = format!("{}{path}", self.base);
+        let cpu = cpu_by_thread(&self.pids);
+        let t = Instant::now();
+        let auth = key.map(|k| format!("Bearer {k}")).unwrap_or_default();
+        let res = if method == "GET" {
+            self.agent.get(&url).header("Authorization", &auth).call()
+        } else {
+            self.agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(body.unwrap_or("{}"))
+        };
+        let mut res = res.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let _ = res.body_mut().read_to_string();
+        let wall = t.elapsed().as_secs_f64() * 1e3;
+        // workerd finishes its bookkeeping just after the answer; let it settle before reading.
+        std::thread::sleep(Duration::from_millis(30));
+        let cpu = cpu_delta(&cpu, &cpu_by_thread(&self.pids));
+        (res.status().as_u16(), wall, cpu)
+    }
+
+    pub fn wasm_memory(&self) -> Option<u64> {
+        let res = self
+            .agent
+            .get(&format!("{}/healthz", self.base))
+            .call()
+            .ok()?;
+        res.headers()
+            .get("x-ctxgate-wasm-memory-bytes")?
+            .to_str()
+            .ok()?
+            .parse()
+            .ok()
+    }
+}
