@@ -26,7 +26,9 @@
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
-//! and a re-index stores only chunks that did not exist before.
+//! and a re-index stores only chunks that did not exist before. A segment holds at most 4 MiB
+//! of new text (the indexer's `SEGMENT_CAP`; one larger chunk gets a segment of its own), so no
+//! object of a large repository nears any store's size limit.
 //!
 //! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
 //! with [`PackError::Version`], whose message tells the user to re-index.
