@@ -70,6 +70,8 @@ pub enum Command {
     Aws(AwsCommand),
     /// List index jobs (newest first): state, stage, errors.
     Jobs(JobsArgs),
+    /// Delete old index versions and the objects only they used (the data directory).
+    Gc(GcArgs),
 }
 
 impl Command {
@@ -90,6 +92,7 @@ impl Command {
             Command::Project(ProjectCommand::Reindex(a)) => a.format,
             Command::Aws(AwsCommand::Init(a)) => a.format,
             Command::Jobs(a) => a.format,
+            Command::Gc(a) => a.format,
         }
     }
 }
@@ -526,6 +529,35 @@ pub struct AwsInitArgs {
     /// The table to create.
     #[arg(long, env = "CTXGATE_TABLE", value_name = "NAME")]
     pub table: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Kept whatever the flags say: the current version, versions superseded less than --grace ago \
+(a server may still answer from one it opened) and any object younger than --grace (an upload \
+of a publish in flight). Segments shared with a kept version stay.
+
+  ctxgate gc --dry-run
+  ctxgate gc --keep 0 --keep-younger-than 7d --format json")]
+pub struct GcArgs {
+    /// Versions kept before the current one.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub keep: usize,
+    /// Also keep versions created less than this long ago (e.g. `7d`, `12h`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub keep_younger_than: Option<std::time::Duration>,
+    /// How long readers and publishers are given (e.g. `15m`, `0s`).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "15m")]
+    pub grace: std::time::Duration,
+    /// Only this organisation's projects.
+    #[arg(long)]
+    pub org: Option<String>,
+    /// Say what would be deleted, delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Command::Project(c) => commands::admin::project(&cli.global, c),
         Command::Aws(c) => commands::aws::run(&cli.global, c),
         Command::Jobs(a) => commands::aws::jobs(&cli.global, a),
+        Command::Gc(a) => commands::gc::run(&cli.global, a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

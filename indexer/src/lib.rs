@@ -24,6 +24,7 @@ pub mod aws;
 pub mod chat;
 pub mod embed;
 pub mod error;
+pub mod gc;
 pub mod jobs;
 #[cfg(feature = "lambda")]
 pub mod lambda;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, SEGMENT_CAP, index_repo, open_current};
-use ctxgate_indexer::store::{IndexStore, LOCAL_ORG, Store};
+use ctxgate_indexer::store::{LOCAL_ORG, Store};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);

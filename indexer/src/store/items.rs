@@ -56,6 +56,28 @@ impl Store {
             .transpose()
     }
 
+    /// Every project of every organisation (garbage collection's work list).
+    pub fn all_projects(&self) -> Result<Vec<ProjectItem>, IndexerError> {
+        let mut stmt = self.db.prepare_cached(
+            "SELECT data FROM items WHERE pk >= 'ORG#' AND pk < 'ORG$' \
+             AND sk >= 'PROJECT#' AND sk < 'PROJECT$' ORDER BY pk, sk",
+        )?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.map(|d| decode(&d?)).collect()
+    }
+
+    /// Deletes a version's record (garbage collection, before its objects go).
+    pub fn delete_version(&self, project: &str, version: u64) -> Result<(), IndexerError> {
+        self.db.execute(
+            "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
+            rusqlite::params![
+                format!("PROJECT#{project}"),
+                format!("VERSION#{version:010}")
+            ],
+        )?;
+        Ok(())
+    }
+
     /// All projects of `org`.
     pub fn projects(&self, org: &str) -> Result<Vec<ProjectItem>, IndexerError> {
         self.query_items(&format!("ORG#{org}"), "PROJECT#")?

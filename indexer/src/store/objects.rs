@@ -48,6 +48,58 @@ impl Store {
         Ok(())
     }
 
+    /// Every object whose key starts with `prefix` (a folder of keys), with its size and
+    /// modification time; none when the folder does not exist.
+    pub fn list_objects(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ctxgate_core::index::gc::StoredObject>, IndexerError> {
+        let base = self.root.join("objects");
+        let mut out = Vec::new();
+        let mut stack = vec![base.join(prefix)];
+        while let Some(dir) = stack.pop() {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(IndexerError::io("list", &dir)(e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(IndexerError::io("list", &dir))?;
+                let path = entry.path();
+                let meta = entry.metadata().map_err(IndexerError::io("stat", &path))?;
+                if meta.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let Ok(rel) = path.strip_prefix(&base) else {
+                    continue;
+                };
+                let modified_ms = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_millis() as u64);
+                out.push(ctxgate_core::index::gc::StoredObject {
+                    key: rel.to_string_lossy().replace('\\', "/"),
+                    bytes: meta.len(),
+                    modified_ms,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    /// Deletes an object; one already gone is not an error (a re-run finishes a GC).
+    pub fn delete_object(&self, key: &str) -> Result<(), IndexerError> {
+        let path = self.object_path(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(IndexerError::io("delete", &path)(e)),
+        }
+    }
+
     /// Reads a whole object.
     pub fn get_object(&self, key: &str) -> Result<Vec<u8>, IndexerError> {
         let path = self.object_path(key);
