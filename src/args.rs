@@ -53,6 +53,8 @@ pub enum Command {
     Compact(CompactArgs),
     /// Serve the HTTP API (the same router as the Cloudflare Worker) over the data directory.
     Serve(ServeArgs),
+    /// An MCP server over stdio for one folder: no server, organisation or key (see docs/mcp.md).
+    Mcp(McpArgs),
     /// Manage organisations.
     #[command(subcommand)]
     Org(OrgCommand),
@@ -83,6 +85,7 @@ impl Command {
             Command::Count(a) => a.format,
             Command::Models(a) => a.format,
             Command::Serve(a) => a.format,
+            Command::Mcp(_) => Format::Text,
             Command::Compact(a) => a.format,
             Command::Org(OrgCommand::Create(a)) => a.format,
             Command::Key(KeyCommand::Create(a)) => a.format,
@@ -327,6 +330,24 @@ pub struct ModelsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// `ctxgate mcp`.
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Speaks MCP (JSON-RPC 2.0, one message per line) on stdin and stdout; logs go to stderr. The \
+folder is indexed on start and what changed is re-indexed before each call (an unchanged \
+folder costs a stat walk). Tools: get_context, search_code, count_tokens, list_projects; \
+`project` defaults to the folder. Client setup (Claude Code, Cursor, VS Code, Codex): docs/mcp.md.")]
+pub struct McpArgs {
+    /// The folder to serve.
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub flags: IndexFlags,
+    /// Dense retrieval (the model is loaded at start-up).
+    #[command(flatten)]
+    pub dense: DenseArgs,
 }
 
 #[derive(Args, Debug)]

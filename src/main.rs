@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     // reason to die. The others are filters whose stdout may be a closed pipe.
     if !matches!(
         cli.command,
-        Command::Serve(_) | Command::Aws(_) | Command::Jobs(_)
+        Command::Serve(_) | Command::Mcp(_) | Command::Aws(_) | Command::Jobs(_)
     ) {
         restore_sigpipe();
     }
@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Models(a) => commands::models::run(&cli.global, a),
         Command::Compact(a) => commands::compact::run(&cli.global, a),
         Command::Serve(a) => commands::serve::run(&cli.global, a),
+        Command::Mcp(a) => commands::mcp::run(&cli.global, a),
         Command::Org(c) => commands::admin::org(&cli.global, c),
         Command::Key(c) => commands::admin::key(&cli.global, c),
         Command::Quota(c) => commands::admin::quota(&cli.global, c),
@@ -67,8 +68,13 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("CTXGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // Colours only for a person at a terminal: not into a log file or a pipe, and never when
+    // NO_COLOR is set (https://no-color.org).
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()

@@ -87,7 +87,7 @@ pub struct KeyRecord {
 }
 
 /// A project as the API shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProjectInfo {
     /// Stable id.
     pub id: String,

@@ -58,6 +58,21 @@ impl IntoResponse for ApiError {
             },
         };
         let mut res = (self.status, axum::Json(body)).into_response();
+        // RFC 6750: a 401 names the scheme it wants, and why, so clients (MCP's HTTP transport
+        // among them) can tell a missing key from a wrong one.
+        if self.status == StatusCode::UNAUTHORIZED {
+            let error = if self.code == "missing_api_key" {
+                String::new()
+            } else {
+                format!(
+                    ", error=\"invalid_token\", error_description=\"{}\"",
+                    self.code
+                )
+            };
+            if let Ok(v) = HeaderValue::from_str(&format!("Bearer realm=\"ctxgate\"{error}")) {
+                res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+        }
         if let Some(s) = self.retry_after
             && let Ok(v) = HeaderValue::from_str(&s.to_string())
         {

@@ -1,64 +1,135 @@
-//! `POST /mcp`: the API's tools over the Model Context Protocol (Streamable HTTP transport,
-//! JSON-RPC 2.0, answered as single JSON responses).
+//! The API's tools over the Model Context Protocol (JSON-RPC 2.0), for any transport: `POST /mcp`
+//! (Streamable HTTP, answered as single JSON responses) here, stdio in `ctxgate mcp`.
 //!
 //! Each tool calls the same handler as its HTTP endpoint, with the caller's key, quota and
-//! org scope, so MCP clients get exactly what HTTP clients get.
+//! org scope, so MCP clients get exactly what HTTP clients get; the tools' input and output
+//! schemas are derived from the same request and answer types.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::routes::{Caller, JsonBody, context_value, count_handler, list_handler, search_handler};
+use crate::routes::{
+    Caller, ContextAnswer, ContextRequest, CountAnswer, CountRequest, JsonBody, ProjectList,
+    SearchAnswer, SearchRequest, context_value, count_handler, list_handler, search_handler,
+};
 use crate::state::AppState;
 
 /// The protocol revisions this server speaks, newest first.
 const PROTOCOLS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 
-fn tools() -> Value {
-    let project = json!({ "type": "string", "description": "Project name or id" });
+/// The most tokens a `get_context` result carries when the caller names no budget. MCP clients
+/// cap one tool result (Claude Code at 25,000 tokens by default) and the structured part adds
+/// each piece's metadata, so the default prompt stays well under that; a caller that wants
+/// more passes `budget`.
+pub const DEFAULT_TOOL_BUDGET: u32 = 16_000;
+
+/// The share of the model's window a `get_context` result takes by default (the rest is the
+/// conversation's and the reply's).
+const DEFAULT_WINDOW_SHARE: u32 = 4;
+
+/// What the tools act on beyond the caller: `ctxgate mcp` serves one folder, so `project` may
+/// be left out there.
+#[derive(Clone, Debug, Default)]
+pub struct ToolScope {
+    /// The project a call without `project` reads.
+    pub default_project: Option<String>,
+}
+
+/// Which side of serde a schema describes: what a request may hold (its fields with defaults
+/// optional) or what an answer holds (its skipped-when-empty fields optional).
+#[derive(Clone, Copy)]
+enum Contract {
+    Input,
+    Output,
+}
+
+/// The JSON Schema of `T` as MCP wants it: an object schema, without the `$schema` marker.
+fn schema<T: JsonSchema>(contract: Contract) -> Value {
+    let settings = schemars::generate::SchemaSettings::default();
+    let settings = match contract {
+        Contract::Input => settings.for_deserialize(),
+        Contract::Output => settings.for_serialize(),
+    };
+    let root = settings.into_generator().into_root_schema_for::<T>();
+    let mut v = serde_json::to_value(root).unwrap_or_else(|_| json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+        o.insert("type".into(), json!("object"));
+    }
+    v
+}
+
+/// `project` becomes optional where the scope supplies one.
+fn optional_project(mut input: Value, scope: &ToolScope) -> Value {
+    if let Some(default) = &scope.default_project {
+        if let Some(req) = input["required"].as_array_mut() {
+            req.retain(|r| r != "project");
+        }
+        input["properties"]["project"]["description"] = json!(format!(
+            "Project name or id (default: {default}, the folder served)"
+        ));
+    }
+    input
+}
+
+/// The answer schema of `get_context`: [`ContextAnswer`] without `prompt`, which is the text
+/// part of the result (sending it twice would double what the client must hold).
+fn context_output() -> Value {
+    let mut v = schema::<ContextAnswer<'static>>(Contract::Output);
+    if let Some(p) = v["properties"].as_object_mut() {
+        p.remove("prompt");
+    }
+    v
+}
+
+/// The tools, their schemas and their hints. None of them changes anything a client could see
+/// (a call is metered and audited, as over HTTP).
+pub fn tools(scope: &ToolScope) -> Value {
+    let read_only = |title: &str| {
+        json!({ "title": title, "readOnlyHint": true, "destructiveHint": false,
+                "idempotentHint": true, "openWorldHint": false })
+    };
     json!([
         {
             "name": "get_context",
-            "description": "The most relevant code of a project for a task, within an exact token budget, with provenance for every piece.",
-            "inputSchema": { "type": "object", "required": ["project", "query"], "properties": {
-                "project": project,
-                "query": { "type": "string", "description": "The task or question" },
-                "budget": { "type": "integer", "description": "Token budget of the context" },
-                "model": { "type": "string", "description": "Target model (sets tokenizer and window)" },
-                "hot_paths": { "type": "array", "items": { "type": "string" } },
-                "continuation": { "type": "string" },
-                "session": { "type": "string", "description": "Your session id: pieces already sent to it are named, not repeated" },
-                "compression": { "type": "string", "enum": ["none", "light", "medium", "aggressive"], "description": "light: comments and blank lines removed; medium: bodies of lower-value functions elided; aggressive: signatures and key lines only" },
-                "profile": { "type": "string", "enum": ["plan", "expand", "repair"], "description": "plan: small overview (<= 2000 tokens, 5 pieces); expand: full budget; repair: error_output and the code its stack frames point at" },
-                "error_output": { "type": "string", "description": "Error output (stack trace, compiler or test output) for profile repair" }
-            } }
+            "title": "Get context",
+            "description": format!(
+                "The most relevant code of a project for a task, within an exact token budget, with \
+                 provenance for every piece. Without `budget`: a quarter of the model's window, at \
+                 most {DEFAULT_TOOL_BUDGET} tokens."
+            ),
+            "inputSchema": optional_project(schema::<ContextRequest>(Contract::Input), scope),
+            "outputSchema": context_output(),
+            "annotations": read_only("Get context"),
         },
         {
             "name": "search_code",
-            "description": "Ranked pieces of a project's code for a query, one page of page_tokens at a time.",
-            "inputSchema": { "type": "object", "required": ["project", "query"], "properties": {
-                "project": project,
-                "query": { "type": "string" },
-                "page_tokens": { "type": "integer" },
-                "continuation": { "type": "string" }
-            } }
+            "title": "Search code",
+            "description": "Ranked pieces of a project's code for a query (where they are and why), one page of page_tokens at a time.",
+            "inputSchema": optional_project(schema::<SearchRequest>(Contract::Input), scope),
+            "outputSchema": schema::<SearchAnswer>(Contract::Output),
+            "annotations": read_only("Search code"),
         },
         {
             "name": "count_tokens",
+            "title": "Count tokens",
             "description": "Exact token count of a text for a model or encoding.",
-            "inputSchema": { "type": "object", "required": ["text"], "properties": {
-                "text": { "type": "string" },
-                "model": { "type": "string" },
-                "encoding": { "type": "string" }
-            } }
+            "inputSchema": schema::<CountRequest>(Contract::Input),
+            "outputSchema": schema::<CountAnswer>(Contract::Output),
+            "annotations": read_only("Count tokens"),
         },
         {
             "name": "list_projects",
-            "description": "The projects this API key can read (resolves names to ids).",
-            "inputSchema": { "type": "object", "properties": {} }
+            "title": "List projects",
+            "description": "The projects this caller can read (resolves names to ids).",
+            "inputSchema": { "type": "object", "properties": {}, "additionalProperties": false },
+            "outputSchema": schema::<ProjectList>(Contract::Output),
+            "annotations": read_only("List projects"),
         }
     ])
 }
@@ -67,7 +138,8 @@ fn rpc_result(id: &Value, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
-fn rpc_error(id: &Value, code: i64, message: impl Into<String>) -> Value {
+/// A JSON-RPC error answer (`-32700` parse error, `-32600` invalid request, ...).
+pub fn rpc_error(id: &Value, code: i64, message: impl Into<String>) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
 }
 
@@ -78,13 +150,16 @@ fn args<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
 
 /// A tool's answer: text for the model plus the structured JSON, or the API error as a tool
 /// error (so the model can read why).
-fn tool_result(outcome: Result<Value, ApiError>, text_of: impl Fn(&Value) -> String) -> Value {
+fn tool_result(outcome: Result<Value, ApiError>, text_of: impl Fn(&mut Value) -> String) -> Value {
     match outcome {
-        Ok(v) => json!({
-            "content": [{ "type": "text", "text": text_of(&v) }],
-            "structuredContent": v,
-            "isError": false
-        }),
+        Ok(mut v) => {
+            let text = text_of(&mut v);
+            json!({
+                "content": [{ "type": "text", "text": text }],
+                "structuredContent": v,
+                "isError": false
+            })
+        }
         Err(e) => json!({
             "content": [{ "type": "text", "text": format!("{}: {}", e.code, e.message) }],
             "structuredContent": { "error": { "code": e.code, "message": e.message, "details": e.details } },
@@ -93,55 +168,170 @@ fn tool_result(outcome: Result<Value, ApiError>, text_of: impl Fn(&Value) -> Str
     }
 }
 
-async fn call_tool(state: &AppState, caller: &Caller, name: &str, a: Value) -> Option<Value> {
-    let st = || State(state.clone());
-    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
-    Some(match name {
-        "get_context" => {
-            let out = match args(a) {
-                Ok(req) => context_value(state.clone(), caller.clone(), req).await,
-                Err(e) => Err(e),
-            };
-            tool_result(out, |v| {
-                let mut text = v["prompt"].as_str().unwrap_or_default().to_string();
-                let known = v["session"]["already_delivered"].as_array();
-                if let Some(known) = known.filter(|k| !k.is_empty()) {
-                    text.push_str("\n\nAlready sent earlier in this session (not repeated):\n");
-                    for r in known {
-                        text.push_str(&format!(
-                            "- {}:{}-{}\n",
-                            r["path"].as_str().unwrap_or_default(),
-                            r["start_line"],
-                            r["end_line"]
-                        ));
-                    }
-                }
-                text
-            })
+/// The budget of a `get_context` call that names none: a quarter of the model's window (its
+/// input limit when lower), at most [`DEFAULT_TOOL_BUDGET`]. `None` for an unknown model,
+/// which the handler then refuses with its usual error.
+fn default_budget(state: &AppState, model: Option<&str>) -> Option<u32> {
+    match model {
+        None => Some(DEFAULT_TOOL_BUDGET),
+        Some(m) => {
+            let m = state.catalog.resolve(m).ok()?;
+            let window = m
+                .max_input
+                .unwrap_or(m.context_window)
+                .min(m.context_window);
+            Some((window / DEFAULT_WINDOW_SHARE).clamp(1, DEFAULT_TOOL_BUDGET))
         }
+    }
+}
+
+async fn get_context(state: &AppState, caller: &Caller, a: Value) -> Value {
+    let mut defaulted = None;
+    let out = match args::<ContextRequest>(a) {
+        Ok(mut req) => {
+            if req.budget.is_none() {
+                req.budget = default_budget(state, req.model.as_deref());
+                defaulted = req.budget;
+            }
+            context_value(state.clone(), caller.clone(), req).await
+        }
+        Err(e) => Err(e),
+    };
+    tool_result(out, |v| {
+        let mut text = match v.as_object_mut().and_then(|o| o.remove("prompt")) {
+            Some(Value::String(p)) => p,
+            _ => String::new(),
+        };
+        if let (Some(b), Some(w)) = (defaulted, v["warnings"].as_array_mut()) {
+            w.push(json!(format!(
+                "no budget given: {b} tokens (a quarter of the model's window, at most \
+                 {DEFAULT_TOOL_BUDGET}, so the result fits an MCP client's limit); pass `budget` \
+                 for more"
+            )));
+        }
+        let known = v["session"]["already_delivered"].as_array();
+        if let Some(known) = known.filter(|k| !k.is_empty()) {
+            text.push_str("\n\nAlready sent earlier in this session (not repeated):\n");
+            for r in known {
+                text.push_str(&format!(
+                    "- {}:{}-{}\n",
+                    r["path"].as_str().unwrap_or_default(),
+                    r["start_line"],
+                    r["end_line"]
+                ));
+            }
+        }
+        text
+    })
+}
+
+async fn call_tool(
+    state: &AppState,
+    caller: &Caller,
+    scope: &ToolScope,
+    name: &str,
+    mut a: Value,
+) -> Option<Value> {
+    let st = || State(state.clone());
+    let pretty = |v: &mut Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    if let (Some(project), Some(o)) = (&scope.default_project, a.as_object_mut())
+        && matches!(name, "get_context" | "search_code")
+        && !o.contains_key("project")
+    {
+        o.insert("project".into(), json!(project));
+    }
+    let to_value = |v: Result<Value, serde_json::Error>| {
+        v.map_err(|e| ApiError::bad_request("internal_error", e.to_string()))
+    };
+    Some(match name {
+        "get_context" => get_context(state, caller, a).await,
         "search_code" => {
-            let out = match args(a) {
-                Ok(req) => search_handler(st(), caller.clone(), JsonBody(req))
-                    .await
-                    .map(|j| j.0),
+            let out = match args::<SearchRequest>(a) {
+                Ok(req) => match search_handler(st(), caller.clone(), JsonBody(req)).await {
+                    Ok(j) => to_value(serde_json::to_value(j.0)),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             tool_result(out, pretty)
         }
         "count_tokens" => {
-            let out = match args(a) {
-                Ok(req) => count_handler(st(), caller.clone(), JsonBody(req))
-                    .await
-                    .map(|j| j.0),
+            let out = match args::<CountRequest>(a) {
+                Ok(req) => match count_handler(st(), caller.clone(), JsonBody(req)).await {
+                    Ok(j) => to_value(serde_json::to_value(j.0)),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             tool_result(out, |v| v["total"].to_string())
         }
         "list_projects" => {
-            let out = list_handler(st(), caller.clone()).await.map(|j| j.0);
+            let out = match list_handler(st(), caller.clone()).await {
+                Ok(j) => to_value(serde_json::to_value(j.0)),
+                Err(e) => Err(e),
+            };
             tool_result(out, pretty)
         }
         _ => return None,
+    })
+}
+
+/// Answers one JSON-RPC message; `None` for a notification or a response (they get no answer).
+pub async fn handle(
+    state: &AppState,
+    caller: &Caller,
+    scope: &ToolScope,
+    msg: Value,
+) -> Option<Value> {
+    if msg.is_array() {
+        return Some(rpc_error(&Value::Null, -32600, "batches are not supported"));
+    }
+    let method = msg["method"].as_str().unwrap_or_default().to_string();
+    let id = msg.get("id").cloned()?;
+    if msg["jsonrpc"] != "2.0" || method.is_empty() {
+        return Some(rpc_error(&id, -32600, "not a JSON-RPC 2.0 request"));
+    }
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    Some(match method.as_str() {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or(PROTOCOLS[0]);
+            let version = PROTOCOLS
+                .iter()
+                .find(|v| **v == asked)
+                .copied()
+                .unwrap_or(PROTOCOLS[0]);
+            let instructions = match &scope.default_project {
+                Some(_) => {
+                    "Call get_context with a task to get the code of this folder that matters, within a token budget."
+                }
+                None => {
+                    "Call get_context with a project and a task to get the code that matters, within a token budget."
+                }
+            };
+            rpc_result(
+                &id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": { "tools": { "listChanged": false } },
+                    "serverInfo": { "name": "ctxgate", "version": env!("CARGO_PKG_VERSION") },
+                    "instructions": instructions
+                }),
+            )
+        }
+        "ping" => rpc_result(&id, json!({})),
+        "tools/list" => rpc_result(&id, json!({ "tools": tools(scope) })),
+        "tools/call" => {
+            let name = params["name"].as_str().unwrap_or_default();
+            let a = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            match call_tool(state, caller, scope, name, a).await {
+                Some(r) => rpc_result(&id, r),
+                None => rpc_error(&id, -32602, format!("unknown tool `{name}`")),
+            }
+        }
+        other => rpc_error(&id, -32601, format!("method `{other}` not found")),
     })
 }
 
@@ -151,50 +341,40 @@ pub async fn mcp(
     caller: Caller,
     JsonBody(msg): JsonBody<Value>,
 ) -> Response {
-    if msg.is_array() {
-        return Json(rpc_error(&Value::Null, -32600, "batches are not supported")).into_response();
+    match handle(&state, &caller, &ToolScope::default(), msg).await {
+        Some(answer) => Json(answer).into_response(),
+        None => StatusCode::ACCEPTED.into_response(),
     }
-    let method = msg["method"].as_str().unwrap_or_default().to_string();
-    let Some(id) = msg.get("id").cloned() else {
-        // Notifications and responses get no answer.
-        return StatusCode::ACCEPTED.into_response();
-    };
-    if msg["jsonrpc"] != "2.0" || method.is_empty() {
-        return Json(rpc_error(&id, -32600, "not a JSON-RPC 2.0 request")).into_response();
-    }
-    let params = msg.get("params").cloned().unwrap_or(Value::Null);
-    let answer = match method.as_str() {
-        "initialize" => {
-            let asked = params["protocolVersion"].as_str().unwrap_or(PROTOCOLS[0]);
-            let version = PROTOCOLS
-                .iter()
-                .find(|v| **v == asked)
-                .copied()
-                .unwrap_or(PROTOCOLS[0]);
-            rpc_result(
-                &id,
-                json!({
-                    "protocolVersion": version,
-                    "capabilities": { "tools": { "listChanged": false } },
-                    "serverInfo": { "name": "ctxgate", "version": env!("CARGO_PKG_VERSION") },
-                    "instructions": "Call get_context with a project and a task to get the code that matters, within a token budget."
-                }),
-            )
-        }
-        "ping" => rpc_result(&id, json!({})),
-        "tools/list" => rpc_result(&id, json!({ "tools": tools() })),
-        "tools/call" => {
-            let name = params["name"].as_str().unwrap_or_default();
-            let a = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            match call_tool(&state, &caller, name, a).await {
-                Some(r) => rpc_result(&id, r),
-                None => rpc_error(&id, -32602, format!("unknown tool `{name}`")),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_object_schemas_and_read_only_hints() {
+        for scope in [
+            ToolScope::default(),
+            ToolScope {
+                default_project: Some("p".into()),
+            },
+        ] {
+            let tools = tools(&scope);
+            for t in tools.as_array().unwrap() {
+                assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+                assert_eq!(t["outputSchema"]["type"], "object", "{t}");
+                assert_eq!(t["annotations"]["readOnlyHint"], true);
             }
+            let ctx = &tools[0];
+            assert_eq!(ctx["name"], "get_context");
+            let required = ctx["inputSchema"]["required"].as_array().unwrap();
+            assert!(required.contains(&json!("query")));
+            assert_eq!(
+                required.contains(&json!("project")),
+                scope.default_project.is_none()
+            );
+            assert!(ctx["outputSchema"]["properties"]["pieces"].is_object());
+            assert!(ctx["outputSchema"]["properties"].get("prompt").is_none());
         }
-        other => rpc_error(&id, -32601, format!("method `{other}` not found")),
-    };
-    Json(answer).into_response()
+    }
 }

@@ -22,6 +22,7 @@ use crate::catalog::TokenizerSpec;
 
 /// A chunk with everything needed to quote and cite it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Piece {
     /// Path relative to the repository root.
     pub path: String,
@@ -75,6 +76,7 @@ pub struct Piece {
 /// A summary in the prompt. It is not code from the repository (no line range), so it is never
 /// reported among the pieces.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SummaryPiece {
     /// What it covers.
     pub kind: crate::summary::SummaryKind,
@@ -113,6 +115,7 @@ pub fn summary_header(s: &SummaryPiece) -> String {
 
 /// How much of a chunk a piece carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PieceForm {
     /// The whole chunk.

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 /// The kind of work a request asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Intent {
     /// Fix a defect.
@@ -34,6 +35,7 @@ pub enum Intent {
 
 /// How much of the repository a request touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// One file.
@@ -46,6 +48,7 @@ pub enum Scope {
 
 /// A stack-trace frame named in the request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Frame {
     /// File path as written.
     pub path: String,
@@ -55,6 +58,7 @@ pub struct Frame {
 
 /// Things the request names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Entities {
     /// File paths (as written).
     pub paths: Vec<String>,
@@ -69,6 +73,7 @@ pub struct Entities {
 
 /// The analysis of a request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueryAnalysis {
     /// The detected intent.
     pub intent: Intent,

@@ -31,6 +31,7 @@ pub const REPAIR_CONTEXT_PIECES: usize = 5;
 
 /// How a request spends its budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Profile {
     /// A small overview: few pieces, compressed, a capped budget.
@@ -76,6 +77,7 @@ impl Profile {
 
 /// What a profile did, reported with the answer.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProfileReport {
     /// The profile applied.
     pub name: Profile,

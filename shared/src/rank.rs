@@ -29,6 +29,7 @@ use crate::intent::{Intent, QueryAnalysis};
 
 /// Per-signal scores of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Signals {
     /// Chunk BM25, scaled by the best chunk's.
     pub lexical: f32,

@@ -11,6 +11,7 @@ use crate::catalog::{BudgetPolicy, Catalog, Model, Tier};
 
 /// One model weighed by the router.
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Considered {
     /// Model id.
     pub model: String,
@@ -26,6 +27,7 @@ pub struct Considered {
 
 /// The routing decision.
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RouteDecision {
     /// The chosen model id.
     pub model: String,

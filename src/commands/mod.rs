@@ -9,6 +9,7 @@ pub mod compact;
 pub mod count;
 pub mod gc;
 pub mod index;
+pub mod mcp;
 pub mod models;
 pub mod serve;
 pub mod watch;

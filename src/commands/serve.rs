@@ -16,7 +16,7 @@ use crate::failure::Failure;
 
 /// The continuation-signing secret kept in the data directory, created on first use, so tokens
 /// survive restarts.
-fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
+pub(crate) fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
     let path = dir.join("secrets").join("continuation.key");
     if let Ok(bytes) = std::fs::read(&path)
         && bytes.len() >= 32

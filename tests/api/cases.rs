@@ -103,8 +103,23 @@ fn auth(host: &dyn Host, key: &str) {
     let body = json!({ "project": "core", "query": "ledger", "budget": 2000 });
     let r = post(host, "/v1/context", None, &body);
     assert_eq!((r.status, r.code()), (401, "missing_api_key"));
+    // RFC 6750: the scheme a 401 wants, and, for a wrong key, why (MCP's HTTP transport reads it).
+    assert_eq!(
+        r.www_authenticate.as_deref(),
+        Some("Bearer realm=\"ctxgate\"")
+    );
     let r = post(host, "/v1/context", Some("ctxg_not_a_real_key"), &body);
     assert_eq!((r.status, r.code()), (401, "invalid_api_key"));
+    assert_eq!(
+        r.www_authenticate.as_deref(),
+        Some(
+            "Bearer realm=\"ctxgate\", error=\"invalid_token\", error_description=\"invalid_api_key\""
+        )
+    );
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {} });
+    let r = post(host, "/mcp", None, &init);
+    assert_eq!((r.status, r.code()), (401, "missing_api_key"));
+    assert!(r.www_authenticate.is_some_and(|w| w.starts_with("Bearer ")));
     let r = post(
         host,
         "/v1/admin/orgs",
@@ -825,4 +840,36 @@ fn mcp_client(host: &dyn Host, key: &str) {
         text.contains("Already sent earlier in this session"),
         "{text}"
     );
+    // Every tool is read-only and declares its answer's schema, which the SDK checked each
+    // successful result against.
+    let tools = [
+        "count_tokens",
+        "get_context",
+        "list_projects",
+        "search_code",
+    ];
+    assert_eq!(seen["output_schemas"], json!(tools));
+    for t in tools {
+        assert_eq!(seen["annotations"][t], true, "{t}");
+    }
+    // No budget: a quarter of the model's window, at most 16,000 tokens; the prompt is the text
+    // part only, and the answer says which budget it chose.
+    assert_eq!(seen["large"]["budget"], 16_000);
+    assert_eq!(seen["small"]["budget"], 8192 / 4);
+    let large = seen["large"]["tokens_total"].as_u64().unwrap();
+    assert!(large <= 16_000);
+    assert_eq!(
+        u64::from(Encoding::O200kBase.count(seen["large_text"].as_str().unwrap())),
+        large
+    );
+    assert!(seen["large"].get("prompt").is_none());
+    let warned = seen["large"]["warnings"].as_array().unwrap();
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("no budget given")),
+        "{warned:?}"
+    );
+    assert_eq!(seen["search_error"], false);
+    assert!(!seen["search"]["pieces"].as_array().unwrap().is_empty());
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 pub struct Reply {
     pub status: u16,
     pub retry_after: Option<String>,
+    pub www_authenticate: Option<String>,
     pub body: Value,
 }
 
@@ -91,6 +92,11 @@ pub fn call_with(
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let www_authenticate = res
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     let text = res
         .body_mut()
         .with_config()
@@ -101,6 +107,7 @@ pub fn call_with(
     Reply {
         status,
         retry_after,
+        www_authenticate,
         body,
     }
 }

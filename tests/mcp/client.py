@@ -30,6 +30,15 @@ async def main(url: str, key: str, project: str) -> None:
             first_turn = await session.call_tool("get_context", turn)
             second_turn = await session.call_tool("get_context", turn)
             projects = await session.call_tool("list_projects", {})
+            # No budget: the tool's default (a quarter of the window, capped for MCP clients).
+            # The SDK checks every successful result against the tool's outputSchema.
+            large = await session.call_tool(
+                "get_context", {"project": project, "query": "quota ledger", "model": "gpt-4.1"}
+            )
+            small = await session.call_tool(
+                "get_context", {"project": project, "query": "quota ledger", "model": "gpt-4"}
+            )
+            search = await session.call_tool("search_code", {"project": project, "query": "quota ledger"})
             print(json.dumps({
                 "server": init.serverInfo.name,
                 "protocol": init.protocolVersion,
@@ -44,6 +53,13 @@ async def main(url: str, key: str, project: str) -> None:
                 "first_turn": first_turn.structuredContent,
                 "second_turn": second_turn.structuredContent,
                 "second_turn_text": second_turn.content[0].text,
+                "large": large.structuredContent,
+                "large_text": large.content[0].text,
+                "small": small.structuredContent,
+                "search_error": search.isError,
+                "search": search.structuredContent,
+                "annotations": {t.name: t.annotations.readOnlyHint for t in tools.tools},
+                "output_schemas": sorted(t.name for t in tools.tools if t.outputSchema),
             }))
 
 

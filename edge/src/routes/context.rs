@@ -13,6 +13,7 @@ use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::route::{RouteDecision, route};
 use ctxgate_core::tokens::Encoding;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -34,29 +35,32 @@ const DEFAULT_REPLY_TOKENS: u32 = 2_048;
 const DEFAULT_PAGE_TOKENS: u32 = 4_000;
 
 /// `POST /v1/context` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextRequest {
     /// Project name or id.
-    project: String,
+    pub(crate) project: String,
     /// What the model will be asked.
     query: String,
     /// Hard token limit of the assembled prompt.
     #[serde(default)]
-    budget: Option<u32>,
+    pub(crate) budget: Option<u32>,
     /// Target model (its tokenizer and window apply).
     #[serde(default)]
-    model: Option<String>,
+    pub(crate) model: Option<String>,
     /// Files the client has open or recently edited.
     #[serde(default)]
     hot_paths: Vec<String>,
     /// The token of the previous page.
     #[serde(default)]
     continuation: Option<String>,
-    /// `none` (default), `light`, `medium` or `aggressive`.
+    /// `none` (default); `light`: comments and blank lines removed; `medium`: bodies of
+    /// lower-value functions elided; `aggressive`: signatures and key lines only.
     #[serde(default)]
     compression: Option<String>,
-    /// `plan`, `expand` or `repair`; default `repair` with `error_output`, else `expand`.
+    /// `plan`: a small overview (at most 2,000 tokens, 5 pieces); `expand`: the full budget;
+    /// `repair`: `error_output` and the code its stack frames point at. Default: `repair` with
+    /// `error_output`, else `expand`.
     #[serde(default)]
     profile: Option<String>,
     /// Error output (stack trace, compiler or test output) answered by `profile: repair`.
@@ -78,11 +82,11 @@ pub struct ContextRequest {
 }
 
 /// `POST /v1/search` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// Project name or id.
-    project: String,
+    pub(crate) project: String,
     /// The search.
     query: String,
     /// Tokens per page.
@@ -390,7 +394,7 @@ async fn run(
 
 /// What the context saved against sending the whole repository, and what compression saved
 /// of the pieces sent; USD at `priced_with`'s input price.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct Savings {
     repo_tokens: u64,
     tokens_total: u32,
@@ -590,7 +594,7 @@ async fn answer<T>(
     };
     let d = &run.done;
     Ok(finish(ContextAnswer {
-        project: json!({ "id": run.project.id, "name": run.project.name, "version": run.version }),
+        project: ProjectRef::of(&run),
         pieces: &d.pieces,
         summaries: &d.summaries,
         tokens_total: d.tokens_total,
@@ -632,30 +636,68 @@ async fn answer<T>(
     }))
 }
 
+/// The project and version an answer was read from.
+#[derive(Serialize, JsonSchema)]
+pub struct ProjectRef {
+    /// Stable id.
+    id: String,
+    /// Name within the organisation.
+    name: String,
+    /// The index version read.
+    version: u64,
+}
+
+impl ProjectRef {
+    fn of(run: &Run) -> Self {
+        Self {
+            id: run.project.id.clone(),
+            name: run.project.name.clone(),
+            version: run.version,
+        }
+    }
+}
+
 /// The answer of `POST /v1/context`. Serialized straight from the assembled context: building a
 /// `serde_json::Value` first copied the prompt and every piece into maps (a measurable share of
 /// a warm call in the Worker).
-#[derive(Serialize)]
-struct ContextAnswer<'a> {
-    project: Value,
+#[derive(Serialize, JsonSchema)]
+pub struct ContextAnswer<'a> {
+    /// The project and version read.
+    project: ProjectRef,
+    /// The code in the prompt, in prompt order, with where each piece comes from.
     pieces: &'a [ctxgate_core::compose::Piece],
+    /// The summaries in the prompt (project, directories, files).
     summaries: &'a [ctxgate_core::compose::SummaryPiece],
+    /// Tokens of the prompt, counted by the target's tokenizer (never above `budget`).
     tokens_total: u32,
+    /// The budget the prompt was held to.
     budget: u32,
+    /// The target model, when one was named.
     model: Option<&'a str>,
+    /// The tokenizer that counted.
     tokenizer: String,
+    /// Whether the count is exact (false: an estimate with a safety margin).
     exact: bool,
-    /// Left out when the caller writes it itself ([`json_response`]).
+    /// The assembled prompt. Left out when the caller writes it itself ([`json_response`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
+    /// Things the caller should know.
     warnings: &'a [String],
+    /// What the query asks for, as detected.
     intent: &'a ctxgate_core::intent::QueryAnalysis,
+    /// How the budget was spent and what was weighed.
     analysis: Value,
+    /// The compacted conversation, when `messages` were given.
     history: Option<Value>,
+    /// The model the context suits, with the cost estimate.
     routing: Option<RouteDecision>,
+    /// What the context saved against sending the whole repository.
     savings: Savings,
+    /// What the profile did.
     profile: &'a ctxgate_core::profile::ProfileReport,
+    /// The token of the next page, when more pieces qualify.
     continuation: Option<&'a str>,
+    /// The session's id and the pieces it already had.
     session: Option<Value>,
 }
 
@@ -706,7 +748,7 @@ pub async fn search(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<SearchRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SearchAnswer>, ApiError> {
     check_query(&req.query)?;
     let page = req.page_tokens.unwrap_or(DEFAULT_PAGE_TOKENS);
     let resolved = resolve(&state, &caller, req.model.as_deref(), Some(page))?;
@@ -724,12 +766,29 @@ pub async fn search(
         },
     )
     .await?;
-    Ok(Json(json!({
-        "project": { "id": run.project.id, "name": run.project.name, "version": run.version },
-        "pieces": run.done.pieces,
-        "tokens_total": run.done.tokens_total,
-        "page_tokens": page,
-        "left_out": run.done.left_out,
-        "continuation": run.continuation,
-    })))
+    Ok(Json(SearchAnswer {
+        project: ProjectRef::of(&run),
+        pieces: run.done.pieces,
+        tokens_total: run.done.tokens_total,
+        page_tokens: page,
+        left_out: run.done.left_out,
+        continuation: run.continuation,
+    }))
+}
+
+/// The answer of `POST /v1/search`: one page of ranked pieces (where they are, not their text).
+#[derive(Serialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// The project and version read.
+    project: ProjectRef,
+    /// The page's pieces, best first.
+    pieces: Vec<ctxgate_core::compose::Piece>,
+    /// Tokens of the page.
+    tokens_total: u32,
+    /// The page size asked for.
+    page_tokens: u32,
+    /// Candidates not on this page.
+    left_out: usize,
+    /// The token of the next page, when there is one.
+    continuation: Option<String>,
 }

@@ -55,7 +55,7 @@ pub async fn models(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// `POST /v1/tokens/count` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CountRequest {
     /// One text.
@@ -80,7 +80,7 @@ pub async fn count(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<CountRequest>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<CountAnswer>, ApiError> {
     let (spec, model) = match (&req.model, &req.encoding) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
@@ -125,11 +125,26 @@ pub async fn count(
     let counts: Vec<u32> = texts.iter().map(|t| spec.count(t)).collect();
     let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
     meter::finish(&state, &caller, admission, 0, 200, Delivered::default()).await;
-    Ok(Json(serde_json::json!({
-        "model": model,
-        "tokenizer": spec.label(),
-        "exact": spec.is_exact(),
-        "counts": counts,
-        "total": total,
-    })))
+    Ok(Json(CountAnswer {
+        model,
+        tokenizer: spec.label(),
+        exact: spec.is_exact(),
+        counts,
+        total,
+    }))
+}
+
+/// The answer of `POST /v1/tokens/count`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct CountAnswer {
+    /// The model counted for, when one was named.
+    model: Option<String>,
+    /// The tokenizer that counted.
+    tokenizer: String,
+    /// Whether the counts are exact (false: an estimate).
+    exact: bool,
+    /// One count per text.
+    counts: Vec<u32>,
+    /// Their sum.
+    total: u64,
 }

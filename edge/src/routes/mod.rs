@@ -9,11 +9,14 @@ mod projects;
 mod usage;
 
 pub use auth::{Caller, hash_key};
-pub use context::{context_value, search as search_handler};
-pub use meta::count as count_handler;
+pub use context::{
+    ContextAnswer, ContextRequest, SearchAnswer, SearchRequest, context_value,
+    search as search_handler,
+};
+pub use meta::{CountAnswer, CountRequest, count as count_handler};
 pub use projects::find_project;
-pub use projects::list as list_handler;
 pub use projects::valid_name as valid_project_name;
+pub use projects::{ProjectList, list as list_handler};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

@@ -77,9 +77,19 @@ pub async fn create(
 }
 
 /// `GET /v1/projects`.
-pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<ProjectList>, ApiError> {
     let projects = state.backend.projects(&caller.org.name).await?;
-    Ok(Json(json!({ "projects": projects })))
+    Ok(Json(ProjectList { projects }))
+}
+
+/// The answer of `GET /v1/projects`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ProjectList {
+    /// The organisation's projects.
+    pub projects: Vec<ProjectInfo>,
 }
 
 /// `GET /v1/projects/{id}` (an id or a name).

@@ -88,7 +88,7 @@ pub struct ResolvedBudget {
 pub enum BudgetError {
     /// Neither a budget nor a model was given.
     #[error(
-        "no budget: give a token budget (--budget N) or a model (--model ID) whose window sets it"
+        "no budget: give a token budget (`budget`, --budget N) or a model (`model`, --model ID) whose window sets it"
     )]
     Missing,
     /// A zero budget.

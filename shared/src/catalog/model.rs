@@ -6,6 +6,7 @@ use crate::tokens::Encoding;
 
 /// Capability tier, ordered from weakest to strongest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Small local or nano models: simple edits, lookups.

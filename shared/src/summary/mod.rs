@@ -33,6 +33,7 @@ pub const EXTRACTIVE: &str = "extractive-1";
 
 /// What a summary covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SummaryKind {
     /// The whole repository.

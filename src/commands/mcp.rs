@@ -1,0 +1,153 @@
+//! `ctxgate mcp [DIR]`: the API's MCP tools over stdio for one folder, with no server,
+//! organisation or key.
+//!
+//! The tools are the HTTP API's own (`ctxgate_edge::mcp`), answered in-process over the data
+//! directory as the local organisation (the one `ctxgate index` and `assemble` publish under),
+//! so their answers, schemas and errors are exactly those of `POST /mcp`. The folder is
+//! re-indexed before each call that reads it, so an agent editing files sees its edits.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use ctxgate_core::quota::Limits;
+use ctxgate_edge::backend::OrgRecord;
+use ctxgate_edge::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
+use ctxgate_edge::mcp::{ToolScope, handle, rpc_error};
+use ctxgate_edge::routes::Caller;
+use ctxgate_edge::{AppState, Config};
+use ctxgate_indexer::pipeline::{IndexOptions, IndexStatus, NoProgress, index_repo};
+use ctxgate_indexer::store::{LOCAL_ORG, Store};
+use serde_json::{Value, json};
+
+use super::{catalog, data_dir, index_options};
+use crate::CmdResult;
+use crate::args::{Global, McpArgs};
+use crate::failure::Failure;
+
+/// The folder and how it is indexed.
+struct Folder<'a> {
+    store: Store,
+    dir: &'a Path,
+    opts: IndexOptions,
+}
+
+impl Folder<'_> {
+    /// Indexes what changed; the project's id.
+    fn refresh(&self) -> Result<String, Failure> {
+        let started = std::time::Instant::now();
+        let report = index_repo(&self.store, self.dir, &self.opts, &NoProgress)?;
+        if report.status == IndexStatus::Published {
+            tracing::info!(
+                version = report.version,
+                files_chunked = report.files_chunked,
+                ms = started.elapsed().as_millis() as u64,
+                "re-indexed"
+            );
+        }
+        Ok(report.project.id)
+    }
+}
+
+/// Whether answering `msg` reads the folder's index (so the folder is refreshed first).
+fn reads_folder(msg: &Value) -> bool {
+    msg["method"] == "tools/call"
+        && matches!(
+            msg["params"]["name"].as_str(),
+            Some("get_context" | "search_code")
+        )
+}
+
+/// The answer to a call whose refresh failed: a tool error the model can read.
+fn refresh_failed(msg: &Value, f: &Failure) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": msg.get("id").cloned().unwrap_or(Value::Null),
+        "result": {
+            "content": [{ "type": "text", "text": format!("{}: {}", f.code, f.message) }],
+            "structuredContent": { "error": { "code": f.code, "message": f.message } },
+            "isError": true
+        }
+    })
+}
+
+pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
+    let root = data_dir(global)?;
+    let store = Store::open(&root)?;
+    let mut opts = index_options(&args.flags);
+    opts.walk.exclude.push(store.root().to_path_buf());
+    let folder = Folder {
+        store,
+        dir: &args.dir,
+        opts,
+    };
+    let project = folder.refresh()?;
+    tracing::info!(dir = %args.dir.display(), %project, "serving MCP over stdio");
+
+    // Only the folder is indexed, by this process; the backend never fetches a source.
+    let access = SourceAccess {
+        local_paths: false,
+        network: NetworkPolicy::PublicHttps,
+    };
+    let mut backend = EmbeddedBackend::open(&root, access)?;
+    if let Some(dense) = super::dense_config(&args.dense)? {
+        let embedder = dense
+            .embedder(&root)
+            .map_err(ctxgate_indexer::IndexerError::from)?;
+        backend = backend.with_dense(embedder);
+    }
+    let config = Config {
+        token_secret: super::serve::stored_secret(&root)?,
+        // Every call re-reads the project's current version (see `Caller::fresh` below).
+        pointer_ttl_ms: 0,
+        ..Config::default()
+    };
+    let state = AppState::new(Arc::new(backend), catalog(global)?, config);
+    // The local organisation: no key, no limits, every model.
+    let caller = Caller {
+        org: OrgRecord {
+            name: LOCAL_ORG.into(),
+            limits: Limits::default(),
+            allowed_models: Vec::new(),
+            created_ms: 0,
+        },
+        key_id: "stdio".into(),
+        fresh: true,
+    };
+    let scope = ToolScope {
+        default_project: Some(project),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let line = line.map_err(|e| Failure::internal("stdin", e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Err(e) => Some(rpc_error(&Value::Null, -32700, format!("parse error: {e}"))),
+            Ok(msg) if reads_folder(&msg) => match folder.refresh() {
+                Ok(_) => rt.block_on(handle(&state, &caller, &scope, msg)),
+                Err(f) => Some(refresh_failed(&msg, &f)),
+            },
+            Ok(msg) => rt.block_on(handle(&state, &caller, &scope, msg)),
+        };
+        if let Some(answer) = answer {
+            // One message per line: serde_json writes no raw line breaks.
+            let text = answer.to_string();
+            if writeln!(stdout, "{text}")
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
+                // The client went away.
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! `ctxgate mcp`: the stdio MCP server, driven by the official MCP Python SDK exactly as each
+//! client snippet of docs/mcp.md launches it.
+
+mod common;
+
+use std::path::Path;
+
+use common::{Env, stderr};
+use ctxgate_core::tokens::Encoding;
+use serde_json::Value;
+
+/// The official MCP client (installed by `scripts/mcp-client-setup.sh`, which the test command
+/// runs).
+fn python() -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::env::var("CTXGATE_MCP_PYTHON")
+        .unwrap_or_else(|_| format!("{root}/target/mcp-venv/bin/python"));
+    assert!(
+        Path::new(&python).exists(),
+        "no MCP client at {python}: run scripts/mcp-client-setup.sh (scripts/test.sh does)"
+    );
+    python
+}
+
+/// One snippet of docs/mcp.md: the client it is for, and its text.
+struct Snippet {
+    client: String,
+    text: String,
+}
+
+/// The snippets marked `<!-- snippet: CLIENT FILE -->`, each the fenced block that follows.
+fn snippets() -> Vec<Snippet> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mcp.md")).unwrap();
+    let mut out = Vec::new();
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        let Some(marker) = line.strip_prefix("<!-- snippet: ") else {
+            continue;
+        };
+        let client = marker.split_whitespace().next().unwrap().to_string();
+        let fence = lines.next().unwrap();
+        assert!(
+            fence.starts_with("```"),
+            "{client}: no code block after the marker"
+        );
+        let text: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        out.push(Snippet {
+            client,
+            text: text.join("\n"),
+        });
+    }
+    out
+}
+
+/// The server entry a snippet declares, in its client's format: (command, args).
+fn server_of(s: &Snippet) -> (String, Vec<String>) {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    match s.client.as_str() {
+        "codex" => {
+            let doc: toml::Table = toml::from_str(&s.text).unwrap();
+            let entry = &doc["mcp_servers"]["ctxgate"];
+            let command = entry["command"].as_str().unwrap().to_string();
+            let args = entry["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            (command, args)
+        }
+        client => {
+            let doc: Value =
+                serde_json::from_str(&s.text).unwrap_or_else(|e| panic!("{client}: not JSON: {e}"));
+            // VS Code names the map `servers`; Claude Code and Cursor `mcpServers`.
+            let key = if client == "vscode" {
+                "servers"
+            } else {
+                "mcpServers"
+            };
+            let entry = &doc[key]["ctxgate"];
+            assert!(entry.is_object(), "{client}: no `{key}.ctxgate` in {doc}");
+            if let Some(t) = entry.get("type") {
+                assert_eq!(t, "stdio", "{client}");
+            }
+            (
+                entry["command"].as_str().unwrap().to_string(),
+                strings(&entry["args"]),
+            )
+        }
+    }
+}
+
+#[test]
+fn docs_snippets_parse_as_their_clients_formats() {
+    let found: Vec<String> = snippets().into_iter().map(|s| s.client).collect();
+    assert_eq!(found, ["claude-code", "cursor", "vscode", "codex"]);
+    for s in snippets() {
+        let (command, args) = server_of(&s);
+        assert_eq!(command, "ctxgate", "{}", s.client);
+        assert_eq!(args[0], "mcp", "{}", s.client);
+    }
+    // Every other JSON block of the page is JSON too.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mcp.md")).unwrap();
+    for block in doc.split("```json\n").skip(1) {
+        let text = block.split("\n```").next().unwrap();
+        serde_json::from_str::<Value>(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    }
+}
+
+/// Runs the SDK's stdio client against the snippet's command, launched in a sample folder with
+/// `ctxgate` on the PATH; what the client saw.
+fn drive(s: &Snippet) -> Value {
+    let env = Env::new();
+    env.sample();
+    let (command, args) = server_of(s);
+    let repo = env.repo_arg();
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.replace("${workspaceFolder}", &repo))
+        .collect();
+    let bin = Path::new(env!("CARGO_BIN_EXE_ctxgate")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new(python())
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/mcp/stdio_client.py"
+        ))
+        .arg(&repo)
+        .arg(&command)
+        .args(&args)
+        .env("PATH", path)
+        .env("CTXGATE_HOME", env.home.path())
+        .env_remove("CTXGATE_CATALOG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: MCP client failed: {}",
+        s.client,
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn every_snippet_serves_the_folder_and_follows_its_edits() {
+    for s in snippets() {
+        let seen = drive(&s);
+        let who = &s.client;
+        assert_eq!(seen["server"], "ctxgate", "{who}");
+        assert_eq!(
+            seen["tools"],
+            serde_json::json!([
+                "count_tokens",
+                "get_context",
+                "list_projects",
+                "search_code"
+            ])
+        );
+        // The folder is the default project.
+        let required = &seen["required"]["get_context"];
+        assert_eq!(required, &serde_json::json!(["query"]), "{who}");
+
+        // No project, no budget: the folder, within the tool's default budget, counted again.
+        let first = &seen["first"];
+        assert_eq!(first["budget"], 16_000, "{who}");
+        let text = seen["first_text"].as_str().unwrap();
+        let total = first["tokens_total"].as_u64().unwrap();
+        assert!(total <= 16_000);
+        assert_eq!(u64::from(Encoding::O200kBase.count(text)), total, "{who}");
+        assert!(text.contains("pub fn parse_config"), "{who}: {text}");
+
+        // A file written between two calls is in the second answer.
+        let edited = seen["edited_text"].as_str().unwrap();
+        assert!(
+            edited.contains("pub fn refund_unused_tokens"),
+            "{who}: {edited}"
+        );
+        assert!(
+            seen["edited"]["project"]["version"].as_u64() > first["project"]["version"].as_u64()
+        );
+
+        let pieces = seen["search"]["pieces"].as_array().unwrap();
+        assert!(pieces.iter().any(|p| p["path"] == "src/render.rs"), "{who}");
+        assert_eq!(
+            seen["count"]["total"],
+            Encoding::O200kBase.count("hello world")
+        );
+        assert_eq!(seen["unknown_error"], true);
+        assert_eq!(seen["unknown"]["error"]["code"], "unknown_model");
+        assert_eq!(
+            seen["projects"]["projects"][0]["id"], first["project"]["id"],
+            "{who}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_folder_is_refused_before_serving() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args(["mcp", "/no/such/folder"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/no/such/folder"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "stdout is the protocol's alone");
+}
+
+#[test]
+fn malformed_lines_get_json_rpc_errors_and_notifications_none() {
+    use std::io::Write;
+    let env = Env::new();
+    env.sample();
+    let mut child = env
+        .cmd()
+        .arg("mcp")
+        .arg(env.repo())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{{not json").unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":7,"method":"nope"}}"#).unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"get_context","arguments":{{"query":"parse the config","budget":0}}}}}}"#
+    )
+    .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], -32700);
+    assert_eq!(answers[1]["id"], 7);
+    assert_eq!(answers[1]["error"]["code"], -32601);
+    assert_eq!(answers[2]["id"], 8);
+    assert_eq!(answers[2]["result"]["isError"], true);
+    assert_eq!(
+        answers[2]["result"]["structuredContent"]["error"]["code"],
+        "budget_zero"
+    );
+}
