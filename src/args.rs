@@ -74,6 +74,26 @@ pub enum Command {
     Jobs(JobsArgs),
     /// Delete old index versions and the objects only they used (the data directory).
     Gc(GcArgs),
+    /// Print a shell completion script (e.g. `ctxgate completions bash > ~/.local/share/bash-completion/completions/ctxgate`).
+    Completions(CompletionsArgs),
+}
+
+/// `ctxgate completions`.
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+impl AssembleArgs {
+    /// The folder: DIR, else --repo, else the current one.
+    pub fn folder(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .or_else(|| self.repo.clone())
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
 }
 
 impl Command {
@@ -96,6 +116,7 @@ impl Command {
             Command::Aws(AwsCommand::Init(a)) => a.format,
             Command::Jobs(a) => a.format,
             Command::Gc(a) => a.format,
+            Command::Completions(_) => Format::Text,
         }
     }
 }
@@ -178,6 +199,14 @@ pub struct IndexFlags {
     /// Skip files larger than this many bytes.
     #[arg(long, default_value_t = 2 * 1024 * 1024, value_name = "BYTES")]
     pub max_file_size: u64,
+    /// Index only files matching this glob (repeatable; `*.rs`, `src/**`, `docs/`); the
+    /// ignore files still apply. Default: `include` of the folder's ctxgate.toml.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Never index files matching this glob (repeatable; wins over --include). Default:
+    /// `exclude` of the folder's ctxgate.toml.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Write file summaries with a model behind an OpenAI-compatible API at this base URL (plain
     /// HTTP, e.g. http://localhost:11434/v1) instead of extracting them; cached by file sha256,
     /// so only changed files are summarized again. Key: $CTXGATE_LLM_API_KEY.
@@ -236,6 +265,7 @@ pub struct StoreArgs {
 #[derive(Args, Debug)]
 pub struct IndexArgs {
     /// The folder to index.
+    #[arg(default_value = ".")]
     pub dir: PathBuf,
     #[command(flatten)]
     pub flags: IndexFlags,
@@ -252,11 +282,21 @@ pub struct IndexArgs {
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("q").required(true).args(["query", "query_file"])))]
-#[command(group(clap::ArgGroup::new("limit").required(true).multiple(true).args(["budget", "model"])))]
+#[command(after_help = "\
+The budget comes from --budget, else from --model's window, else from `budget` / `model` in the \
+folder's ctxgate.toml (or .ctxgate.toml), which may also set `profile`, `compression`, \
+`include` and `exclude`; a flag wins over the file.")]
 pub struct AssembleArgs {
     /// The repository folder (indexed first if needed).
+    #[arg(value_name = "DIR", conflicts_with = "repo")]
+    pub dir: Option<PathBuf>,
+    /// The repository folder, as a flag (the same as DIR).
     #[arg(long, value_name = "DIR")]
-    pub repo: PathBuf,
+    pub repo: Option<PathBuf>,
+    /// Write the prompt (or, with --format json, the JSON answer) to FILE instead of stdout;
+    /// the budget analysis stays on stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// The request, in words.
     #[arg(long, value_name = "TEXT")]
     pub query: Option<String>,
@@ -269,8 +309,8 @@ pub struct AssembleArgs {
     /// Compress pieces: `light` removes blank lines and whole-line comments (doc comments stay);
     /// `medium` also elides the bodies of lower-value functions (signatures kept); `aggressive`
     /// keeps only signatures and key lines. The room freed is filled with more pieces.
-    #[arg(long, value_enum, default_value_t = CompressionArg::None)]
-    pub compression: CompressionArg,
+    #[arg(long, value_enum)]
+    pub compression: Option<CompressionArg>,
     /// How to spend the budget: `expand` (default) the full budget; `plan` at most 2,000 tokens
     /// and 5 pieces, compressed; `repair` the error output (--error-file) and the code its
     /// stack frames point at. Default: `repair` with --error-file, else `expand`.

@@ -3,18 +3,23 @@
 
 mod args;
 mod commands;
+mod config;
 mod failure;
 mod progress;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 
 use crate::args::{Cli, Command};
 use crate::failure::Failure;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     // A server and the jobs talk to sockets and child processes (gitoxide pipes into `git
     // upload-pack` for `file://` URLs): a peer that hangs up is an error to handle there, not a
     // reason to die. The others are filters whose stdout may be a closed pipe.
@@ -41,11 +46,55 @@ fn main() -> ExitCode {
         Command::Aws(c) => commands::aws::run(&cli.global, c),
         Command::Jobs(a) => commands::aws::jobs(&cli.global, a),
         Command::Gc(a) => commands::gc::run(&cli.global, a),
+        Command::Completions(a) => commands::completions(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => f.report(format),
     }
+}
+
+/// A command line clap refused. Help and version are printed as clap prints them; an error is
+/// one JSON document on stdout when the line asked for `--format json` (scripts parse errors
+/// as they parse answers), else clap's own text. Exit code 2 either way.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if shown || !wants_json(std::env::args()) {
+        e.exit()
+    }
+    let code = match e.kind() {
+        ErrorKind::UnknownArgument => "unknown_argument",
+        ErrorKind::InvalidSubcommand => "unknown_command",
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => "invalid_value",
+        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => "missing_argument",
+        ErrorKind::ArgumentConflict => "argument_conflict",
+        _ => "invalid_usage",
+    };
+    let text = e.render().to_string();
+    let message = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_string();
+    let doc =
+        serde_json::json!({ "error": { "code": code, "message": message, "usage": text.trim() } });
+    println!("{doc}");
+    ExitCode::from(2)
+}
+
+/// Whether a command line asks for JSON output (`--format json` or `--format=json`).
+fn wants_json(args: impl Iterator<Item = String>) -> bool {
+    let args: Vec<String> = args.collect();
+    args.iter().any(|a| a == "--format=json")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--format" && w[1] == "json")
 }
 
 /// Rust ignores SIGPIPE, which turns `ctxgate assemble ... | head` into a panic on the first

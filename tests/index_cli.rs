@@ -146,6 +146,13 @@ fn count_models_and_encodings() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     assert!(text.contains('-') && text.contains("b.txt"), "{text}");
+    // Several inputs: a total per target (2 + 3 tokens).
+    let total = text.lines().find(|l| l.contains("total (2 inputs)"));
+    assert_eq!(
+        total.map(|l| l.split_whitespace().next().unwrap()),
+        Some("5"),
+        "{text}"
+    );
     env.write("a.txt", "tiktoken is great!");
     let path = env.repo().join("a.txt");
     let out = env.run(&[
@@ -161,7 +168,8 @@ fn count_models_and_encodings() {
         "json",
     ]);
     let v = json(&out);
-    let counts = &v[0]["counts"];
+    let counts = &v["inputs"][0]["counts"];
+    assert_eq!(v["totals"][1]["tokens"], 6);
     assert_eq!(counts[0]["tokenizer"], "o200k_base");
     assert_eq!(counts[1]["tokens"], 6);
     assert_eq!(counts[2]["tokenizer"], "r50k_base");

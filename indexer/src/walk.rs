@@ -25,6 +25,99 @@ pub struct WalkOptions {
     pub hidden: bool,
     /// Folders never to enter (the data directory, when it lies below the root).
     pub exclude: Vec<PathBuf>,
+    /// Which of the files left after the ignore files are indexed.
+    pub globs: Globs,
+}
+
+/// `--include` / `--exclude` patterns, matched against paths relative to the root after the
+/// ignore files have spoken (an include never brings back an ignored file). A pattern without
+/// `/` matches any path component (`*.rs`, `node_modules`); one with `/` matches the path from
+/// the root or any folder it names (`src/**/*.rs`, `docs/`). `*` stays within a component,
+/// `**` crosses them. With includes, only files matching one are kept; an exclude always wins.
+#[derive(Clone, Debug, Default)]
+pub struct Globs {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+/// A pattern of [`Globs`] that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid glob `{pattern}`: {reason}")]
+pub struct GlobError {
+    pub pattern: String,
+    pub reason: String,
+}
+
+/// [`Globs`] compiled.
+pub struct GlobFilter {
+    include: Option<(globset::GlobSet, globset::GlobSet)>,
+    exclude: (globset::GlobSet, globset::GlobSet),
+}
+
+impl Globs {
+    /// Compiles the patterns; the first that does not parse is the error.
+    pub fn compile(&self) -> Result<GlobFilter, GlobError> {
+        let include = if self.include.is_empty() {
+            None
+        } else {
+            Some(compile_set(&self.include)?)
+        };
+        Ok(GlobFilter {
+            include,
+            exclude: compile_set(&self.exclude)?,
+        })
+    }
+}
+
+/// Two sets: patterns for a path component, and patterns for the path (each also as the
+/// folder it may name, `p/**`).
+fn compile_set(patterns: &[String]) -> Result<(globset::GlobSet, globset::GlobSet), GlobError> {
+    let glob = |p: &str| {
+        globset::GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| GlobError {
+                pattern: p.to_string(),
+                reason: e.kind().to_string(),
+            })
+    };
+    let (mut names, mut paths) = (
+        globset::GlobSetBuilder::new(),
+        globset::GlobSetBuilder::new(),
+    );
+    for raw in patterns {
+        let p = raw.trim().trim_start_matches("./").trim_end_matches('/');
+        if p.is_empty() {
+            return Err(GlobError {
+                pattern: raw.clone(),
+                reason: "empty pattern".into(),
+            });
+        }
+        if p.contains('/') {
+            let p = p.trim_start_matches('/');
+            paths.add(glob(p)?);
+            paths.add(glob(&format!("{p}/**"))?);
+        } else {
+            names.add(glob(p)?);
+        }
+    }
+    let build = |b: globset::GlobSetBuilder| {
+        b.build().map_err(|e| GlobError {
+            pattern: patterns.join(" "),
+            reason: e.to_string(),
+        })
+    };
+    Ok((build(names)?, build(paths)?))
+}
+
+impl GlobFilter {
+    /// Whether the file at `rel` (relative, `/`-separated) is kept.
+    pub fn keeps(&self, rel: &str) -> bool {
+        let hit = |(names, paths): &(globset::GlobSet, globset::GlobSet)| {
+            paths.is_match(rel) || rel.split('/').any(|c| names.is_match(c))
+        };
+        self.include.as_ref().is_none_or(hit) && !hit(&self.exclude)
+    }
 }
 
 /// The files of `root`, sorted by relative path, and the warnings met on the way.
@@ -68,6 +161,15 @@ pub fn walk(root: &Path, opts: &WalkOptions) -> (Vec<Found>, Vec<String>) {
             abs: entry.into_path(),
         });
     }
+    match opts.globs.compile() {
+        Ok(filter) => files.retain(|f| filter.keeps(&f.rel)),
+        // Callers check the patterns first (`Globs::compile`); one that slipped through must
+        // not widen what is indexed.
+        Err(e) => {
+            warnings.push(format!("{e}; no file indexed"));
+            files.clear();
+        }
+    }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
     files.dedup_by(|a, b| a.rel == b.rel);
     (files, warnings)
@@ -88,6 +190,40 @@ fn rel_path(root: &Path, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn globs(include: &[&str], exclude: &[&str]) -> GlobFilter {
+        Globs {
+            include: include.iter().map(|s| s.to_string()).collect(),
+            exclude: exclude.iter().map(|s| s.to_string()).collect(),
+        }
+        .compile()
+        .unwrap()
+    }
+
+    #[test]
+    fn globs_match_names_anywhere_and_paths_from_the_root() {
+        let all = globs(&[], &[]);
+        assert!(all.keeps("src/a.rs"));
+        let rs = globs(&["*.rs"], &[]);
+        assert!(rs.keeps("src/deep/a.rs") && !rs.keeps("src/a.py"));
+        let src = globs(&["src/"], &["*_test.rs", "fixtures"]);
+        assert!(src.keeps("src/a.rs"));
+        assert!(!src.keeps("lib/a.rs"));
+        assert!(!src.keeps("src/a_test.rs"));
+        assert!(!src.keeps("src/fixtures/x.rs"));
+        let star = globs(&["src/*.rs"], &[]);
+        assert!(star.keeps("src/a.rs") && !star.keeps("src/x/a.rs"));
+        let deep = globs(&["src/**/*.rs"], &[]);
+        assert!(deep.keeps("src/x/y/a.rs") && deep.keeps("src/a.rs"));
+        let err = Globs {
+            include: vec!["src/[".into()],
+            exclude: vec![],
+        }
+        .compile()
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("src/["), "{err}");
+    }
 
     #[test]
     fn honours_gitignore_and_skips_links() {

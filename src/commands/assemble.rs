@@ -10,7 +10,8 @@ use ctxgate_indexer::pipeline::IndexStatus;
 
 use super::{catalog, index_options, open_store, print_json, thousands};
 use crate::CmdResult;
-use crate::args::{AssembleArgs, Format, Global};
+use crate::args::{AssembleArgs, CompressionArg, Format, Global};
+use crate::config::ProjectConfig;
 use crate::failure::Failure;
 use crate::progress::FileBar;
 
@@ -53,8 +54,14 @@ fn read_text(path: &Path, what: &str, code: &'static str) -> Result<String, Fail
 
 /// The profile asked for, and the error output it needs: `repair` by default with
 /// `--error-file`, which no other profile uses.
-fn read_profile(args: &AssembleArgs) -> Result<(Profile, Option<String>), Failure> {
-    let profile = match (args.profile, &args.error_file) {
+fn read_profile(
+    args: &AssembleArgs,
+    config: Option<&ProjectConfig>,
+) -> Result<(Profile, Option<String>), Failure> {
+    let asked = args
+        .profile
+        .or_else(|| config.and_then(|c| c.profile).map(|n| n.0));
+    let profile = match (asked, &args.error_file) {
         (Some(p), _) => Profile::from(p),
         (None, Some(_)) => Profile::Repair,
         (None, None) => Profile::Expand,
@@ -86,8 +93,11 @@ fn read_profile(args: &AssembleArgs) -> Result<(Profile, Option<String>), Failur
 }
 
 pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
+    let repo = args.folder();
+    let config = crate::config::load(&repo)?;
+    let config = config.as_ref().map(|(_, c)| c);
     let query = read_query(args)?;
-    let (profile, error_output) = read_profile(args)?;
+    let (profile, error_output) = read_profile(args, config)?;
     if !(args.context_share > 0.0 && args.context_share <= 1.0) {
         return Err(Failure::input(
             "invalid_context_share",
@@ -96,13 +106,26 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
     }
     let catalog = catalog(global)?;
     let store = open_store(global)?;
-    let mut index = index_options(&args.flags);
+    let mut index = index_options(&args.flags, config)?;
+    // A flag wins over the file; `--model` alone sets the budget from its window, so the file's
+    // budget only applies when neither flag is given.
+    let (budget, model) = match (args.budget, &args.model) {
+        (None, None) => (
+            config.and_then(|c| c.budget),
+            config.and_then(|c| c.model.clone()),
+        ),
+        (b, m) => (b, m.clone()),
+    };
+    let compression = args
+        .compression
+        .or_else(|| config.and_then(|c| c.compression).map(|n| n.0))
+        .unwrap_or(CompressionArg::None);
     index.walk.exclude.push(store.root().to_path_buf());
     let req = AssembleRequest {
-        repo: args.repo.clone(),
+        repo,
         query,
-        budget: args.budget,
-        model: args.model.clone(),
+        budget,
+        model,
         policy: BudgetPolicy {
             context_share: args.context_share,
             reserve_reply: args.reserve_reply,
@@ -110,13 +133,30 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
         },
         index,
         hot_paths: args.hot.clone(),
-        compression: args.compression.into(),
+        compression: compression.into(),
         profile,
         error_output,
         dense: super::dense_config(&args.dense)?,
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;
+    if let Some(path) = &args.output {
+        let bytes = match args.format {
+            Format::Json => serde_json::to_vec_pretty(&report)
+                .map_err(|e| Failure::internal("json", e.to_string()))?,
+            Format::Text => report.prompt.clone().into_bytes(),
+        };
+        write_output(path, &bytes)?;
+        if args.format == Format::Text && !args.prompt_only {
+            print_analysis(&report, &catalog);
+            println!(
+                "{} tokens written to {}",
+                thousands(u64::from(report.tokens_total)),
+                path.display()
+            );
+        }
+        return Ok(());
+    }
     match args.format {
         Format::Json => print_json(&report),
         Format::Text => {
@@ -127,6 +167,29 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
             Ok(())
         }
     }
+}
+
+/// Writes `-o FILE` whole or not at all: a temporary file beside it, renamed over it.
+fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| {
+        Failure::input(
+            "output_unwritable",
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| fail(std::io::Error::other("not a file name")))?;
+    let tmp = dir.join(format!(".{}.ctxgate-tmp", name.to_string_lossy()));
+    std::fs::write(&tmp, bytes).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
 }
 
 fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) {

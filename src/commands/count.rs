@@ -106,8 +106,28 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
                 .collect(),
         })
         .collect();
+    // One sum per target over every input (what a prompt made of them all would hold, less
+    // the few tokens joining them may add or merge).
+    let totals: Vec<Count> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, (target, spec))| Count {
+            target: target.clone(),
+            tokenizer: spec.label(),
+            tokens: results.iter().map(|r| r.counts[i].tokens).sum(),
+            exact: spec.is_exact(),
+        })
+        .collect();
     if args.format == Format::Json {
-        return print_json(&results);
+        #[derive(Serialize)]
+        struct Out<'a> {
+            inputs: &'a [Counted],
+            totals: &'a [Count],
+        }
+        return print_json(&Out {
+            inputs: &results,
+            totals: &totals,
+        });
     }
     for r in &results {
         for c in &r.counts {
@@ -123,6 +143,18 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
                     c.tokenizer
                 );
             }
+        }
+    }
+    if results.len() > 1 {
+        for c in &totals {
+            let approx = if c.exact { "" } else { " (estimate)" };
+            println!(
+                "{:>12}{approx}  total ({} inputs)  {} ({})",
+                thousands(u64::from(c.tokens)),
+                results.len(),
+                c.target,
+                c.tokenizer
+            );
         }
     }
     Ok(())

@@ -44,7 +44,8 @@ pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
         ));
     }
     let store = index_store(global, &args.store)?;
-    let mut opts = index_options(&args.flags);
+    let config = crate::config::load(&args.dir)?;
+    let mut opts = index_options(&args.flags, config.as_ref().map(|(_, c)| c))?;
     if let Some(root) = store.local_root() {
         opts.walk.exclude.push(root.to_path_buf());
     }

@@ -74,7 +74,8 @@ fn refresh_failed(msg: &Value, f: &Failure) -> Value {
 pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
     let root = data_dir(global)?;
     let store = Store::open(&root)?;
-    let mut opts = index_options(&args.flags);
+    let config = crate::config::load(&args.dir)?;
+    let mut opts = index_options(&args.flags, config.as_ref().map(|(_, c)| c))?;
     opts.walk.exclude.push(store.root().to_path_buf());
     let folder = Folder {
         store,

@@ -22,7 +22,7 @@ use ctxgate_indexer::aws::{AwsStore, S3Location};
 use ctxgate_indexer::chat::ChatEndpoint;
 use ctxgate_indexer::pipeline::IndexOptions;
 use ctxgate_indexer::store::{IndexStore, Store};
-use ctxgate_indexer::walk::WalkOptions;
+use ctxgate_indexer::walk::{Globs, WalkOptions};
 
 use crate::args::{Global, IndexFlags, StoreArgs};
 use crate::failure::Failure;
@@ -81,8 +81,27 @@ pub fn catalog(global: &Global) -> Result<Catalog, Failure> {
     Ok(builtin.merge(user)?)
 }
 
-pub fn index_options(flags: &IndexFlags) -> IndexOptions {
-    IndexOptions {
+/// How to index, from the flags and then the folder's config file; a bad glob is refused here,
+/// before anything is read.
+pub fn index_options(
+    flags: &IndexFlags,
+    config: Option<&crate::config::ProjectConfig>,
+) -> Result<IndexOptions, Failure> {
+    let pick = |flag: &Vec<String>, file: Option<&Vec<String>>| {
+        if flag.is_empty() {
+            file.cloned().unwrap_or_default()
+        } else {
+            flag.clone()
+        }
+    };
+    let globs = Globs {
+        include: pick(&flags.include, config.map(|c| &c.include)),
+        exclude: pick(&flags.exclude, config.map(|c| &c.exclude)),
+    };
+    globs
+        .compile()
+        .map_err(|e| Failure::input("invalid_glob", e.to_string()))?;
+    Ok(IndexOptions {
         filter: FilterOptions {
             include_lock: flags.include_lock,
             include_minified: flags.include_minified,
@@ -93,6 +112,7 @@ pub fn index_options(flags: &IndexFlags) -> IndexOptions {
             follow_links: flags.follow_links,
             hidden: flags.hidden,
             exclude: Vec::new(),
+            globs,
         },
         force: flags.force,
         summarize_llm: match (&flags.summarize_llm_url, &flags.summarize_llm_model) {
@@ -104,7 +124,7 @@ pub fn index_options(flags: &IndexFlags) -> IndexOptions {
             _ => None,
         },
         ..IndexOptions::default()
-    }
+    })
 }
 
 /// Prints `value` as one JSON document.
@@ -129,6 +149,14 @@ pub fn dense_config(
             )))
         }
     }
+}
+
+/// `ctxgate completions SHELL`: the completion script on stdout.
+pub fn completions(args: &crate::args::CompletionsArgs) -> crate::CmdResult {
+    use clap::CommandFactory;
+    let mut cmd = crate::args::Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "ctxgate", &mut std::io::stdout());
+    Ok(())
 }
 
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {

@@ -34,6 +34,19 @@ pub fn run(global: &Global, args: &ModelsArgs) -> CmdResult {
             exact: m.tokenizer.is_exact(),
         })
         .collect();
+    if let (Some(p), true) = (&args.provider, rows.is_empty()) {
+        let mut known: Vec<&str> = catalog
+            .models()
+            .iter()
+            .map(|m| m.provider.as_str())
+            .collect();
+        known.sort_unstable();
+        known.dedup();
+        return Err(crate::failure::Failure::input(
+            "unknown_provider",
+            format!("no model of provider `{p}`; known: {}", known.join(", ")),
+        ));
+    }
     if args.format == Format::Json {
         return print_json(&rows);
     }

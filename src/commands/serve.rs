@@ -155,8 +155,18 @@ async fn server_timing(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let start = std::time::Instant::now();
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let mut res = next.run(req).await;
     let ms = start.elapsed().as_secs_f64() * 1e3;
+    // The access log (-v): what was asked and how it ended, never a body, key or query text.
+    tracing::info!(
+        target: "access",
+        method = %method,
+        path = %path,
+        status = res.status().as_u16(),
+        ms = format!("{ms:.2}"),
+        "request"
+    );
     if let Ok(v) = axum::http::HeaderValue::from_str(&format!("app;dur={ms:.3}")) {
         res.headers_mut().insert("server-timing", v);
     }
