@@ -35,8 +35,16 @@ bash scripts/aws-tools-setup.sh
 step "cfn-lint: infra/template.yaml"
 bash scripts/cfn-lint.sh
 
+step "container image: hadolint on the Dockerfile (into target/lint-venv)"
+bash scripts/container-lint.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
+
+step "cargo install --locked --path . (as the README shows; reuses this build) and the installed binary runs"
+cargo install --quiet --locked --path . --root target/install-check --target-dir target --force
+target/install-check/bin/ctxgate --version
+target/install-check/bin/ctxgate count --format json README.md >/dev/null
 
 step "tests: unit, property, CLI and API integration tests (the API suite also runs against the Worker under workerd)"
 CTXGATE_REQUIRE_WORKER=1 CTXGATE_REQUIRE_AWS=1 cargo test --release --locked --workspace
