@@ -289,7 +289,10 @@ fn no_colour_in_logs_off_a_terminal() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let logs = stderr(&out);
-    assert!(logs.contains("INFO") && logs.contains("version=1"), "{logs}");
+    assert!(
+        logs.contains("INFO") && logs.contains("version=1"),
+        "{logs}"
+    );
     assert!(
         !logs.contains('\u{1b}'),
         "ANSI escapes in a log that is not a terminal: {logs:?}"

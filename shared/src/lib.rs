@@ -16,6 +16,7 @@
 //!   leave.
 
 pub mod assemble;
+pub mod backoff;
 pub mod catalog;
 pub mod chunk;
 pub mod compose;

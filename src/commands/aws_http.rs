@@ -50,4 +50,8 @@ impl HttpClient for NativeHttp {
     fn warn(&self, message: &str) {
         tracing::warn!("{message}");
     }
+
+    async fn pause(&self, ms: u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
 }

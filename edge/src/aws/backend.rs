@@ -1,6 +1,7 @@
 //! The backend that reads projects and objects from AWS and delegates everything else.
 
 use async_trait::async_trait;
+use ctxgate_core::backoff::{Backoff, retryable};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +29,27 @@ pub trait HttpClient: Send + Sync + 'static {
 
     /// Reports a failure the caller is not told about (the host's log).
     fn warn(&self, _message: &str) {}
+
+    /// Waits `ms` milliseconds before a retry (the Worker's timer, tokio's natively).
+    async fn pause(&self, ms: u64);
+}
+
+/// Whether an answer is an accident worth another try ([`retryable`]); a transaction that lost
+/// a race with another (and failed no condition) is one too.
+fn worth_retrying(res: &HttpResponse) -> bool {
+    if res.status != 400 {
+        return retryable(res.status, None);
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&res.body) else {
+        return false;
+    };
+    let kind = error_type(&body);
+    retryable(400, kind)
+        || (kind == Some("TransactionCanceledException")
+            && !condition_failed(&body)
+            && body["CancellationReasons"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r["Code"] == "TransactionConflict")))
 }
 
 /// Projects and objects from what the indexer published to S3 and DynamoDB; organisations,
@@ -80,9 +102,35 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         }
     }
 
+    /// Sends `req`, again after a jittered pause ([`Backoff::REQUEST`]) while the answer is
+    /// throttling, a server fault or no answer at all; the last outcome when the tries are
+    /// spent. The signature stays valid for minutes, so the same request is sent again.
+    async fn send(&self, req: SignedRequest) -> Result<HttpResponse, BackendError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = self.client.send(req.clone()).await;
+            let again = match &outcome {
+                Ok(res) => worth_retrying(res),
+                // No answer (a dropped connection, a timeout).
+                Err(BackendError::Storage(_)) => true,
+                Err(_) => false,
+            };
+            let random = self
+                .inner
+                .random_bytes(8)
+                .iter()
+                .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+            match (again, Backoff::REQUEST.delay_ms(attempt, random)) {
+                (true, Some(ms)) => self.client.pause(ms).await,
+                _ => return outcome,
+            }
+        }
+    }
+
     async fn dynamodb(&self, target: &str, body: Value) -> Result<Value, BackendError> {
         let req = self.config.dynamodb(target, &body, self.inner.now_ms())?;
-        let res = self.client.send(req).await?;
+        let res = self.send(req).await?;
         let value: Value = serde_json::from_slice(&res.body).map_err(|e| {
             BackendError::Storage(format!("DynamoDB {target}: HTTP {}: {e}", res.status))
         })?;
@@ -162,7 +210,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
             .config
             .lambda_invoke_async(function, &event, self.inner.now_ms())
         {
-            Ok(req) => self.client.send(req).await,
+            Ok(req) => self.send(req).await,
             Err(e) => Err(e),
         };
         match sent {
@@ -285,7 +333,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
 
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
         let req = self.config.s3_get(key, self.inner.now_ms())?;
-        let res = self.client.send(req).await?;
+        let res = self.send(req).await?;
         match res.status {
             200 => Ok(res.body),
             404 => Err(BackendError::NotFound(format!("object `{key}`"))),
@@ -303,8 +351,147 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
 
 #[cfg(test)]
 mod tests {
-    use super::condition_failed;
-    use serde_json::json;
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Answers from a script, recording each request and each pause.
+    struct Scripted {
+        answers: Mutex<Vec<Result<HttpResponse, BackendError>>>,
+        sent: Mutex<usize>,
+        pauses: Mutex<Vec<u64>>,
+    }
+
+    #[async_trait]
+    impl HttpClient for Scripted {
+        async fn send(&self, _req: SignedRequest) -> Result<HttpResponse, BackendError> {
+            *self.sent.lock().unwrap() += 1;
+            self.answers.lock().unwrap().remove(0)
+        }
+        async fn pause(&self, ms: u64) {
+            self.pauses.lock().unwrap().push(ms);
+        }
+    }
+
+    fn answer(status: u16, body: &str) -> Result<HttpResponse, BackendError> {
+        Ok(HttpResponse {
+            status,
+            body: body.as_bytes().to_vec(),
+        })
+    }
+
+    fn published(
+        answers: Vec<Result<HttpResponse, BackendError>>,
+    ) -> (
+        PublishedBackend<crate::embedded::EmbeddedBackend, std::sync::Arc<Scripted>>,
+        std::sync::Arc<Scripted>,
+        tempfile::TempDir,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = crate::embedded::EmbeddedBackend::open(
+            dir.path(),
+            crate::embedded::SourceAccess {
+                local_paths: false,
+                network: crate::embedded::NetworkPolicy::PublicHttps,
+            },
+        )
+        .unwrap();
+        let client = std::sync::Arc::new(Scripted {
+            answers: Mutex::new(answers),
+            sent: Mutex::new(0),
+            pauses: Mutex::new(Vec::new()),
+        });
+        let vars = |name: &str| {
+            Some(match name {
+                "CTXGATE_STORE" => "s3://bucket/prefix".to_string(),
+                "CTXGATE_TABLE" => "table".to_string(),
+                "AWS_REGION" => "us-east-1".to_string(),
+                "AWS_ACCESS_KEY_ID" => "AKIDEXAMPLE".to_string(),
+                "AWS_SECRET_ACCESS_KEY" => "secret".to_string(),
+                _ => return None,
+            })
+        };
+        let config = AwsConfig::from_vars(vars).unwrap().unwrap();
+        (
+            PublishedBackend::new(inner, client.clone(), config),
+            client,
+            dir,
+        )
+    }
+
+    #[async_trait]
+    impl HttpClient for std::sync::Arc<Scripted> {
+        async fn send(&self, req: SignedRequest) -> Result<HttpResponse, BackendError> {
+            self.as_ref().send(req).await
+        }
+        async fn pause(&self, ms: u64) {
+            self.as_ref().pause(ms).await
+        }
+    }
+
+    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn throttling_faults_and_dropped_connections_are_tried_again() {
+        let throttled = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}"#;
+        let (backend, client, _dir) = published(vec![
+            answer(503, "<Error><Code>SlowDown</Code></Error>"),
+            answer(400, throttled),
+            Err(BackendError::Storage("connection reset".into())),
+            answer(200, "bytes"),
+        ]);
+        assert_eq!(block(backend.object("k")).unwrap(), b"bytes");
+        assert_eq!(*client.sent.lock().unwrap(), 4);
+        let pauses = client.pauses.lock().unwrap().clone();
+        assert_eq!(pauses.len(), 3);
+        // Full jitter under the doubling bound.
+        for (i, ms) in pauses.iter().enumerate() {
+            assert!(*ms <= Backoff::REQUEST.base_ms << i, "{pauses:?}");
+        }
+    }
+
+    #[test]
+    fn answers_are_not_retried_and_tries_end() {
+        let (backend, client, _dir) = published(vec![answer(404, "")]);
+        assert!(matches!(
+            block(backend.object("k")),
+            Err(BackendError::NotFound(_))
+        ));
+        assert_eq!(*client.sent.lock().unwrap(), 1);
+
+        let max = Backoff::REQUEST.max_attempts as usize;
+        let (backend, client, _dir) = published((0..max).map(|_| answer(500, "")).collect());
+        assert!(matches!(
+            block(backend.object("k")),
+            Err(BackendError::Storage(_))
+        ));
+        assert_eq!(*client.sent.lock().unwrap(), max);
+        assert_eq!(client.pauses.lock().unwrap().len(), max - 1);
+    }
+
+    #[test]
+    fn a_lost_transaction_race_is_retried_a_failed_condition_is_not() {
+        let cancelled = |code: &str| {
+            json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                "CancellationReasons": [{"Code": code}]
+            })
+            .to_string()
+        };
+        let res = |b: String| HttpResponse {
+            status: 400,
+            body: b.into_bytes(),
+        };
+        assert!(worth_retrying(&res(cancelled("TransactionConflict"))));
+        assert!(!worth_retrying(&res(cancelled("ConditionalCheckFailed"))));
+        assert!(!worth_retrying(&res(
+            r#"{"__type":"x#ValidationException"}"#.into()
+        )));
+    }
 
     #[test]
     fn only_a_failed_condition_is_a_conflict() {

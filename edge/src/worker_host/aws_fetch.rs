@@ -48,6 +48,10 @@ impl HttpClient for WorkerFetch {
     fn warn(&self, message: &str) {
         worker::console_warn!("{message}");
     }
+
+    async fn pause(&self, ms: u64) {
+        SendFuture::new(worker::Delay::from(std::time::Duration::from_millis(ms))).await;
+    }
 }
 
 /// The AWS settings in the Worker's vars and secrets ([`AwsConfig::from_vars`]).

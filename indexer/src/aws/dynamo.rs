@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use super::{AwsStore, Traffic, now_ms, remote};
 use crate::IndexerError;
 use crate::store::{ProjectGuard, ProjectItem, VersionItem};
+use ctxgate_core::backoff::Backoff;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -34,8 +35,27 @@ fn lease_ms() -> u64 {
         .unwrap_or(60)
         * 1000
 }
-/// Retries of an optimistic update before giving up (each lost race means another writer won).
-const UPDATE_ATTEMPTS: usize = 50;
+/// Tries of an optimistic update before giving up (each lost race means another writer won),
+/// with a jittered pause between them so that racing writers spread out instead of colliding
+/// again at once.
+const UPDATE_BACKOFF: Backoff = Backoff::BATCH;
+
+/// Sleeps before try `attempt + 1` of an update that lost a race; false when the tries are spent.
+fn pause_after_lost_race(attempt: u32) -> bool {
+    let mut random = [0u8; 8];
+    // Without randomness the pause is the bound itself: still a pause.
+    let random = match getrandom::fill(&mut random) {
+        Ok(()) => u64::from_le_bytes(random),
+        Err(_) => u64::MAX,
+    };
+    match UPDATE_BACKOFF.delay_ms(attempt, random) {
+        Some(ms) => {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            true
+        }
+        None => false,
+    }
+}
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_string())
@@ -175,7 +195,9 @@ impl AwsStore {
         sk: &str,
         f: &mut dyn FnMut(Option<String>) -> Result<Option<String>, IndexerError>,
     ) -> Result<(), IndexerError> {
-        for _ in 0..UPDATE_ATTEMPTS {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let old = self.get_raw(pk, sk)?;
             let rev = old.as_ref().map(|o| o.rev);
             let exists = old.is_some();
@@ -209,7 +231,12 @@ impl AwsStore {
                     if e.as_service_error()
                         .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
                 {
-                    continue;
+                    if !pause_after_lost_race(attempt) {
+                        return Err(remote(
+                            format!("DynamoDB UpdateItem {pk}/{sk}"),
+                            format!("{attempt} concurrent writers won in a row; try again",),
+                        ));
+                    }
                 }
                 Err(e) => {
                     return Err(remote(
@@ -219,10 +246,6 @@ impl AwsStore {
                 }
             }
         }
-        Err(remote(
-            format!("DynamoDB UpdateItem {pk}/{sk}"),
-            format!("{UPDATE_ATTEMPTS} concurrent writers won in a row; try again"),
-        ))
     }
 
     /// Pages through the query (DynamoDB returns at most 1 MB a page) until `limit` items.
@@ -311,7 +334,9 @@ impl AwsStore {
             match self.publish_once(org, version, expected, &raw, attempt)? {
                 Attempt::Published => return Ok(true),
                 Attempt::VersionTaken => return Ok(false),
-                Attempt::ProjectMoved => continue,
+                Attempt::ProjectMoved => {
+                    pause_after_lost_race(attempt + 1);
+                }
             }
         }
         Err(remote(

@@ -167,6 +167,9 @@ impl AwsStore {
         let config = handle.block_on(async {
             aws_config::defaults(BehaviorVersion::latest())
                 .region(RegionProviderChain::default_provider().or_else("us-east-1"))
+                // Throttling, 5xx and dropped connections: the SDK's standard mode (exponential
+                // backoff with full jitter, capped at 20 s), five tries instead of three.
+                .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
                 .http_client(http)
                 .load()
                 .await
