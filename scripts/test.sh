@@ -35,8 +35,9 @@ bash scripts/aws-tools-setup.sh
 step "cfn-lint: infra/template.yaml"
 bash scripts/cfn-lint.sh
 
-step "container image: hadolint on the Dockerfile (into target/lint-venv)"
+step "linters (into target/lint-venv): hadolint on the Dockerfile, openapi-spec-validator on the API's OpenAPI document"
 bash scripts/container-lint.sh
+bash scripts/openapi-check.sh
 
 step "build the ctxgate binary"
 cargo build --release --locked

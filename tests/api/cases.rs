@@ -76,6 +76,35 @@ fn meta(host: &dyn Host, key: &str) {
             "openapi.json lacks {path}"
         );
     }
+    // Every operation is named, and every path parameter declared (the document validates as
+    // OpenAPI 3.1: scripts/openapi-check.sh).
+    for (path, item) in doc.body["paths"].as_object().unwrap() {
+        let declared: Vec<&str> = item["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            assert!(op["operationId"].is_string(), "{method} {path}");
+            let own: Vec<&str> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| p["name"].as_str().unwrap())
+                .collect();
+            for seg in path.split('/').filter(|s| s.starts_with('{')) {
+                let name = seg.trim_matches(|c| c == '{' || c == '}');
+                assert!(
+                    declared.contains(&name) || own.contains(&name),
+                    "{method} {path}: `{name}` is not declared"
+                );
+            }
+        }
+    }
     // Exact counts, checked against the reference tokenizer.
     let text = "fn main() { println!(\"hello, wörld\"); }";
     let c = post(
