@@ -21,7 +21,7 @@ pub struct Caller {
     pub fresh: bool,
 }
 
-/// A key's public id: the first 16 hex digits of its hash. The key has 256 bits of entropy, so
+/// A key's public id: the first 16 hex digits of its hash. The key has 192 bits of entropy, so
 /// this names it in audit records without weakening it.
 pub fn key_id(key_hash: &str) -> String {
     key_hash.chars().take(16).collect()
