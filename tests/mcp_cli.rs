@@ -206,6 +206,62 @@ fn every_snippet_serves_the_folder_and_follows_its_edits() {
 }
 
 #[test]
+fn the_folders_config_file_sets_the_default_model_and_budget() {
+    use std::io::Write;
+    let env = Env::new();
+    env.sample();
+    env.write(
+        "ctxgate.toml",
+        "model = \"gpt-4\"\nbudget = 700\nexclude = [\"app/\"]\n",
+    );
+    let mut child = env
+        .cmd()
+        .arg("mcp")
+        .arg(env.repo())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = |id: u32, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_context","arguments":{args}}}}}"#
+        )
+    };
+    writeln!(stdin, "{}", call(1, r#"{"query":"server start config"}"#)).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        call(2, r#"{"query":"server start config","budget":1500}"#)
+    )
+    .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let first = &answers[0]["result"]["structuredContent"];
+    assert_eq!(first["budget"], 700, "{first}");
+    assert_eq!(first["model"], "gpt-4");
+    assert!(
+        first["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["path"] != "app/server.py"),
+        "the file's exclude applies"
+    );
+    // A call that names its budget drops both of the file's (as a flag does).
+    let second = &answers[1]["result"]["structuredContent"];
+    assert_eq!(second["budget"], 1500);
+    assert!(second["model"].is_null());
+}
+
+#[test]
 fn a_missing_folder_is_refused_before_serving() {
     let env = Env::new();
     let out = env

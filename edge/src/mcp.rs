@@ -38,6 +38,11 @@ const DEFAULT_WINDOW_SHARE: u32 = 4;
 pub struct ToolScope {
     /// The project a call without `project` reads.
     pub default_project: Option<String>,
+    /// The model a `get_context` call without `model` targets (the folder's ctxgate.toml).
+    pub default_model: Option<String>,
+    /// The budget of a `get_context` call without `budget` (the folder's ctxgate.toml), instead
+    /// of [`DEFAULT_TOOL_BUDGET`]'s rule.
+    pub default_budget: Option<u32>,
 }
 
 /// Which side of serde a schema describes: what a request may hold (its fields with defaults
@@ -234,11 +239,21 @@ async fn call_tool(
 ) -> Option<Value> {
     let st = || State(state.clone());
     let pretty = |v: &mut Value| serde_json::to_string_pretty(v).unwrap_or_default();
-    if let (Some(project), Some(o)) = (&scope.default_project, a.as_object_mut())
+    if let Some(o) = a.as_object_mut()
         && matches!(name, "get_context" | "search_code")
-        && !o.contains_key("project")
     {
-        o.insert("project".into(), json!(project));
+        if let Some(project) = &scope.default_project {
+            o.entry("project").or_insert_with(|| json!(project));
+        }
+        // The folder's defaults apply to a call that names neither (as on the command line).
+        if name == "get_context" && !o.contains_key("model") && !o.contains_key("budget") {
+            if let Some(m) = &scope.default_model {
+                o.insert("model".into(), json!(m));
+            }
+            if let Some(b) = scope.default_budget {
+                o.insert("budget".into(), json!(b));
+            }
+        }
     }
     let to_value = |v: Result<Value, serde_json::Error>| {
         v.map_err(|e| ApiError::bad_request("internal_error", e.to_string()))
@@ -357,6 +372,7 @@ mod tests {
             ToolScope::default(),
             ToolScope {
                 default_project: Some("p".into()),
+                ..ToolScope::default()
             },
         ] {
             let tools = tools(&scope);

@@ -74,8 +74,8 @@ fn refresh_failed(msg: &Value, f: &Failure) -> Value {
 pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
     let root = data_dir(global)?;
     let store = Store::open(&root)?;
-    let config = crate::config::load(&args.dir)?;
-    let mut opts = index_options(&args.flags, config.as_ref().map(|(_, c)| c))?;
+    let folder_config = crate::config::load(&args.dir)?.map(|(_, c)| c);
+    let mut opts = index_options(&args.flags, folder_config.as_ref())?;
     opts.walk.exclude.push(store.root().to_path_buf());
     let folder = Folder {
         store,
@@ -117,6 +117,8 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
     };
     let scope = ToolScope {
         default_project: Some(project),
+        default_model: folder_config.as_ref().and_then(|c| c.model.clone()),
+        default_budget: folder_config.as_ref().and_then(|c| c.budget),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
