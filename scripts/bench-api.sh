@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's API figures: `ctxgate serve` over the 1M+ token corpus, loaded from a
+# Reproduces the API figures of docs/performance.md: `ctxgate serve` over the 1M+ token corpus, loaded from a
 # second process on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."

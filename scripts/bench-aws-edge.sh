@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The edge's cold load of an index the indexer published to S3 + DynamoDB (moto): the Worker
-# under workerd reading it over SigV4-signed fetches. Figures in the README.
+# under workerd reading it over SigV4-signed fetches. Figures in docs/aws.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=$(bash scripts/bench-corpus.sh)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's Worker figures: the WASM Worker under `wrangler dev --local` (workerd)
+# Reproduces the Worker figures of docs/performance.md: the WASM Worker under `wrangler dev --local` (workerd)
 # over the 1M+ token corpus of scripts/bench-corpus.sh, plus the deployable bundle's size.
 set -euo pipefail
 cd "$(dirname "$0")/.."

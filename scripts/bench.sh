@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's performance figures: builds the corpus (crates pinned in Cargo.lock,
+# Reproduces the figures of docs/performance.md: builds the corpus (crates pinned in Cargo.lock,
 # from the cargo registry) and runs the foundation benchmark against the release binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
