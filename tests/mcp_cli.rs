@@ -205,15 +205,10 @@ fn every_snippet_serves_the_folder_and_follows_its_edits() {
     }
 }
 
-#[test]
-fn the_folders_config_file_sets_the_default_model_and_budget() {
+/// Runs `ctxgate mcp` on the env's folder with `lines` on stdin (then EOF); its answers, one
+/// JSON document per stdout line.
+fn raw_session(env: &Env, lines: &[String]) -> Vec<Value> {
     use std::io::Write;
-    let env = Env::new();
-    env.sample();
-    env.write(
-        "ctxgate.toml",
-        "model = \"gpt-4\"\nbudget = 700\nexclude = [\"app/\"]\n",
-    );
     let mut child = env
         .cmd()
         .arg("mcp")
@@ -224,26 +219,39 @@ fn the_folders_config_file_sets_the_default_model_and_budget() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_folders_config_file_sets_the_default_model_and_budget() {
+    let env = Env::new();
+    env.sample();
+    env.write(
+        "ctxgate.toml",
+        "model = \"gpt-4\"\nbudget = 700\nexclude = [\"app/\"]\n",
+    );
     let call = |id: u32, args: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_context","arguments":{args}}}}}"#
         )
     };
-    writeln!(stdin, "{}", call(1, r#"{"query":"server start config"}"#)).unwrap();
-    writeln!(
-        stdin,
-        "{}",
-        call(2, r#"{"query":"server start config","budget":1500}"#)
-    )
-    .unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let answers: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let answers = raw_session(
+        &env,
+        &[
+            call(1, r#"{"query":"server start config"}"#),
+            call(2, r#"{"query":"server start config","budget":1500}"#),
+        ],
+    );
     let first = &answers[0]["result"]["structuredContent"];
     assert_eq!(first["budget"], 700, "{first}");
     assert_eq!(first["model"], "gpt-4");
@@ -277,39 +285,17 @@ fn a_missing_folder_is_refused_before_serving() {
 
 #[test]
 fn malformed_lines_get_json_rpc_errors_and_notifications_none() {
-    use std::io::Write;
     let env = Env::new();
     env.sample();
-    let mut child = env
-        .cmd()
-        .arg("mcp")
-        .arg(env.repo())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{{not json").unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":7,"method":"nope"}}"#).unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"get_context","arguments":{{"query":"parse the config","budget":0}}}}}}"#
-    )
-    .unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let answers: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let answers = raw_session(
+        &env,
+        &[
+            "{not json".to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"nope"}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_context","arguments":{"query":"parse the config","budget":0}}}"#.to_string(),
+        ],
+    );
     assert_eq!(answers.len(), 3, "{answers:?}");
     assert_eq!(answers[0]["error"]["code"], -32700);
     assert_eq!(answers[1]["id"], 7);

@@ -116,14 +116,18 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
                 Err(BackendError::Storage(_)) => true,
                 Err(_) => false,
             };
+            if !again {
+                return outcome;
+            }
+            // Randomness only for a retry: a request that succeeds draws none.
             let random = self
                 .inner
                 .random_bytes(8)
                 .iter()
                 .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
-            match (again, Backoff::REQUEST.delay_ms(attempt, random)) {
-                (true, Some(ms)) => self.client.pause(ms).await,
-                _ => return outcome,
+            match Backoff::REQUEST.delay_ms(attempt, random) {
+                Some(ms) => self.client.pause(ms).await,
+                None => return outcome,
             }
         }
     }
