@@ -37,6 +37,9 @@ pub enum BackendError {
     /// Stored data is damaged.
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
+    /// The published version was written in an index format this build does not read.
+    #[error("{0}; re-index the project (POST /v1/projects/{{id}}/reindex, `ctxgate index`) or publish it again with this version of ctxgate")]
+    Outdated(String),
     /// The store failed.
     #[error("storage failed: {0}")]
     Storage(String),
@@ -315,6 +318,21 @@ pub trait Backend: Send + Sync + 'static {
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError>;
     /// An object of a published index (an S3-style key under `org/{org}/`).
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError>;
+    /// `len` bytes of the object `key` from `offset`: chunk texts are read this way, only the
+    /// pieces a query chose. An object shorter than the range yields fewer bytes (the caller
+    /// checks). Hosts whose store reads byte ranges override this; the default reads the whole
+    /// object.
+    async fn object_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, BackendError> {
+        let bytes = self.object(key).await?;
+        let start = (offset as usize).min(bytes.len());
+        let end = start.saturating_add(len as usize).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
+    }
     /// Stores an object an indexer published elsewhere (objects are immutable once a manifest
     /// names them; writing the same key again replaces it with the same bytes).
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError>;

@@ -282,6 +282,11 @@ impl Backend for EmbeddedBackend {
             .and_then(|t| t.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
         let embedder = dense.embedder.clone();
         let root = self.root.clone();
+        let texts = ctxgate_indexer::assemble::SegmentFiles {
+            objects: self.with(|s| Ok(s.objects_dir()))?,
+            org: snap.org.clone(),
+            project: snap.project.clone(),
+        };
         let query = query.to_string();
         // Embedding is CPU work (a whole version's chunks the first time): off the async threads.
         let (table, vector) = tokio::task::spawn_blocking(move || {
@@ -292,7 +297,7 @@ impl Backend for EmbeddedBackend {
                         &root,
                         &snap.pack,
                         &snap.pack_sha256,
-                        snap.as_ref(),
+                        &texts,
                         embedder.as_ref(),
                         &NoProgress,
                     )?;
@@ -515,6 +520,18 @@ impl Backend for EmbeddedBackend {
 
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
         self.with(|s| s.get_object(key))
+    }
+
+    async fn object_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, BackendError> {
+        match self.with(|s| Ok(s.has_object(key)))? {
+            true => self.with(|s| s.get_range_upto(key, offset, len as usize)),
+            false => Err(BackendError::NotFound(format!("object `{key}`"))),
+        }
     }
 
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {

@@ -101,6 +101,7 @@ impl From<BackendError> for ApiError {
             BackendError::Corrupt(_) => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "index_corrupt", msg)
             }
+            BackendError::Outdated(_) => ApiError::new(StatusCode::CONFLICT, "index_outdated", msg),
             BackendError::Storage(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", msg)
             }
@@ -169,6 +170,13 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "index_corrupt",
                 e.to_string(),
+            ),
+            // The fetch loop gives up after a bounded number of rounds (texts evicted as fast
+            // as they are read, a source that never holds them).
+            A::TextsNeeded(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                format!("{e} after several rounds of reading; retry the request"),
             ),
         }
     }

@@ -22,6 +22,7 @@ pub mod pointer;
 pub mod recent;
 pub mod routes;
 pub mod state;
+pub mod texts;
 pub mod wire;
 #[cfg(target_arch = "wasm32")]
 pub mod worker_host;

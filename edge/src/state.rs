@@ -1,16 +1,15 @@
 //! What every handler shares: the backend, the catalog, the configuration and the per-process
 //! cache of opened index versions.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgate_core::assemble::{AssembleError, ChunkSource};
 use ctxgate_core::catalog::Catalog;
-use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::{IndexPack, PackError};
 use ctxgate_core::index::layout::{Manifest, keys};
 
 use crate::backend::{Backend, BackendError, ProjectInfo};
 use crate::pointer::PointerCache;
+use crate::texts::TextCache;
 
 /// Deployment settings.
 #[derive(Clone, Debug)]
@@ -71,6 +70,7 @@ impl AppState {
     pub fn with_object_cache(mut self, shared: Arc<dyn ObjectCache>) -> Self {
         self.snapshots = Arc::new(SnapshotCache {
             entries: Mutex::default(),
+            texts: self.snapshots.texts.clone(),
             shared: Some(shared),
         });
         self
@@ -90,7 +90,8 @@ pub trait ObjectCache: Send + Sync {
     async fn put(&self, key: &str, bytes: &[u8]);
 }
 
-/// One published version with every chunk text in memory: a request then touches no storage.
+/// One published version: its index resident, its chunk texts read by range as queries need
+/// them ([`crate::texts`]).
 pub struct Snapshot {
     /// The organisation.
     pub org: String,
@@ -102,38 +103,44 @@ pub struct Snapshot {
     pub pack_sha256: String,
     /// The index.
     pub pack: IndexPack,
-    segments: HashMap<String, Vec<u8>>,
+    /// `org/project/version`: this version's name in the text cache.
+    pub(crate) id: Arc<str>,
+    /// The texts read so far (shared by every version this process has open).
+    pub(crate) texts: Arc<TextCache>,
 }
 
-impl ChunkSource for Snapshot {
-    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
-        let c = &pack.chunks[i];
-        let sha = &pack.segments[c.segment as usize];
-        let bytes = self
-            .segments
-            .get(sha)
-            .ok_or_else(|| AssembleError::Source(format!("segment {sha} missing")))?;
-        let start = c.segment_offset as usize;
-        let end = start + c.len() as usize;
-        let slice = bytes
-            .get(start..end)
-            .ok_or_else(|| AssembleError::Source(format!("chunk {} out of its segment", c.id)))?;
-        String::from_utf8(slice.to_vec())
-            .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
-    }
-}
-
-/// The most recently used versions (a handful: each holds a whole index).
-#[derive(Default)]
+/// The most recently used versions (a handful: each holds a resident index), and the chunk
+/// texts read for them.
 pub struct SnapshotCache {
     entries: Mutex<Vec<Arc<Snapshot>>>,
+    texts: Arc<TextCache>,
     /// Consulted before the backend for each object, and given what the backend returned.
     shared: Option<Arc<dyn ObjectCache>>,
 }
 
 const CACHED_VERSIONS: usize = 4;
 
+impl Default for SnapshotCache {
+    fn default() -> Self {
+        Self::with_text_ceiling(crate::texts::DEFAULT_CEILING)
+    }
+}
+
 impl SnapshotCache {
+    /// The cache beyond this process, if the host has one.
+    pub fn shared(&self) -> Option<&dyn ObjectCache> {
+        self.shared.as_deref()
+    }
+
+    /// A cache whose chunk texts take at most `ceiling` bytes.
+    pub fn with_text_ceiling(ceiling: usize) -> Self {
+        Self {
+            entries: Mutex::default(),
+            texts: Arc::new(TextCache::new(ceiling)),
+            shared: None,
+        }
+    }
+
     fn get(&self, org: &str, project: &str, version: u64) -> Option<Arc<Snapshot>> {
         let entries = self.entries.lock().ok()?;
         entries
@@ -164,25 +171,25 @@ impl SnapshotCache {
         Ok(bytes)
     }
 
-    /// The current version of `project`, opened (from the cache when it is there).
+    /// The current version of `project`, opened (from the cache when it is there), and the
+    /// bytes read from storage to open it (0 when it was open).
     pub async fn open(
         &self,
         backend: &dyn Backend,
         project: &ProjectInfo,
-    ) -> Result<Arc<Snapshot>, BackendError> {
+    ) -> Result<(Arc<Snapshot>, u64), BackendError> {
         let org = &project.org;
         let version = project.current_version.ok_or_else(|| {
             BackendError::NotFound(format!("an index of project `{}`", project.name))
         })?;
         if let Some(s) = self.get(org, &project.id, version) {
-            return Ok(s);
+            return Ok((s, 0));
         }
-        let manifest: Manifest = serde_json::from_slice(
-            &self
-                .object(backend, &keys::manifest(org, &project.id, version))
-                .await?,
-        )
-        .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
+        let manifest_bytes = self
+            .object(backend, &keys::manifest(org, &project.id, version))
+            .await?;
+        let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
+            .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
         // A manifest may only name objects of its own project: never another org's.
         let own = format!("{}/", keys::project(org, &project.id));
         let foreign = std::iter::once(&manifest.pack_key)
@@ -201,21 +208,25 @@ impl SnapshotCache {
                 manifest.pack_bytes
             )));
         }
-        let pack = IndexPack::decode(&bytes).map_err(|e| BackendError::Corrupt(e.to_string()))?;
-        let mut segments = HashMap::new();
-        for sha in &pack.segments {
-            let key = keys::segment(org, &project.id, sha);
-            segments.insert(sha.clone(), self.object(backend, &key).await?);
-        }
+        let read = (manifest_bytes.len() + bytes.len()) as u64;
+        let pack = IndexPack::decode(&bytes).map_err(|e| match e {
+            PackError::Version { found, expected } => BackendError::Outdated(format!(
+                "version {version} of project `{}` is in index format {found}; this server reads format {expected}",
+                project.name
+            )),
+            e => BackendError::Corrupt(e.to_string()),
+        })?;
+        drop(bytes);
         let snap = Arc::new(Snapshot {
             org: org.clone(),
             project: project.id.clone(),
             version,
             pack_sha256: manifest.pack_sha256.clone(),
             pack,
-            segments,
+            id: Arc::from(format!("{org}/{}/{version}", project.id)),
+            texts: self.texts.clone(),
         });
         self.put(snap.clone());
-        Ok(snap)
+        Ok((snap, read))
     }
 }

@@ -289,6 +289,36 @@ impl ChunkSource for StoreChunks<'_> {
     }
 }
 
+/// Chunk texts read straight from the files of a data directory's object folder
+/// ([`Store::objects_dir`]), without holding the store: for work off the request path that
+/// reads many texts (embedding a whole version).
+pub struct SegmentFiles {
+    /// The object folder.
+    pub objects: std::path::PathBuf,
+    /// The owning organisation.
+    pub org: String,
+    /// The project.
+    pub project: String,
+}
+
+impl ChunkSource for SegmentFiles {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+        let c = &pack.chunks[i];
+        let key = keys::segment(&self.org, &self.project, &pack.segments[c.segment as usize]);
+        let path = self.objects.join(&key);
+        let mut buf = vec![0u8; c.len() as usize];
+        let read = std::fs::File::open(&path).and_then(|f| {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut f = f;
+            f.seek(SeekFrom::Start(c.segment_offset))?;
+            f.read_exact(&mut buf)
+        });
+        read.map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
+        String::from_utf8(buf)
+            .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
+    }
+}
+
 /// `CTXGATE_BM25=k1,b` for tuning experiments (not a supported setting).
 fn bm25_override() -> Option<ctxgate_core::lexical::Bm25Params> {
     let spec = std::env::var("CTXGATE_BM25").ok()?;

@@ -119,6 +119,17 @@ impl AwsConfig {
 
     /// `GET` of the object at store key `key` (under the prefix).
     pub fn s3_get(&self, key: &str, now_ms: u64) -> Result<SignedRequest, BackendError> {
+        self.s3_get_range(key, None, now_ms)
+    }
+
+    /// A signed S3 `GetObject` of `len` bytes from `offset` (`Range: bytes=a-b`, answered 206),
+    /// or of the whole object without a range.
+    pub fn s3_get_range(
+        &self,
+        key: &str,
+        range: Option<(u64, u64)>,
+        now_ms: u64,
+    ) -> Result<SignedRequest, BackendError> {
         let full = if self.prefix.is_empty() {
             key.to_string()
         } else {
@@ -135,7 +146,14 @@ impl AwsConfig {
         settings.percent_encoding_mode = PercentEncodingMode::Single;
         settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-        self.sign("GET", url, Vec::new(), Vec::new(), "s3", settings, now_ms)
+        let headers = match range {
+            Some((offset, len)) if len > 0 => vec![(
+                "range".to_string(),
+                format!("bytes={offset}-{}", offset + len - 1),
+            )],
+            _ => Vec::new(),
+        };
+        self.sign("GET", url, headers, Vec::new(), "s3", settings, now_ms)
     }
 
     /// An asynchronous invocation (`Event`: Lambda queues it, retries it and answers 202 at

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use ctxgate_core::assemble::{Assembled, QueryOptions, assemble};
+use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
@@ -109,6 +109,8 @@ struct Run {
     continuation: Option<String>,
     /// Where the chunks a session already holds are, for [`Assembled::already_delivered`].
     already_delivered: Vec<Value>,
+    /// Bytes read from storage for this answer.
+    read_bytes: u64,
 }
 
 fn check_query(query: &str) -> Result<(), ApiError> {
@@ -299,7 +301,7 @@ async fn run(
             Some(s) => session_chunks(state, caller, s, &project.id).await?,
             None => (HashSet::new(), HashSet::new()),
         };
-        let snap = state
+        let (snap, opened_bytes) = state
             .snapshots
             .open(state.backend.as_ref(), &project)
             .await?;
@@ -335,13 +337,21 @@ async fn run(
             dense,
             ..QueryOptions::default()
         };
-        let done = assemble(&snap.pack, snap.as_ref(), query, &resolved, &options)?;
+        let (done, text_bytes) = crate::texts::answer(
+            state.backend.as_ref(),
+            state.snapshots.shared(),
+            &snap,
+            query,
+            &resolved,
+            &options,
+        )
+        .await?;
         let referenced = references(&snap.pack, &done.already_delivered);
-        Ok::<_, ApiError>((done, referenced))
+        Ok::<_, ApiError>((done, referenced, opened_bytes + text_bytes))
     }
     .await;
     let (used, chunks, signature_only, status) = match &result {
-        Ok((d, _)) => (
+        Ok((d, _, _)) => (
             u64::from(d.tokens_total) + history,
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             d.pieces
@@ -367,7 +377,7 @@ async fn run(
         },
     )
     .await;
-    let (done, already_delivered) = result?;
+    let (done, already_delivered, read_bytes) = result?;
     let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
         delivered.extend(&done.chosen);
         continuation::issue(
@@ -389,6 +399,7 @@ async fn run(
         done,
         continuation,
         already_delivered,
+        read_bytes,
     })
 }
 
@@ -469,6 +480,7 @@ pub async fn context(
 fn json_response(mut a: ContextAnswer<'_>) -> axum::response::Response {
     use axum::response::IntoResponse;
     let prompt = a.prompt.take().unwrap_or_default();
+    let read = a.read_bytes;
     let mut body = Vec::with_capacity(prompt.len() + prompt.len() / 8 + 64 * 1024);
     if let Err(e) = serde_json::to_writer(&mut body, &a) {
         return ApiError::new(
@@ -489,10 +501,16 @@ fn json_response(mut a: ContextAnswer<'_>) -> axum::response::Response {
         body.push(b'}');
     }
     (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/json"),
-        )],
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            ),
+            (
+                axum::http::HeaderName::from_static("ctxgate-storage-read"),
+                axum::http::HeaderValue::from(read),
+            ),
+        ],
         body,
     )
         .into_response()
@@ -633,6 +651,7 @@ async fn answer<T>(
                 "already_delivered": run.already_delivered,
             })
         }),
+        read_bytes: run.read_bytes,
     }))
 }
 
@@ -699,6 +718,11 @@ pub struct ContextAnswer<'a> {
     continuation: Option<&'a str>,
     /// The session's id and the pieces it already had.
     session: Option<Value>,
+    /// Bytes this answer read from storage (the version's index when this process opened it,
+    /// the chunk texts it had not cached): sent as the `ctxgate-storage-read` header.
+    #[serde(skip)]
+    #[schemars(skip)]
+    read_bytes: u64,
 }
 
 /// Where `chunks` are (id, path, lines, symbol), for naming them instead of sending them.

@@ -295,6 +295,36 @@ impl Backend for CloudflareBackend {
         .await
     }
 
+    async fn object_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, BackendError> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        SendFuture::new(async {
+            let object = self
+                .objects
+                .get(key)
+                .range(worker::Range::OffsetWithLength {
+                    offset,
+                    length: len,
+                })
+                .execute()
+                .await
+                .map_err(storage)?
+                .ok_or_else(|| BackendError::NotFound(format!("object `{key}`")))?;
+            match object.body() {
+                Some(body) => body.bytes().await.map_err(storage),
+                // R2 answers a range past the end with no body.
+                None => Ok(Vec::new()),
+            }
+        })
+        .await
+    }
+
     async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
         SendFuture::new(async { Ok(self.objects.head(key).await.map_err(storage)?.is_some()) })
             .await

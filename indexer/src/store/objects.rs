@@ -10,7 +10,7 @@ pub use ctxgate_core::index::layout::{Manifest, keys};
 
 impl Store {
     fn object_path(&self, key: &str) -> PathBuf {
-        self.root.join("objects").join(key)
+        self.objects_dir().join(key)
     }
 
     /// Whether an object exists.
@@ -113,6 +113,32 @@ impl Store {
         let mut buf = vec![0u8; len];
         read_exact_at(&f, &mut buf, offset).map_err(IndexerError::io("read", &path))?;
         Ok(buf)
+    }
+
+    /// Up to `len` bytes at `offset` of an object: fewer when the object ends first (a reader
+    /// over remote storage checks the length and names a truncated object). A missing object is
+    /// [`IndexerError::NotFound`].
+    pub fn get_range_upto(
+        &self,
+        key: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, IndexerError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.object_path(key);
+        let mut f = std::fs::File::open(&path).map_err(IndexerError::io("open", &path))?;
+        f.seek(SeekFrom::Start(offset))
+            .map_err(IndexerError::io("read", &path))?;
+        let mut buf = Vec::with_capacity(len);
+        f.take(len as u64)
+            .read_to_end(&mut buf)
+            .map_err(IndexerError::io("read", &path))?;
+        Ok(buf)
+    }
+
+    /// The folder objects are stored in (each under its key).
+    pub fn objects_dir(&self) -> PathBuf {
+        self.root.join("objects")
     }
 }
 

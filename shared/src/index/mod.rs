@@ -1,8 +1,8 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 5; version 4 had no symbol references and no recency, version 3 no import
-//! graph and unstemmed terms, version 2 no summaries, version 1 no ctime or inode in the file
-//! stat)
+//! # Format (version 6; version 5 stored BM25 postings as plain vectors, version 4 had no symbol
+//! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
+//! summaries, version 1 no ctime or inode in the file stat)
 //!
 //! Summaries ([`crate::summary::Summaries`]), the import graph, the symbol references and the
 //! files' recency come at the end of the body.
@@ -20,7 +20,8 @@
 //! the stat used to skip re-hashing, language, why it was skipped, its chunks), the chunk table
 //! ([`ChunkRecord`]: id, file, kind, symbol, lines, bytes, sha256, token counts per encoding,
 //! where its text is stored), the list of chunk segments, the BM25 index whose document
-//! ids are chunk indexes, the summaries, the import graph between files ([`ImportGraph`]) and
+//! ids are chunk indexes (its sorted terms in one string, its postings as one byte string of
+//! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]), the summaries, the import graph between files ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`]) and how many commits ago each file last
 //! changed ([`Recency`]).
 //!
@@ -28,13 +29,16 @@
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
 //! and a re-index stores only chunks that did not exist before. A segment holds at most 4 MiB
 //! of new text (the indexer's `SEGMENT_CAP`; one larger chunk gets a segment of its own), so no
-//! object of a large repository nears any store's size limit.
+//! object of a large repository nears any store's size limit. Readers read a chunk's text by
+//! byte range (`segment_offset`, its length) and check it against the chunk's sha256; the edge
+//! reads only the ranges a query's pieces need (`ctxgate-edge`'s `texts` module).
 //!
 //! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
 pub mod gc;
 pub mod layout;
+pub mod raw_bytes;
 pub mod recency;
 pub mod references;
 
@@ -52,7 +56,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -52,19 +52,23 @@ impl Bm25Builder {
     pub fn finish(self, params: Bm25Params) -> Bm25Index {
         let mut entries: Vec<(String, Vec<(u32, u16)>)> = self.postings.into_iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let total: usize = entries.iter().map(|e| e.1.len()).sum();
-        let mut terms = Vec::with_capacity(entries.len());
-        let mut offsets = Vec::with_capacity(entries.len() + 1);
-        let mut docs = Vec::with_capacity(total);
-        let mut tfs = Vec::with_capacity(total);
-        offsets.push(0u32);
+        let mut terms = String::new();
+        let mut term_ends = Vec::with_capacity(entries.len());
+        let mut posting_ends = Vec::with_capacity(entries.len());
+        let mut df = Vec::with_capacity(entries.len());
+        let mut postings = Vec::new();
         for (term, list) in entries {
-            terms.push(term);
+            terms.push_str(&term);
+            term_ends.push(terms.len() as u32);
+            df.push(list.len() as u32);
+            let mut last = 0u32;
             for (d, tf) in list {
-                docs.push(d);
-                tfs.push(tf);
+                // Documents are added in id order, so each list is ascending: store the gaps.
+                push_varint(&mut postings, d - last);
+                push_varint(&mut postings, u32::from(tf));
+                last = d;
             }
-            offsets.push(docs.len() as u32);
+            posting_ends.push(postings.len() as u32);
         }
         let n = self.doc_len.len();
         let avg = if n == 0 {
@@ -75,23 +79,34 @@ impl Bm25Builder {
         Bm25Index {
             params,
             terms,
-            offsets,
-            docs,
-            tfs,
+            term_ends,
+            df,
+            posting_ends,
+            postings,
             doc_len: self.doc_len,
             avg_len: avg as f32,
         }
     }
 }
 
-/// A frozen BM25 index.
+/// A frozen BM25 index, laid out for a small resident size and a fast open: the sorted terms
+/// in one string, and each term's postings as LEB128 varints (the gap to the previous document,
+/// then the term frequency) in one byte array, which deserializes as one copy. deno's index
+/// (116k terms, 4.3M postings) takes about 12 MiB this way; as vectors of strings, `u32`
+/// documents and `u16` frequencies it took 30 MiB.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Index {
     params: Bm25Params,
-    terms: Vec<String>,
-    offsets: Vec<u32>,
-    docs: Vec<u32>,
-    tfs: Vec<u16>,
+    /// Every term, sorted, concatenated.
+    terms: String,
+    /// End of term `k` in `terms`.
+    term_ends: Vec<u32>,
+    /// Documents holding term `k`.
+    df: Vec<u32>,
+    /// End of term `k`'s postings in `postings`.
+    posting_ends: Vec<u32>,
+    #[serde(with = "crate::index::raw_bytes")]
+    postings: Vec<u8>,
     doc_len: Vec<u32>,
     avg_len: f32,
 }
@@ -109,16 +124,59 @@ impl Bm25Index {
 
     /// Number of distinct terms.
     pub fn vocabulary(&self) -> usize {
-        self.terms.len()
+        self.term_ends.len()
+    }
+
+    fn term(&self, k: usize) -> &str {
+        let start = if k == 0 {
+            0
+        } else {
+            self.term_ends[k - 1] as usize
+        };
+        self.terms
+            .get(start..self.term_ends[k] as usize)
+            .unwrap_or_default()
+    }
+
+    /// The index of `term` among the sorted terms.
+    fn find(&self, term: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, self.term_ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term(mid).cmp(term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    fn idf_of(&self, df: u32) -> f32 {
+        let n = self.doc_len.len() as f32;
+        let df = df as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
     /// The inverse document frequency of `term` (as [`Bm25Index::search`] weighs it), if any
     /// document holds it.
     pub fn idf(&self, term: &str) -> Option<f32> {
-        let t = self.terms.binary_search_by(|x| x.as_str().cmp(term)).ok()?;
-        let n = self.doc_len.len() as f32;
-        let df = (self.offsets[t + 1] - self.offsets[t]) as f32;
-        Some((1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+        let t = self.find(term)?;
+        Some(self.idf_of(self.df[t]))
+    }
+
+    /// The (document, term frequency) pairs of term `t`, in document order.
+    fn postings_of(&self, t: usize) -> Postings<'_> {
+        let start = if t == 0 {
+            0
+        } else {
+            self.posting_ends[t - 1] as usize
+        };
+        let end = self.posting_ends[t] as usize;
+        Postings {
+            bytes: self.postings.get(start..end).unwrap_or_default(),
+            doc: 0,
+        }
     }
 
     /// Documents matching any query term, best first, with their scores.
@@ -129,30 +187,75 @@ impl Bm25Index {
     /// [`Bm25Index::search`] with other parameters than the index was built with (they only
     /// matter at query time).
     pub fn search_with(&self, query: &[(String, u16)], params: Bm25Params) -> Vec<(u32, f32)> {
-        let n = self.doc_len.len() as f32;
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+        // Scores accumulate in one array over the documents (a hash map per posting was the
+        // largest cost of a query on a large index); `hit` lists the documents touched.
+        let mut scores = vec![0.0f32; self.doc_len.len()];
+        let mut hit: Vec<u32> = Vec::new();
         let Bm25Params { k1, b } = params;
         let avg = self.avg_len.max(1.0);
         for (term, qtf) in query {
-            let Ok(t) = self.terms.binary_search_by(|x| x.as_str().cmp(term)) else {
+            let Some(t) = self.find(term) else {
                 continue;
             };
-            let (lo, hi) = (self.offsets[t] as usize, self.offsets[t + 1] as usize);
-            let df = (hi - lo) as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            let weight = idf * f32::from(*qtf).sqrt();
-            for i in lo..hi {
-                let doc = self.docs[i];
-                let tf = f32::from(self.tfs[i]);
-                let len = self.doc_len[doc as usize] as f32;
-                let s = weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len / avg));
-                *scores.entry(doc).or_insert(0.0) += s;
+            let weight = self.idf_of(self.df[t]) * f32::from(*qtf).sqrt();
+            for (doc, tf) in self.postings_of(t) {
+                let Some(&len) = self.doc_len.get(doc as usize) else {
+                    continue;
+                };
+                let tf = tf as f32;
+                let s = weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len as f32 / avg));
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    hit.push(doc);
+                }
+                *slot += s;
             }
         }
-        let mut out: Vec<(u32, f32)> = scores.into_iter().collect();
+        let mut out: Vec<(u32, f32)> = hit.into_iter().map(|d| (d, scores[d as usize])).collect();
+        // A document whose terms all weigh 0 was pushed again each time: keep one.
         out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.dedup_by_key(|e| e.0);
         out
     }
+}
+
+/// A term's postings, decoded as they are read.
+struct Postings<'a> {
+    bytes: &'a [u8],
+    doc: u32,
+}
+
+impl Iterator for Postings<'_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        let gap = read_varint(&mut self.bytes)?;
+        let tf = read_varint(&mut self.bytes)?;
+        self.doc = self.doc.wrapping_add(gap);
+        Some((self.doc, tf))
+    }
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The next LEB128 value of `bytes`, advancing it; `None` at the end or on a malformed value.
+fn read_varint(bytes: &mut &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for shift in (0..35).step_by(7) {
+        let (&byte, rest) = bytes.split_first()?;
+        *bytes = rest;
+        v |= u32::from(byte & 0x7f).checked_shl(shift)?;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -186,5 +289,98 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
+    }
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        let values = [
+            0u32,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            2_097_151,
+            2_097_152,
+            u32::MAX,
+        ];
+        let mut bytes = Vec::new();
+        for v in values {
+            push_varint(&mut bytes, v);
+        }
+        let mut rest = bytes.as_slice();
+        for v in values {
+            assert_eq!(read_varint(&mut rest), Some(v));
+        }
+        assert_eq!(read_varint(&mut rest), None);
+        // A value cut short is no value.
+        assert_eq!(read_varint(&mut &[0x80u8][..]), None);
+    }
+
+    proptest::proptest! {
+        /// The compact index scores exactly as a naive BM25 over the same documents.
+        #[test]
+        fn scores_match_a_naive_bm25(
+            docs in proptest::collection::vec(
+                proptest::collection::vec((0u8..12, 1u16..4), 0..8), 1..40),
+            query in proptest::collection::vec(0u8..14, 1..5),
+        ) {
+            let mut b = Bm25Builder::default();
+            let docs: Vec<Vec<(String, u16)>> = docs
+                .into_iter()
+                .map(|d| {
+                    let mut m: std::collections::BTreeMap<String, u16> = Default::default();
+                    for (t, tf) in d {
+                        *m.entry(format!("t{t}")).or_default() += tf;
+                    }
+                    m.into_iter().collect()
+                })
+                .collect();
+            for d in &docs {
+                b.add(d);
+            }
+            let params = Bm25Params::default();
+            let idx = b.finish(params);
+            let q: Vec<(String, u16)> = {
+                let mut m: std::collections::BTreeMap<String, u16> = Default::default();
+                for t in query {
+                    *m.entry(format!("t{t}")).or_default() += 1;
+                }
+                m.into_iter().collect()
+            };
+            let n = docs.len() as f32;
+            let lens: Vec<f32> = docs.iter().map(|d| d.iter().map(|x| f32::from(x.1)).sum()).collect();
+            let avg = (lens.iter().map(|&l| f64::from(l)).sum::<f64>() / f64::from(n)) as f32;
+            let mut naive: Vec<(u32, f32)> = Vec::new();
+            for (i, d) in docs.iter().enumerate() {
+                let mut s = 0.0f32;
+                let mut any = false;
+                for (term, qtf) in &q {
+                    let df = docs.iter().filter(|x| x.iter().any(|y| &y.0 == term)).count() as f32;
+                    if let Some(&(_, tf)) = d.iter().find(|y| &y.0 == term) {
+                        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                        let tf = f32::from(tf);
+                        let k1 = params.k1;
+                        s += idf * f32::from(*qtf).sqrt() * tf * (k1 + 1.0)
+                            / (tf + k1 * (1.0 - params.b + params.b * lens[i] / avg.max(1.0)));
+                        any = true;
+                    }
+                }
+                if any {
+                    naive.push((i as u32, s));
+                }
+            }
+            naive.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let got = idx.search(&q);
+            proptest::prop_assert_eq!(got.len(), naive.len());
+            for (g, w) in got.iter().zip(&naive) {
+                proptest::prop_assert_eq!(g.0, w.0);
+                proptest::prop_assert!((g.1 - w.1).abs() <= 1e-4 * w.1.abs().max(1.0));
+            }
+            // Encoding and decoding the index changes nothing.
+            let bytes = postcard::to_allocvec(&idx).unwrap();
+            let back: Bm25Index = postcard::from_bytes(&bytes).unwrap();
+            proptest::prop_assert_eq!(back, idx);
+        }
     }
 }

@@ -1,0 +1,153 @@
+//! Answering a query from one opened index: retrieval, ranking, selection and composition.
+//!
+//! Both hosts run this: the CLI over the embedded store and the edge API over whatever backend
+//! holds the pack. Chunk texts come through [`ChunkSource`], because the pack stores only where
+//! each text lives; the caller decides how to read it (a file range, an object already in
+//! memory). Nothing here counts time or touches storage.
+
+mod pieces;
+mod plan;
+
+pub use plan::{Plan, plan};
+
+use serde::Serialize;
+
+use crate::catalog::ResolvedBudget;
+use crate::compose::{ComposeError, Piece};
+use crate::compress::Compression;
+use crate::index::IndexPack;
+use crate::intent::QueryAnalysis;
+use crate::lexical::Bm25Params;
+use crate::profile::{Profile, ProfileReport};
+use crate::rank::Weights;
+
+/// Below this budget, pieces are signatures only: a few declarations tell a model more than
+/// one body.
+pub const SIGNATURES_BELOW: u32 = 1000;
+
+/// Under `medium`, a piece scoring at least this share of the best chosen piece stays at
+/// `light`: the pieces that carry the answer keep their bodies, the supporting ones keep their
+/// signatures.
+pub const MEDIUM_KEEP_SHARE: f32 = 0.5;
+
+/// Under `medium` and `aggressive`, how many candidates too large to fit whole are compressed
+/// to see whether they fit (each costs a text read and a count).
+pub(crate) const SHRINK_TRIES: usize = 64;
+
+/// Room under which no alternative is tried (beyond its header): a signature is rarely smaller.
+pub(crate) const MIN_ALTERNATIVE_TOKENS: u32 = 12;
+
+/// Reads the text of chunk `i` of the pack being answered from.
+pub trait ChunkSource {
+    /// The chunk's exact text, or [`AssembleError::TextsNeeded`] when this source holds only
+    /// the texts fetched so far and not this one.
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
+}
+
+/// Why a query could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// The query has no words.
+    #[error("the query is empty")]
+    EmptyQuery,
+    /// A chunk's text could not be read.
+    #[error("chunk text unavailable: {0}")]
+    Source(String),
+    /// The source has not fetched these chunks' texts yet (pack indices): a host that reads
+    /// texts from remote storage fetches them and composes the plan again.
+    #[error("the texts of {} chunks are not fetched yet", .0.len())]
+    TextsNeeded(Vec<u32>),
+    /// The prompt could not be held to the budget.
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+    /// The `repair` profile was asked for without the error output it answers.
+    #[error("the repair profile needs the error output (error_output / --error-file)")]
+    ErrorOutputMissing,
+}
+
+/// How to search and rank: the tuned defaults unless an experiment overrides them.
+#[derive(Clone, Debug, Default)]
+pub struct QueryOptions {
+    /// Signal weights.
+    pub weights: Weights,
+    /// BM25 parameters used at query time, whatever the pack was built with.
+    pub bm25: Bm25Params,
+    /// Paths the client has open or recently edited: they count as mentioned.
+    pub hot_paths: Vec<String>,
+    /// Chunks already delivered (a continuation): never chosen again.
+    pub exclude: Vec<u32>,
+    /// Chunks a session already received as a signature: they may come whole, but are not
+    /// offered as a signature alternative again.
+    pub signatures_sent: Vec<u32>,
+    /// How much each piece's text may be reduced.
+    pub compression: Compression,
+    /// How the budget is spent (`expand` unless asked).
+    pub profile: Profile,
+    /// The error output a `repair` request answers (ignored by other profiles).
+    pub error_output: Option<String>,
+    /// Leave summaries out (search pages carry pieces only).
+    pub without_summaries: bool,
+    /// Dense hits (chunk, 0-1 from [`crate::dense::scaled_hits`]) when the caller embedded the
+    /// request; empty otherwise.
+    pub dense: Vec<(u32, f32)>,
+}
+
+/// The assembled context and how it was chosen.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assembled {
+    /// The pieces in the prompt, in prompt order.
+    pub pieces: Vec<Piece>,
+    /// The prompt's count with the target tokenizer.
+    pub tokens_total: u32,
+    /// The prompt.
+    pub prompt: String,
+    /// What the caller should know.
+    pub warnings: Vec<String>,
+    /// What the request was understood to be.
+    pub intent: QueryAnalysis,
+    /// Tokens in the whole index, in the target's tokens.
+    pub repo_tokens: u64,
+    /// Tokens of the prompt without any code (framing and the query).
+    pub frame_tokens: u32,
+    /// Tokens given to code pieces.
+    pub code_tokens: u32,
+    /// How pieces were chosen, then the size strategy that chose the summaries.
+    pub strategy: String,
+    /// Summaries in the prompt (never among `pieces`: they quote no lines), in prompt order.
+    pub summaries: Vec<crate::compose::SummaryPiece>,
+    /// The repository's size relative to the room for context.
+    pub size_class: crate::summary::SizeClass,
+    /// Chunks that matched the query.
+    pub candidates: usize,
+    /// Relevant chunks that did not fit (a continuation can deliver them).
+    pub left_out: usize,
+    /// Tokens compression took out of the pieces sent (their counts before, less after).
+    pub compression_saved_tokens: u32,
+    /// The profile and what it did.
+    pub profile: ProfileReport,
+    /// Pack indices of the chunks in the prompt (for continuations and audit). A chunk given as
+    /// a signature counts: a continuation page does not send it again, whole or not (its token
+    /// carries no separate list of signatures; a session does, and may send it whole later).
+    #[serde(skip)]
+    pub chosen: Vec<u32>,
+    /// Pack indices of excluded chunks (the caller already has them) that rank at least as high
+    /// as the weakest chosen piece, best first: the caller should reuse them, so they are named
+    /// instead of sent again.
+    #[serde(skip)]
+    pub already_delivered: Vec<u32>,
+}
+
+/// Answers `query` from `pack` within `resolved.budget`, counted by `resolved.tokenizer`: a
+/// [`plan`] composed at once, for sources that hold every text (local files, memory).
+///
+/// The guarantee: `tokens_total` is the exact count of `prompt` (or the documented estimate
+/// for models without a public tokenizer) and never exceeds the budget.
+pub fn assemble(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    query: &str,
+    resolved: &ResolvedBudget,
+    options: &QueryOptions,
+) -> Result<Assembled, AssembleError> {
+    plan(pack, source, query, resolved, options)?.compose(pack, source)
+}
