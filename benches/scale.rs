@@ -4,9 +4,9 @@
 //! publish to the Worker under `wrangler dev --local` (workerd), a fresh isolate's first answer
 //! with an empty cache, then warm answers; one `scale:` line per corpus. Nothing asserts a time.
 //!
-//! `cold_read_mib` is what the first answer reads from storage. The index format read here
-//! loads a whole version on first use (manifest, pack and every segment), so it is the sum of
-//! those objects' sizes, read from the store's files rather than counted inside the Worker.
+//! `cold_read_mib` is what the first answer reads from storage, as the Worker counts it (its
+//! `ctxgate-storage-read` header: the manifest and pack it opened, the chunk-text ranges it
+//! read); `version_mib` on stderr is the whole version for comparison.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -119,6 +119,10 @@ fn run(name: &str, dir: &Path) {
         .map(|m| m.len())
         .sum();
     let _ = added;
+    eprintln!(
+        "{name}: version_mib={:.1} (manifest, pack and every segment)",
+        version_bytes as f64 / 1048576.0
+    );
 
     // Native: a warm `ctxgate serve` over the same data directory; the app's own time per
     // answer (its Server-Timing header).
@@ -164,6 +168,7 @@ fn run(name: &str, dir: &Path) {
         ],
         &[("CTXGATE_ADMIN_SECRET", host::ADMIN_SECRET)],
     );
+    let mut cold_read: Option<u64> = None;
     let (publish, memory, warm, cold) = match published {
         Err(code) => (code, None, None, None),
         Ok(_) => {
@@ -186,9 +191,11 @@ fn run(name: &str, dir: &Path) {
                     .into(),
                 base: w.base_url().to_string(),
                 pids: workerd_pids(w.process_group()),
+                last_read: Default::default(),
             };
             let first = body(QUERIES[0]).to_string();
             let (status, cold_ms, _) = probe.send("POST", "/v1/context", Some(&key), Some(&first));
+            cold_read = probe.last_read.get();
             if status != 200 {
                 (format!("http_{status}"), None, None, None)
             } else {
@@ -206,11 +213,11 @@ fn run(name: &str, dir: &Path) {
     };
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     println!(
-        "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} cold_ms={} cold_read_mib={:.1} native_ms={native_ms:.1}",
+        "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} cold_ms={} cold_read_mib={} native_ms={native_ms:.1}",
         show(memory),
         show(warm),
         show(cold),
-        version_bytes as f64 / 1048576.0,
+        show(cold_read.map(|b| b as f64 / 1048576.0)),
     );
 }
 

@@ -54,6 +54,7 @@ fn main() {
             .into(),
         base: worker.base_url().to_string(),
         pids,
+        last_read: Default::default(),
     };
     let (status, wall, (cpu, busiest)) = probe.send("GET", "/healthz", None, None);
     assert_eq!(status, 200);

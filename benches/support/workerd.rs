@@ -78,6 +78,8 @@ pub struct Probe {
     pub agent: ureq::Agent,
     pub base: String,
     pub pids: Vec<u32>,
+    /// The `ctxgate-storage-read` header of the last answer (bytes it read from storage).
+    pub last_read: std::cell::Cell<Option<u64>>,
 }
 
 impl Probe {
@@ -104,6 +106,12 @@ impl Probe {
                 .send(body.unwrap_or("{}"))
         };
         let mut res = res.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        self.last_read.set(
+            res.headers()
+                .get("ctxgate-storage-read")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok()),
+        );
         let _ = res.body_mut().read_to_string();
         let wall = t.elapsed().as_secs_f64() * 1e3;
         // workerd finishes its bookkeeping just after the answer; let it settle before reading.

@@ -38,7 +38,9 @@ pub enum BackendError {
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
     /// The published version was written in an index format this build does not read.
-    #[error("{0}; re-index the project (POST /v1/projects/{{id}}/reindex, `ctxgate index`) or publish it again with this version of ctxgate")]
+    #[error(
+        "{0}; re-index the project (POST /v1/projects/{{id}}/reindex, `ctxgate index`) or publish it again with this version of ctxgate"
+    )]
     Outdated(String),
     /// The store failed.
     #[error("storage failed: {0}")]

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use ctxgate_core::catalog::Catalog;
-use ctxgate_core::index::{IndexPack, PackError};
 use ctxgate_core::index::layout::{Manifest, keys};
+use ctxgate_core::index::{IndexPack, PackError};
 
 use crate::backend::{Backend, BackendError, ProjectInfo};
 use crate::pointer::PointerCache;

@@ -734,6 +734,7 @@ pub fn index_project(
         graph,
         references,
         recency,
+        derived: Default::default(),
     };
 
     let mut version = previous

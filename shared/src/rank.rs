@@ -19,7 +19,7 @@
 //! computed from the other signals' scores, so it never feeds on itself. Under small budgets
 //! [`diversify`] then lowers each file's further chunks so that more files are reached.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -309,20 +309,14 @@ pub fn rank(
         .map(|s| name_key(s))
         .filter(|s| s.len() >= 3)
         .collect();
-    let priors: Vec<f32> = pack
-        .files
-        .iter()
+    let derived = pack.derived();
+    let priors: Vec<f32> = (0..pack.files.len())
         .map(|f| {
-            let named = analysis
-                .entities
-                .paths
-                .iter()
-                .any(|p| path_matches(&f.path, p));
-            if named {
+            if mentioned[f] {
                 1.0
-            } else if is_test_path(&f.path) && analysis.intent != Intent::Test {
+            } else if derived.test_file[f] && analysis.intent != Intent::Test {
                 weights.test_prior
-            } else if is_doc_path(&f.path) && analysis.intent != Intent::Explain {
+            } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
                 weights.doc_prior
             } else {
                 1.0
@@ -382,27 +376,25 @@ pub fn rank(
     }
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
-        let idf: Vec<(&str, f32)> = terms
+        let idf: Vec<(u32, f32)> = terms
             .iter()
-            .filter_map(|(t, _)| pack.lexical.idf(t).map(|w| (t.as_str(), w)))
+            .filter_map(|(t, _)| {
+                let id = pack.lexical.term_id(t)?;
+                pack.lexical.idf(t).map(|w| (id as u32, w))
+            })
             // A word in most chunks says nothing about a path (BM25's idf can go negative).
             .filter(|(_, w)| *w > 0.0)
             .collect();
         let total: f32 = idf.iter().map(|t| t.1).sum();
         if total > 0.0 {
             let mut file_path = vec![0.0f32; pack.files.len()];
-            for (f, entry) in pack.files.iter().enumerate() {
-                let mut found = vec![false; idf.len()];
-                crate::lexical::for_each_term(&entry.path, |t| {
-                    if let Some(k) = idf.iter().position(|(q, _)| *q == t) {
-                        found[k] = true;
-                    }
-                });
-                file_path[f] = idf
+            for (f, share) in file_path.iter_mut().enumerate() {
+                let path = derived.path_terms(f);
+                // The query's terms in query order, as before: the sum is the same float.
+                *share = idf
                     .iter()
-                    .zip(&found)
-                    .filter(|(_, hit)| **hit)
-                    .map(|(t, _)| t.1)
+                    .filter(|(id, _)| path.contains(id))
+                    .map(|(_, w)| *w)
                     .sum::<f32>()
                     / total;
             }
@@ -494,7 +486,7 @@ fn decay_by_file(ranked: &mut [Ranked], decay: f32, file_of: impl Fn(u32) -> Opt
     if decay >= 1.0 {
         return;
     }
-    let mut taken: HashMap<u32, i32> = HashMap::new();
+    let mut taken: HashMap<u32, i32> = HashMap::default();
     for r in ranked.iter_mut() {
         let Some(file) = file_of(r.chunk) else {
             continue;

@@ -13,6 +13,8 @@ pub struct Reply {
     pub status: u16,
     pub retry_after: Option<String>,
     pub www_authenticate: Option<String>,
+    /// The `ctxgate-storage-read` header (bytes the answer read from storage).
+    pub storage_read: Option<u64>,
     pub body: Value,
 }
 
@@ -97,6 +99,11 @@ pub fn call_with(
         .get("www-authenticate")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let storage_read = res
+        .headers()
+        .get("ctxgate-storage-read")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
     let text = res
         .body_mut()
         .with_config()
@@ -108,6 +115,7 @@ pub fn call_with(
         status,
         retry_after,
         www_authenticate,
+        storage_read,
         body,
     }
 }

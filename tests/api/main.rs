@@ -5,6 +5,7 @@ mod aws;
 mod cases;
 #[path = "../common/mod.rs"]
 mod common;
+mod damaged;
 mod dense;
 mod fresh;
 mod host;
@@ -39,6 +40,11 @@ fn native_projects_from_git_and_tarball_urls() {
 #[test]
 fn native_dense_retrieval_over_an_embeddings_api() {
     dense::run();
+}
+
+#[test]
+fn native_damaged_segments_are_named() {
+    damaged::run();
 }
 
 #[test]

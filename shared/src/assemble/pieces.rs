@@ -2,7 +2,7 @@
 //! the room compression gives back, adding signatures and summaries, and composing the prompt
 //! to the budget with an exact count.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::catalog::TokenizerSpec;
 use crate::chunk::{ChunkKind, signature_len};
@@ -102,7 +102,7 @@ impl Plan {
             Ok(p)
         };
         let mut planned = 0u32;
-        let mut in_prompt: std::collections::HashSet<u32> = std::collections::HashSet::new();
+        let mut in_prompt: rustc_hash::FxHashSet<u32> = Default::default();
         // Pack indices of `pieces`, in the same order.
         let mut keys: Vec<u32> = Vec::with_capacity(chosen.len());
         for c in chosen {

@@ -2,7 +2,7 @@
 //! no chunk text in the common case. A host whose texts live in remote storage reads what the
 //! plan says it will want ([`Plan::wanted_texts`]) before composing, in one batch of range reads.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::catalog::ResolvedBudget;
 use crate::chunk::{ChunkKind, signature_len};
@@ -56,6 +56,7 @@ pub struct Plan {
     /// Signature lengths in bytes, for signatures-only mode.
     pub(super) signatures: HashMap<u32, usize>,
     pub(super) candidates_count: usize,
+    /// Every candidate, best first (priority, then pack index).
     pub(super) cands: Vec<Candidate>,
     /// The first selection, best first.
     pub(super) chosen: Vec<Candidate>,
@@ -212,7 +213,7 @@ pub fn plan(
     .min(room / 2);
     let piece_room = room - reserved;
     let mut strategy;
-    let mut texts: HashMap<u32, String> = HashMap::new();
+    let mut texts: HashMap<u32, String> = HashMap::default();
     if scores.is_empty() {
         strategy = "query only: nothing in the repository matches the query".to_string();
         warnings.push(
@@ -260,7 +261,7 @@ pub fn plan(
     };
     // Small budgets get signatures of the best definitions instead of bodies.
     let signatures_only = budget < SIGNATURES_BELOW && !scores.is_empty();
-    let mut signatures: HashMap<u32, usize> = HashMap::new();
+    let mut signatures: HashMap<u32, usize> = HashMap::default();
     if signatures_only {
         let mut kept = Vec::new();
         for &(i, score) in scores.iter().take(SIGNATURE_CANDIDATES) {
@@ -295,12 +296,14 @@ pub fn plan(
     }
     let candidates_count = scores.len();
     let mut cands = Vec::with_capacity(scores.len());
-    let mut original: HashMap<u32, f32> = HashMap::with_capacity(scores.len());
+    let mut original: HashMap<u32, f32> =
+        HashMap::with_capacity_and_hasher(scores.len(), Default::default());
     // Counting texts on the fly (an encoding the index did not count) stops once the candidates
     // counted so far could fill the budget several times over: the rest could not be chosen.
     // A text the source lacks is estimated at three bytes a token until it is fetched.
     let mut counted_on_the_fly = 0u64;
-    let mut piece_tokens: HashMap<u32, u32> = HashMap::with_capacity(scores.len());
+    let mut piece_tokens: HashMap<u32, u32> =
+        HashMap::with_capacity_and_hasher(scores.len(), Default::default());
     for &(i, score) in &scores {
         let signature = signatures
             .get(&i)
@@ -337,6 +340,10 @@ pub fn plan(
     if !missing.is_empty() {
         return Err(AssembleError::TextsNeeded(missing));
     }
+    // Best first, once: selection, the refill rounds and the alternatives all walk this order,
+    // and sorting a sorted list again costs one pass (each full sort of a large repository's
+    // candidates was a few milliseconds of a warm query in the Worker).
+    cands.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
     let mut chosen = select_greedy(cands.clone(), piece_room, 0).chosen;
     if let Some(m) = max_pieces {
         chosen.truncate(m);
@@ -385,7 +392,7 @@ impl Plan {
     /// [`AssembleError::TextsNeeded`].
     pub fn wanted_texts(&self, pack: &IndexPack) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
-        let mut seen: HashSet<u32> = HashSet::new();
+        let mut seen: HashSet<u32> = HashSet::default();
         for c in &self.chosen {
             if !self.texts.contains_key(&c.key) && seen.insert(c.key) {
                 out.push(c.key);

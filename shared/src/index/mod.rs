@@ -36,6 +36,7 @@
 //! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
+pub mod derived;
 pub mod gc;
 pub mod layout;
 pub mod raw_bytes;
@@ -173,6 +174,9 @@ pub struct IndexPack {
     pub references: References,
     /// How recently each file changed in the repository's git history.
     pub recency: Recency,
+    /// Per-file facts computed on first use ([`IndexPack::derived`]); not stored.
+    #[serde(skip)]
+    pub derived: std::sync::OnceLock<derived::Derived>,
 }
 
 /// Why a pack cannot be opened.
@@ -230,6 +234,12 @@ impl IndexPack {
         postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))
     }
 
+    /// Per-file facts every query reads, computed the first time they are asked for.
+    pub fn derived(&self) -> &derived::Derived {
+        self.derived
+            .get_or_init(|| derived::Derived::of(&self.files, &self.lexical))
+    }
+
     /// Position of `encoding` among the counted encodings.
     pub fn encoding_slot(&self, encoding: Encoding) -> Option<usize> {
         self.meta.encodings.iter().position(|e| *e == encoding)
@@ -276,6 +286,7 @@ mod tests {
             graph: ImportGraph::default(),
             references: References::default(),
             recency: Recency::default(),
+            derived: Default::default(),
         }
     }
 

@@ -138,6 +138,11 @@ impl Bm25Index {
             .unwrap_or_default()
     }
 
+    /// The id of `term` (its rank among the sorted terms), if any document holds it.
+    pub fn term_id(&self, term: &str) -> Option<usize> {
+        self.find(term)
+    }
+
     /// The index of `term` among the sorted terms.
     fn find(&self, term: &str) -> Option<usize> {
         let (mut lo, mut hi) = (0usize, self.term_ends.len());

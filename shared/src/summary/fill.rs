@@ -15,7 +15,7 @@
 //! otherwise it comes last, if room is left. Summaries are only ever added after the pieces were
 //! chosen, and the composer drops them before any piece when the exact count is over the budget.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Serialize;
 
@@ -166,7 +166,7 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             piece_files.push(f);
         }
     }
-    let mut relevance: HashMap<u32, f32> = HashMap::new();
+    let mut relevance: HashMap<u32, f32> = HashMap::default();
     let mut relevant: Vec<u32> = Vec::new();
     for &(chunk, score) in input.scores {
         let file = pack.chunks[chunk as usize].file;
@@ -264,7 +264,7 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
 
     let slot = pack.encoding_slot(input.tokenizer.base());
     let mut left = input.left;
-    let mut seen_files: HashSet<u32> = HashSet::new();
+    let mut seen_files: HashSet<u32> = HashSet::default();
     let mut summaries = Vec::new();
     for want in order {
         if summaries.len() == MAX_SUMMARIES || left < 20 {

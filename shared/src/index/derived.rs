@@ -1,0 +1,69 @@
+//! Facts about an opened pack that every query reads and no query changes, computed on first
+//! use and kept with the pack: on deno (14.7k files) splitting every path into terms and
+//! testing it for test and doc folders was a fifth of a warm query.
+
+use crate::lexical::Bm25Index;
+
+use super::FileEntry;
+
+/// Per-file facts, indexed like [`super::IndexPack::files`].
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    /// The BM25 term ids of each file's path: `path_terms[path_ends[f-1]..path_ends[f]]`.
+    path_terms: Vec<u32>,
+    path_ends: Vec<u32>,
+    /// Whether each file is a test ([`crate::rank::is_test_path`]).
+    pub test_file: Vec<bool>,
+    /// Whether each file is documentation ([`crate::rank::is_doc_path`]).
+    pub doc_file: Vec<bool>,
+}
+
+/// Derived data is a cache: two packs are equal whatever either has computed.
+impl PartialEq for Derived {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Derived {
+    /// Computes the facts of `files` against `lexical`'s vocabulary.
+    pub fn of(files: &[FileEntry], lexical: &Bm25Index) -> Self {
+        let mut path_terms = Vec::new();
+        let mut path_ends = Vec::with_capacity(files.len());
+        for f in files {
+            let start = path_terms.len();
+            crate::lexical::for_each_term(&f.path, |t| {
+                if let Some(id) = lexical.term_id(t) {
+                    let id = id as u32;
+                    if !path_terms[start..].contains(&id) {
+                        path_terms.push(id);
+                    }
+                }
+            });
+            path_ends.push(path_terms.len() as u32);
+        }
+        Self {
+            path_terms,
+            path_ends,
+            test_file: files
+                .iter()
+                .map(|f| crate::rank::is_test_path(&f.path))
+                .collect(),
+            doc_file: files
+                .iter()
+                .map(|f| crate::rank::is_doc_path(&f.path))
+                .collect(),
+        }
+    }
+
+    /// The term ids of file `f`'s path (each once).
+    pub fn path_terms(&self, f: usize) -> &[u32] {
+        let start = if f == 0 {
+            0
+        } else {
+            self.path_ends[f - 1] as usize
+        };
+        let end = self.path_ends.get(f).copied().unwrap_or(0) as usize;
+        self.path_terms.get(start..end).unwrap_or_default()
+    }
+}
