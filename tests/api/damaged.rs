@@ -28,13 +28,7 @@ fn segments(home: &Path) -> Vec<PathBuf> {
 pub fn run() {
     let host = NativeHost::start();
     let key = org_with_key(&host, "dmg", json!({}));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::write(
-        dir.path().join("src/ledger.rs"),
-        "/// Reserves tokens before work.\npub fn reserve(left: u64, asked: u64) -> Option<u64> {\n    left.checked_sub(asked)\n}\n\n/// Gives back what a call did not use.\npub fn settle(left: u64, unused: u64) -> u64 {\n    left + unused\n}\n",
-    )
-    .unwrap();
+    let dir = super::host::ledger_repo();
     host.publish("dmg", "core", dir.path());
     let segs = segments(host.home.path());
     assert_eq!(segs.len(), 1, "{segs:?}");

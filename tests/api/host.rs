@@ -289,3 +289,16 @@ pub fn oversized_post(host: &dyn Host, path: &str, key: &str, len: usize) -> (u1
         .unwrap_or(0);
     (status, text)
 }
+
+/// A one-file repository (`src/ledger.rs`: `reserve` and `settle`) for tests that read its
+/// stored objects.
+pub fn ledger_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/ledger.rs"),
+        "/// Reserves tokens before work.\npub fn reserve(left: u64, asked: u64) -> Option<u64> {\n    left.checked_sub(asked)\n}\n\n/// Gives back what a call did not use.\npub fn settle(left: u64, unused: u64) -> u64 {\n    left + unused\n}\n",
+    )
+    .unwrap();
+    dir
+}

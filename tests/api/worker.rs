@@ -343,13 +343,7 @@ impl Host for WorkerHost {
 pub fn fresh_isolates_read_index_objects_from_the_cache(host: &mut WorkerHost) {
     let org = "cachew";
     let key = org_with_key(host, org, json!({}));
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::write(
-        dir.path().join("src/ledger.rs"),
-        "/// Reserves tokens before work.\npub fn reserve(left: u64, asked: u64) -> Option<u64> {\n    left.checked_sub(asked)\n}\n\n/// Gives back what a call did not use.\npub fn settle(left: u64, unused: u64) -> u64 {\n    left + unused\n}\n",
-    )
-    .unwrap();
+    let dir = super::host::ledger_repo();
     host.publish(org, "read", dir.path());
     host.publish(org, "unread", dir.path());
     let ask = |host: &WorkerHost, project: &str| {
