@@ -32,9 +32,11 @@ const MERGE_GAP: u64 = 16 << 10;
 /// Largest single read: a merged range stops growing here.
 const MAX_READ: u64 = 1 << 20;
 
-/// Rounds of reading a request may take before it gives up (the plan's batch, then what
-/// composing found missing).
-const MAX_ROUNDS: usize = 6;
+/// Rounds of reading planning, then composing, may each take before the request gives up.
+const MAX_ROUNDS: usize = 8;
+
+/// Candidates read along with one that composing found missing.
+const MISS_BATCH: usize = 64;
 
 /// Cache key: the version (org/project/version) and the chunk's index in it.
 type Key = (Arc<str>, u32);
@@ -72,13 +74,6 @@ impl TextCache {
         let entry = lru.map.get_mut(&(version.clone(), chunk))?;
         entry.1 = tick;
         Some(entry.0.clone())
-    }
-
-    fn contains(&self, version: &Arc<str>, chunk: u32) -> bool {
-        self.inner
-            .lock()
-            .map(|l| l.map.contains_key(&(version.clone(), chunk)))
-            .unwrap_or(false)
     }
 
     fn put(&self, version: &Arc<str>, chunk: u32, text: Arc<str>) {
@@ -177,7 +172,7 @@ impl<'a> RequestTexts<'a> {
         }
         wanted.sort_unstable_by_key(|&i| {
             let c = &pack.chunks[i as usize];
-            (c.segment, c.segment_offset)
+            (c.segment, c.segment_offset, i)
         });
         wanted.dedup();
         let reads = coalesce(pack, &wanted);
@@ -187,11 +182,25 @@ impl<'a> RequestTexts<'a> {
                 .map(|r| read_range(backend, self.shared, &snap.org, &snap.project, pack, r)),
         )
         .await;
-        for (r, bytes) in reads.iter().zip(results) {
-            let bytes = bytes?;
-            self.read_bytes += bytes.len() as u64;
-            for &i in &r.chunks {
-                let text = chunk_text(pack, &snap.org, &snap.project, r, &bytes, i)?;
+        for (r, read) in reads.iter().zip(results) {
+            let (mut bytes, mut cached) = read?;
+            let texts = loop {
+                self.read_bytes += bytes.len() as u64;
+                let texts: Result<Vec<String>, BackendError> = r
+                    .chunks
+                    .iter()
+                    .map(|&i| chunk_text(pack, &snap.org, &snap.project, r, &bytes, i))
+                    .collect();
+                match texts {
+                    // A damaged copy in the shared cache is not the store's: read the store.
+                    Err(BackendError::Corrupt(_)) if cached => {
+                        (bytes, cached) =
+                            read_range(backend, None, &snap.org, &snap.project, pack, r).await?;
+                    }
+                    other => break other?,
+                }
+            };
+            for (&i, text) in r.chunks.iter().zip(texts) {
                 let text: Arc<str> = Arc::from(text);
                 snap.texts.put(&snap.id, i, text.clone());
                 self.local.insert(i, text);
@@ -235,7 +244,8 @@ fn coalesce(pack: &IndexPack, sorted: &[u32]) -> Vec<Read> {
     out
 }
 
-/// Reads one range, once more if the store failed; names the object in every error.
+/// Reads one range (from the shared cache when it has it: the flag says so), once more if the
+/// store failed; names the object in every error.
 async fn read_range(
     backend: &dyn Backend,
     shared: Option<&dyn ObjectCache>,
@@ -243,7 +253,7 @@ async fn read_range(
     project: &str,
     pack: &IndexPack,
     r: &Read,
-) -> Result<Vec<u8>, BackendError> {
+) -> Result<(Vec<u8>, bool), BackendError> {
     let sha = pack
         .segments
         .get(r.segment as usize)
@@ -255,7 +265,7 @@ async fn read_range(
         && let Some(bytes) = shared.get(&cached).await
         && bytes.len() as u64 == len
     {
-        return Ok(bytes);
+        return Ok((bytes, true));
     }
     let mut tries = 0;
     let bytes = loop {
@@ -290,7 +300,7 @@ async fn read_range(
     if let Some(shared) = shared {
         shared.put(&cached, &bytes).await;
     }
-    Ok(bytes)
+    Ok((bytes, false))
 }
 
 /// Chunk `i`'s text out of the bytes of read `r`, checked against its recorded sha256.
@@ -356,17 +366,19 @@ pub async fn answer(
             other => break other?,
         }
     };
-    let wanted = planned.wanted_texts(pack);
-    let missing: Vec<u32> = wanted
-        .into_iter()
-        .filter(|&i| !snap.texts.contains(&snap.id, i))
-        .collect();
-    texts.fetch(backend, &missing).await?;
+    // Cached texts are taken into the request too, so later reads cannot evict them from it.
+    texts.fetch(backend, &planned.wanted_texts(pack)).await?;
+    let mut rounds = 0;
     loop {
         match planned.compose(pack, &texts) {
             Err(AssembleError::TextsNeeded(more)) if rounds < MAX_ROUNDS => {
                 rounds += 1;
-                texts.fetch(backend, &more).await?;
+                // Composing stops at its first missing text: read what it will ask next along.
+                let mut batch = more.clone();
+                for &i in &more {
+                    batch.extend(planned.following(i, MISS_BATCH));
+                }
+                texts.fetch(backend, &batch).await?;
             }
             other => return Ok((other?, texts.read_bytes)),
         }

@@ -16,7 +16,7 @@ use crate::rank::{Signals, diversify, rank};
 use crate::select::{Candidate, select_greedy};
 
 use super::pieces::{declares_its_symbol, header_cost, overhead_total};
-use super::{AssembleError, ChunkSource, QueryOptions, SIGNATURES_BELOW};
+use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
 /// summary under `plan`.
@@ -404,7 +404,14 @@ impl Plan {
             .filter(|c| !seen.contains(&c.key))
             .collect();
         rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
-        let refill = rest.iter().take(REFILL_WANTED);
+        // Under `medium` and `aggressive` composing also tries the first oversized candidates
+        // compressed ([`SHRINK_TRIES`]).
+        let refill_count = if self.level >= Compression::Medium {
+            REFILL_WANTED + SHRINK_TRIES
+        } else {
+            REFILL_WANTED
+        };
+        let refill = rest.iter().take(refill_count);
         let definitions = rest
             .iter()
             .filter(|c| {
@@ -421,5 +428,16 @@ impl Plan {
             }
         }
         out
+    }
+
+    /// Up to `n` candidates that follow chunk `i` in priority order: what composing will read
+    /// next after asking for `i`, so a host fetches them in the same round.
+    pub fn following(&self, i: u32, n: usize) -> Vec<u32> {
+        let at = self
+            .cands
+            .iter()
+            .position(|c| c.key == i)
+            .map_or(0, |p| p + 1);
+        self.cands.iter().skip(at).take(n).map(|c| c.key).collect()
     }
 }
