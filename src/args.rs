@@ -604,6 +604,8 @@ of a publish in flight). Segments shared with a kept version stay.
   ctxgate gc --dry-run
   ctxgate gc --keep 0 --keep-younger-than 7d --format json")]
 pub struct GcArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Versions kept before the current one.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub keep: usize,

@@ -1,7 +1,8 @@
-//! Garbage collection of old index versions in the data directory: the core's plan
-//! ([`ctxgate_core::index::gc::plan`]) applied under the project's indexing lock, so no publish
-//! of the same project runs meanwhile; the plan's grace period protects readers (servers and
-//! isolates answering from a version they opened before it was superseded).
+//! Garbage collection of old index versions in any store (the data directory, or S3 and
+//! DynamoDB): the core's plan ([`ctxgate_core::index::gc::plan`]) applied under the project's
+//! indexing lock (a file lock, or the DynamoDB lease the indexer takes), so no publish of the
+//! same project runs meanwhile; the plan's grace period protects readers (servers and isolates
+//! answering from a version they opened before it was superseded) and uploads in flight.
 //!
 //! Deletion order: version records, then manifests, then packs, then segments — a crash part
 //! way leaves no version visible whose objects are gone, and running it again finishes the job.
@@ -12,7 +13,7 @@ use ctxgate_core::index::gc::{GcPolicy, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
 
 use crate::IndexerError;
-use crate::store::{ProjectItem, Store};
+use crate::store::{IndexStore, ProjectItem, VersionItem};
 
 /// What garbage collection did (or, in a dry run, would do) to one project.
 #[derive(Clone, Debug, Serialize)]
@@ -39,18 +40,21 @@ pub struct GcReport {
 
 /// Collects `project`'s old versions by `policy` at `now_ms`.
 pub fn collect_project(
-    store: &Store,
+    store: &dyn IndexStore,
     project: &ProjectItem,
     policy: &GcPolicy,
     now_ms: u64,
     dry_run: bool,
 ) -> Result<GcReport, IndexerError> {
     let (org, id) = (project.org.as_str(), project.id.as_str());
-    let _lock = store.lock_project(id)?;
+    let _lock = store.lock_project(id, &format!("gc (pid {})", std::process::id()))?;
     // Read again under the lock: an index that finished meanwhile moved the pointer.
     let current = store.project(org, id)?.and_then(|p| p.current_version);
     let mut versions = Vec::new();
-    for v in store.versions(id)? {
+    let records = store.items_with_prefix(&version_pk(id), "VERSION#", false, usize::MAX)?;
+    for raw in records {
+        let v: VersionItem = serde_json::from_str(&raw)
+            .map_err(|e| IndexerError::Corrupt(format!("version record of {id}: {e}")))?;
         let manifest_key = keys::manifest(org, id, v.version);
         let mut objects = vec![manifest_key.clone()];
         // A version whose manifest is gone (a GC cut short) names nothing more.
@@ -70,7 +74,7 @@ pub fn collect_project(
     let p = plan(current, &versions, &stored, now_ms, policy);
     if !dry_run {
         for v in &p.versions {
-            store.delete_version(id, *v)?;
+            store.delete_item(&version_pk(id), &format!("VERSION#{v:010}"))?;
         }
         for key in &p.objects {
             store.delete_object(key)?;
@@ -91,18 +95,23 @@ pub fn collect_project(
 
 /// Collects every project (of `org` when given).
 pub fn collect(
-    store: &Store,
+    store: &dyn IndexStore,
     org: Option<&str>,
     policy: &GcPolicy,
     now_ms: u64,
     dry_run: bool,
 ) -> Result<Vec<GcReport>, IndexerError> {
-    let projects = match org {
-        Some(o) => store.projects(o)?,
-        None => store.all_projects()?,
-    };
+    let mut projects = store.all_projects()?;
+    if let Some(o) = org {
+        projects.retain(|p| p.org == o);
+    }
     projects
         .iter()
         .map(|p| collect_project(store, p, policy, now_ms, dry_run))
         .collect()
+}
+
+/// The partition of a project's version records.
+fn version_pk(project: &str) -> String {
+    format!("PROJECT#{project}")
 }

@@ -15,6 +15,9 @@
 //! `CTXGATE_ALLOW_LOCAL_SOURCES=1` (local folders and `file://` git URLs; tests and self-hosted
 //! runs only — otherwise they are refused with `invalid_request`) and
 //! `CTXGATE_ALLOW_PRIVATE_SOURCES=1` (plain http and private, loopback or link-local hosts).
+//! After each scheduled pass the function collects old versions ([`crate::gc`]): it keeps the
+//! current version plus `CTXGATE_GC_KEEP` (default 2) and anything superseded or uploaded less
+//! than `CTXGATE_GC_GRACE_SECONDS` ago (default 900); `CTXGATE_GC=off` turns it off.
 //! By default only public https hosts are fetched: the edge registers URLs its callers chose,
 //! and a function inside a VPC must not be made to read its neighbours or the instance
 //! metadata endpoint.
@@ -26,6 +29,8 @@ use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
 use serde::Deserialize;
 use serde_json::Value;
+
+use ctxgate_core::index::gc::GcPolicy;
 
 use crate::IndexerError;
 use crate::aws::{AwsStore, S3Location};
@@ -94,6 +99,8 @@ impl From<IndexerError> for Diagnostic {
 
 struct Function {
     allow_local: bool,
+    /// Garbage collection after each scheduled pass, unless turned off.
+    gc: Option<GcPolicy>,
     network: NetworkPolicy,
     store: AwsStore,
     work_dir: PathBuf,
@@ -133,10 +140,63 @@ impl Function {
                     "scheduled pass done in {} ms",
                     report.elapsed_ms
                 );
-                json(&report)
+                let mut answer = json(&report)?;
+                if let (Some(policy), Some(map)) = (&self.gc, answer.as_object_mut()) {
+                    map.insert("gc".into(), self.collect(policy));
+                }
+                Ok(answer)
             }
         }
     }
+}
+
+impl Function {
+    /// Garbage collection over the whole store; a failure is reported in the pass's answer and
+    /// logged, and does not fail the pass (the next one tries again).
+    fn collect(&self, policy: &GcPolicy) -> Value {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        match crate::gc::collect(&self.store, None, policy, now_ms, false) {
+            Ok(reports) => {
+                let versions: usize = reports.iter().map(|r| r.deleted_versions.len()).sum();
+                let objects: usize = reports.iter().map(|r| r.deleted_objects).sum();
+                let bytes: u64 = reports.iter().map(|r| r.bytes_freed).sum();
+                tracing::info!(versions, objects, bytes, "garbage collection done");
+                serde_json::json!({
+                    "deleted_versions": versions,
+                    "deleted_objects": objects,
+                    "bytes_freed": bytes,
+                })
+            }
+            Err(e) => {
+                tracing::warn!("garbage collection failed: {e}");
+                serde_json::json!({ "error": { "code": e.code(), "message": e.to_string() } })
+            }
+        }
+    }
+}
+
+/// The garbage collection policy from the function's variables, or none when turned off.
+fn gc_policy(var: impl Fn(&str) -> Option<String>) -> Result<Option<GcPolicy>, String> {
+    if var("CTXGATE_GC").is_some_and(|v| v == "off") {
+        return Ok(None);
+    }
+    let number = |name: &str, default: u64| -> Result<u64, String> {
+        match var(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| format!("{name} must be a whole number, not `{v}`")),
+        }
+    };
+    let defaults = GcPolicy::default();
+    Ok(Some(GcPolicy {
+        keep_last: number("CTXGATE_GC_KEEP", defaults.keep_last as u64)? as usize,
+        keep_younger_than_ms: 0,
+        grace_ms: number("CTXGATE_GC_GRACE_SECONDS", defaults.grace_ms / 1000)? * 1000,
+    }))
 }
 
 mod erased {
@@ -169,7 +229,9 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .unwrap_or_else(std::env::temp_dir);
     let cache = work_dir.join("ctxgate-cache");
     let store = AwsStore::connect(location, &table, &cache, runtime.handle().clone())?;
+    let gc = gc_policy(|name| std::env::var(name).ok())?;
     let function = Arc::new(Function {
+        gc,
         // Off in production: a hosted function must not index its own disk.
         allow_local: std::env::var("CTXGATE_ALLOW_LOCAL_SOURCES").is_ok_and(|v| v == "1"),
         network: if std::env::var("CTXGATE_ALLOW_PRIVATE_SOURCES").is_ok_and(|v| v == "1") {
@@ -224,6 +286,29 @@ mod tests {
             "resources": ["arn:aws:events:us-east-1:123456789012:rule/r"], "detail": {}
         });
         assert_eq!(parse_event(scheduled).unwrap(), Command::ReindexDue);
+    }
+
+    #[test]
+    fn the_gc_policy_comes_from_the_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(gc_policy(vars(&[])).unwrap(), Some(GcPolicy::default()));
+        assert_eq!(gc_policy(vars(&[("CTXGATE_GC", "off")])).unwrap(), None);
+        let p = gc_policy(vars(&[
+            ("CTXGATE_GC_KEEP", "0"),
+            ("CTXGATE_GC_GRACE_SECONDS", "60"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((p.keep_last, p.grace_ms), (0, 60_000));
+        let err = gc_policy(vars(&[("CTXGATE_GC_KEEP", "two")])).unwrap_err();
+        assert!(err.contains("CTXGATE_GC_KEEP"), "{err}");
         let index = serde_json::json!({
             "action": "index", "org": "acme", "project": "web",
             "source": {"kind": "git", "url": "https://example.com/r.git"}

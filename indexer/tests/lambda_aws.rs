@@ -190,6 +190,11 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
     api.invoke("req-sched-1", scheduled.clone());
     let pass = response(&api, "req-sched-1");
     assert_eq!(pass["projects"], 1, "{pass}");
+    // The pass collected garbage after indexing: versions 1 and 3 are kept (the current one
+    // plus 2), and version 2's orphaned objects are inside the 15-minute grace period.
+    assert_eq!(pass["gc"]["deleted_versions"], 0, "{pass}");
+    assert_eq!(pass["gc"]["deleted_objects"], 0, "{pass}");
+    assert!(pass["gc"].get("error").is_none(), "{pass}");
     assert_eq!(pass["unchanged"], 0);
     let job = &pass["jobs"][0];
     assert_eq!(job["state"], "published", "{pass}");

@@ -1,11 +1,11 @@
-//! `ctxgate gc`: old versions out of the data directory, by the core's policy.
+//! `ctxgate gc`: old versions out of the data directory, or out of S3 + DynamoDB with
+//! `--store`/`--table`, by the core's policy.
 
 use ctxgate_core::index::gc::GcPolicy;
 use ctxgate_indexer::gc::collect;
-use ctxgate_indexer::store::Store;
 use serde_json::json;
 
-use super::{data_dir, print_json, thousands};
+use super::{index_store, print_json, thousands};
 use crate::CmdResult;
 use crate::args::{Format, GcArgs, Global};
 use crate::failure::Failure;
@@ -15,7 +15,7 @@ fn millis(d: std::time::Duration) -> u64 {
 }
 
 pub fn run(global: &Global, args: &GcArgs) -> CmdResult {
-    let store = Store::open(&data_dir(global)?)?;
+    let store = index_store(global, &args.store)?;
     let policy = GcPolicy {
         keep_last: args.keep,
         keep_younger_than_ms: args.keep_younger_than.map_or(0, millis),
@@ -25,7 +25,13 @@ pub fn run(global: &Global, args: &GcArgs) -> CmdResult {
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|e| Failure::internal("clock", e.to_string()))?
         .as_millis() as u64;
-    let reports = collect(&store, args.org.as_deref(), &policy, now_ms, args.dry_run)?;
+    let reports = collect(
+        store.as_ref(),
+        args.org.as_deref(),
+        &policy,
+        now_ms,
+        args.dry_run,
+    )?;
     let versions: usize = reports.iter().map(|r| r.deleted_versions.len()).sum();
     let objects: usize = reports.iter().map(|r| r.deleted_objects).sum();
     let bytes: u64 = reports.iter().map(|r| r.bytes_freed).sum();

@@ -287,6 +287,57 @@ impl AwsStore {
         Ok(out)
     }
 
+    /// Every project item of the table (a Scan: garbage collection over a whole store is an
+    /// operator's occasional job).
+    pub(super) fn scan_projects(&self) -> Result<Vec<ProjectItem>, IndexerError> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            self.ddb();
+            let page = self
+                .block(
+                    self.dynamo
+                        .scan()
+                        .table_name(&self.table)
+                        .filter_expression("begins_with(pk, :o) AND begins_with(sk, :p)")
+                        .expression_attribute_values(":o", s("ORG#"))
+                        .expression_attribute_values(":p", s("PROJECT#"))
+                        .consistent_read(true)
+                        .set_exclusive_start_key(start.take())
+                        .send(),
+                )
+                .map_err(|e| remote("DynamoDB Scan projects", DisplayErrorContext(e)))?;
+            for item in page.items() {
+                out.push(decode(get_s(item, "data").unwrap_or_default())?);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes item (`pk`, `sk`) (DynamoDB answers success for an item already gone).
+    pub(super) fn delete_raw(&self, pk: &str, sk: &str) -> Result<(), IndexerError> {
+        self.ddb();
+        self.block(
+            self.dynamo
+                .delete_item()
+                .table_name(&self.table)
+                .key("pk", s(pk))
+                .key("sk", s(sk))
+                .send(),
+        )
+        .map(|_| ())
+        .map_err(|e| {
+            remote(
+                format!("DynamoDB DeleteItem {pk}/{sk}"),
+                DisplayErrorContext(e),
+            )
+        })
+    }
+
     pub(super) fn get_project(
         &self,
         org: &str,

@@ -306,6 +306,25 @@ impl IndexStore for AwsStore {
     ) -> Result<Vec<String>, IndexerError> {
         self.query_prefix(pk, prefix, newest_first, limit)
     }
+
+    fn all_projects(&self) -> Result<Vec<ProjectItem>, IndexerError> {
+        self.scan_projects()
+    }
+
+    fn list_objects(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ctxgate_core::index::gc::StoredObject>, IndexerError> {
+        self.list(prefix)
+    }
+
+    fn delete_object(&self, key: &str) -> Result<(), IndexerError> {
+        self.remove(key)
+    }
+
+    fn delete_item(&self, pk: &str, sk: &str) -> Result<(), IndexerError> {
+        self.delete_raw(pk, sk)
+    }
 }
 
 #[cfg(test)]

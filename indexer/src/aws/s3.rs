@@ -195,4 +195,69 @@ impl AwsStore {
             Ok(body.into_bytes().to_vec())
         })
     }
+
+    /// Every object under store key `prefix`, with sizes and modification times (ListObjectsV2,
+    /// page by page).
+    pub(super) fn list(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ctxgate_core::index::gc::StoredObject>, IndexerError> {
+        let s3_prefix = self.location.key(prefix);
+        // Store keys are S3 keys without the location's own prefix.
+        let strip = if self.location.prefix.is_empty() {
+            0
+        } else {
+            self.location.prefix.len() + 1
+        };
+        let action = format!("S3 LIST {s3_prefix}");
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            Traffic::add(&self.traffic.s3_requests, 1);
+            let page = self
+                .block(
+                    self.s3
+                        .list_objects_v2()
+                        .bucket(&self.location.bucket)
+                        .prefix(&s3_prefix)
+                        .set_continuation_token(token.take())
+                        .send(),
+                )
+                .map_err(|e| remote(&action, DisplayErrorContext(e)))?;
+            for o in page.contents() {
+                let Some(key) = o.key().and_then(|k| k.get(strip..)) else {
+                    continue;
+                };
+                out.push(ctxgate_core::index::gc::StoredObject {
+                    key: key.to_string(),
+                    bytes: o.size().map_or(0, |b| b.max(0) as u64),
+                    modified_ms: o
+                        .last_modified()
+                        .and_then(|t| t.to_millis().ok())
+                        .map_or(0, |ms| ms.max(0) as u64),
+                });
+            }
+            match page.next_continuation_token() {
+                Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_string()),
+                _ => break,
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    /// Deletes an object (S3 answers success for a key already gone).
+    pub(super) fn remove(&self, key: &str) -> Result<(), IndexerError> {
+        let s3_key = self.location.key(key);
+        Traffic::add(&self.traffic.s3_requests, 1);
+        self.block(
+            self.s3
+                .delete_object()
+                .bucket(&self.location.bucket)
+                .key(&s3_key)
+                .send(),
+        )
+        .map(|_| ())
+        .map_err(|e| remote(format!("S3 DELETE {s3_key}"), DisplayErrorContext(e)))
+    }
 }

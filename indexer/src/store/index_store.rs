@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use ctxgate_core::index::gc::StoredObject;
+
 use super::{ProjectItem, Store, VersionItem};
 use crate::IndexerError;
 
@@ -82,6 +84,15 @@ pub trait IndexStore {
         newest_first: bool,
         limit: usize,
     ) -> Result<Vec<String>, IndexerError>;
+
+    /// Every project of every organisation (garbage collection over a whole store).
+    fn all_projects(&self) -> Result<Vec<ProjectItem>, IndexerError>;
+    /// Every object under `prefix`, with its size and modification time.
+    fn list_objects(&self, prefix: &str) -> Result<Vec<StoredObject>, IndexerError>;
+    /// Deletes an object; one already gone is not an error.
+    fn delete_object(&self, key: &str) -> Result<(), IndexerError>;
+    /// Deletes item (`pk`, `sk`); one already gone is not an error.
+    fn delete_item(&self, pk: &str, sk: &str) -> Result<(), IndexerError>;
 }
 
 impl IndexStore for Store {
@@ -168,5 +179,21 @@ impl IndexStore for Store {
         limit: usize,
     ) -> Result<Vec<String>, IndexerError> {
         Store::items_with_prefix(self, pk, prefix, newest_first, limit)
+    }
+
+    fn all_projects(&self) -> Result<Vec<ProjectItem>, IndexerError> {
+        Store::all_projects(self)
+    }
+
+    fn list_objects(&self, prefix: &str) -> Result<Vec<StoredObject>, IndexerError> {
+        Store::list_objects(self, prefix)
+    }
+
+    fn delete_object(&self, key: &str) -> Result<(), IndexerError> {
+        Store::delete_object(self, key)
+    }
+
+    fn delete_item(&self, pk: &str, sk: &str) -> Result<(), IndexerError> {
+        Store::delete_item(self, pk, sk)
     }
 }

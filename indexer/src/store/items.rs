@@ -66,14 +66,11 @@ impl Store {
         rows.map(|d| decode(&d?)).collect()
     }
 
-    /// Deletes a version's record (garbage collection, before its objects go).
-    pub fn delete_version(&self, project: &str, version: u64) -> Result<(), IndexerError> {
+    /// Deletes item (`pk`, `sk`) (garbage collection deletes version records this way).
+    pub fn delete_item(&self, pk: &str, sk: &str) -> Result<(), IndexerError> {
         self.db.execute(
             "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
-            rusqlite::params![
-                format!("PROJECT#{project}"),
-                format!("VERSION#{version:010}")
-            ],
+            rusqlite::params![pk, sk],
         )?;
         Ok(())
     }
