@@ -213,6 +213,18 @@ pub fn pick_project(projects: Vec<ProjectInfo>, key: &str) -> Option<ProjectInfo
     by_name
 }
 
+/// `len` bytes of `bytes` from `offset`, fewer where it ends first: what a range read of a
+/// whole object yields.
+pub fn range_of(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let end = start
+        .saturating_add(usize::try_from(len).unwrap_or(usize::MAX))
+        .min(bytes.len());
+    &bytes[start..end]
+}
+
 /// Storage and quota for the router.
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
@@ -330,10 +342,7 @@ pub trait Backend: Send + Sync + 'static {
         offset: u64,
         len: u64,
     ) -> Result<Vec<u8>, BackendError> {
-        let bytes = self.object(key).await?;
-        let start = (offset as usize).min(bytes.len());
-        let end = start.saturating_add(len as usize).min(bytes.len());
-        Ok(bytes[start..end].to_vec())
+        Ok(range_of(&self.object(key).await?, offset, len).to_vec())
     }
     /// Stores an object an indexer published elsewhere (objects are immutable once a manifest
     /// names them; writing the same key again replaces it with the same bytes).

@@ -306,14 +306,8 @@ impl ChunkSource for SegmentFiles {
         let c = &pack.chunks[i];
         let key = keys::segment(&self.org, &self.project, &pack.segments[c.segment as usize]);
         let path = self.objects.join(&key);
-        let mut buf = vec![0u8; c.len() as usize];
-        let read = std::fs::File::open(&path).and_then(|f| {
-            use std::io::{Read, Seek, SeekFrom};
-            let mut f = f;
-            f.seek(SeekFrom::Start(c.segment_offset))?;
-            f.read_exact(&mut buf)
-        });
-        read.map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
+        let buf = crate::store::read_file_range(&path, c.segment_offset, c.len() as usize)
+            .map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
         String::from_utf8(buf)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }

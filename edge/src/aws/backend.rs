@@ -364,11 +364,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
         match res.status {
             206 => Ok(res.body),
             // A server that ignores ranges answers the whole object.
-            200 => {
-                let start = (offset as usize).min(res.body.len());
-                let end = start.saturating_add(len as usize).min(res.body.len());
-                Ok(res.body[start..end].to_vec())
-            }
+            200 => Ok(crate::backend::range_of(&res.body, offset, len).to_vec()),
             // The range starts past the end: the object is shorter than its version says.
             416 => Ok(Vec::new()),
             404 => Err(BackendError::NotFound(format!("object `{key}`"))),

@@ -23,7 +23,7 @@ mod records;
 
 pub use index_store::{IndexStore, ProjectGuard};
 pub use items::{ProjectItem, VersionItem};
-pub use objects::{Manifest, keys};
+pub use objects::{Manifest, keys, read_file_range};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -109,10 +109,7 @@ impl Store {
     /// Reads `len` bytes at `offset` of an object.
     pub fn get_range(&self, key: &str, offset: u64, len: usize) -> Result<Vec<u8>, IndexerError> {
         let path = self.object_path(key);
-        let f = std::fs::File::open(&path).map_err(IndexerError::io("open", &path))?;
-        let mut buf = vec![0u8; len];
-        read_exact_at(&f, &mut buf, offset).map_err(IndexerError::io("read", &path))?;
-        Ok(buf)
+        read_file_range(&path, offset, len).map_err(IndexerError::io("read", &path))
     }
 
     /// Up to `len` bytes at `offset` of an object: fewer when the object ends first (a reader
@@ -140,6 +137,18 @@ impl Store {
     pub fn objects_dir(&self) -> PathBuf {
         self.root.join("objects")
     }
+}
+
+/// Exactly `len` bytes at `offset` of the file at `path`.
+pub fn read_file_range(
+    path: &std::path::Path,
+    offset: u64,
+    len: usize,
+) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; len];
+    read_exact_at(&f, &mut buf, offset)?;
+    Ok(buf)
 }
 
 #[cfg(unix)]

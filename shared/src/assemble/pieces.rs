@@ -123,9 +123,8 @@ impl Plan {
             0
         };
         let mut joined_room = 0u32;
-        // The candidates best first, sorted once for every round.
-        let mut by_score: Vec<&Candidate> = cands.iter().collect();
-        by_score.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+        // The plan keeps its candidates best first.
+        let by_score: Vec<&Candidate> = cands.iter().collect();
         for round in 0..JOIN_ROUNDS {
             let room_now = joined_header_room(pack, &pieces, &keys);
             let freed = room_now.saturating_sub(joined_room);
@@ -164,11 +163,10 @@ impl Plan {
         // `plan`/`repair` (their piece counts are fixed) nor when everything is signatures already.
         if signatures.is_empty() && max_pieces.is_none() && *alternatives >= 1 {
             let sent = signatures_sent;
-            let mut rest: Vec<&Candidate> = cands
+            let rest: Vec<&Candidate> = cands
                 .iter()
                 .filter(|c| !in_prompt.contains(&c.key) && !sent.contains(&c.key))
                 .collect();
-            rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
             for c in rest.into_iter().take(*alternatives) {
                 let i = c.key as usize;
                 let left = piece_room.saturating_sub(planned);

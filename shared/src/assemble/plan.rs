@@ -398,12 +398,12 @@ impl Plan {
                 out.push(c.key);
             }
         }
-        let mut rest: Vec<&Candidate> = self
+        // Best first, as the plan keeps them.
+        let rest: Vec<&Candidate> = self
             .cands
             .iter()
             .filter(|c| !seen.contains(&c.key))
             .collect();
-        rest.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
         // Under `medium` and `aggressive` composing also tries the first oversized candidates
         // compressed ([`SHRINK_TRIES`]).
         let refill_count = if self.level >= Compression::Medium {
