@@ -249,6 +249,48 @@ pub struct Ranked {
     pub signals: Signals,
 }
 
+/// The signals of the chunks a request touched, kept compactly: a large repository has many
+/// more chunks than any request has candidates, so nothing here walks every chunk unless the
+/// request names a symbol.
+struct Touched {
+    /// Position of each chunk's signals in `signals`, or [`Touched::NONE`].
+    at: Vec<u32>,
+    /// Chunk indices in the order they were touched.
+    chunks: Vec<u32>,
+    signals: Vec<Signals>,
+}
+
+impl Touched {
+    const NONE: u32 = u32::MAX;
+
+    fn new(n: usize) -> Self {
+        Self {
+            at: vec![Self::NONE; n],
+            chunks: Vec::new(),
+            signals: Vec::new(),
+        }
+    }
+
+    /// The signals of chunk `c`, touching it.
+    fn touch(&mut self, c: u32) -> &mut Signals {
+        let slot = &mut self.at[c as usize];
+        if *slot == Self::NONE {
+            *slot = self.signals.len() as u32;
+            self.chunks.push(c);
+            self.signals.push(Signals::default());
+        }
+        &mut self.signals[*slot as usize]
+    }
+
+    /// The signals of chunk `c` when it was touched.
+    fn get(&self, c: u32) -> Option<&Signals> {
+        match self.at.get(c as usize) {
+            Some(&slot) if slot != Self::NONE => self.signals.get(slot as usize),
+            _ => None,
+        }
+    }
+}
+
 /// Scores the chunks of `pack` for a request with search terms `terms`, BM25 hits `hits`
 /// (chunk, score) and dense hits `dense` (chunk, 0-1 from [`crate::dense::scaled_hits`]), best
 /// first.
@@ -261,47 +303,61 @@ pub fn rank(
     weights: &Weights,
 ) -> Vec<Ranked> {
     let n = pack.chunks.len();
-    let mut signals = vec![Signals::default(); n];
-    let mut touched = vec![false; n];
+    let files = pack.files.len();
+    let mut touched = Touched::new(n);
     let best = hits.iter().map(|h| h.1).fold(0.0f32, f32::max);
     // File evidence: best chunk plus a share of the others.
-    let mut file_best = vec![0.0f32; pack.files.len()];
-    let mut file_sum = vec![0.0f32; pack.files.len()];
+    let mut file_best = vec![0.0f32; files];
+    let mut file_sum = vec![0.0f32; files];
     for &(c, s) in hits {
         let Some(chunk) = pack.chunks.get(c as usize) else {
             continue;
         };
+        let sig = touched.touch(c);
         if best > 0.0 {
-            signals[c as usize].lexical = s / best;
+            sig.lexical = s / best;
         }
-        touched[c as usize] = true;
         let f = chunk.file as usize;
         file_best[f] = file_best[f].max(s);
         file_sum[f] += s;
     }
     for &(c, v) in dense {
-        if let Some(s) = signals.get_mut(c as usize) {
-            s.dense = v;
-            touched[c as usize] = true;
+        if (c as usize) < n {
+            touched.touch(c).dense = v;
         }
     }
-    let file_raw: Vec<f32> = file_best
-        .iter()
-        .zip(&file_sum)
-        .map(|(b, s)| b + weights.file_spread * (s - b))
-        .collect();
-    let file_max = file_raw.iter().copied().fold(0.0f32, f32::max);
-    let mentioned: Vec<bool> = pack
-        .files
-        .iter()
-        .map(|f| {
-            analysis
-                .entities
-                .paths
-                .iter()
-                .any(|p| path_matches(&f.path, p))
-        })
-        .collect();
+    let file_raw = |f: usize| file_best[f] + weights.file_spread * (file_sum[f] - file_best[f]);
+    let file_max = (0..files).map(file_raw).fold(0.0f32, f32::max);
+    // The file signal goes to chunks with evidence of their own (not to those touched below
+    // only because their file or symbol is named).
+    if file_max > 0.0 {
+        for (k, &c) in touched.chunks.iter().enumerate() {
+            let f = pack.chunks[c as usize].file as usize;
+            touched.signals[k].file = file_raw(f) / file_max;
+        }
+    }
+    let mentioned: Vec<u32> = if analysis.entities.paths.is_empty() {
+        Vec::new()
+    } else {
+        (0..files as u32)
+            .filter(|&f| {
+                let path = &pack.files[f as usize].path;
+                analysis
+                    .entities
+                    .paths
+                    .iter()
+                    .any(|p| path_matches(path, p))
+            })
+            .collect()
+    };
+    for &f in &mentioned {
+        let entry = &pack.files[f as usize];
+        for c in entry.first_chunk..entry.first_chunk + entry.chunk_count {
+            if (c as usize) < n {
+                touched.touch(c).mention = 1.0;
+            }
+        }
+    }
     let wanted: Vec<String> = analysis
         .entities
         .symbols
@@ -309,70 +365,56 @@ pub fn rank(
         .map(|s| name_key(s))
         .filter(|s| s.len() >= 3)
         .collect();
-    let derived = pack.derived();
-    let priors: Vec<f32> = (0..pack.files.len())
-        .map(|f| {
-            if mentioned[f] {
-                1.0
-            } else if derived.test_file[f] && analysis.intent != Intent::Test {
-                weights.test_prior
-            } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
-                weights.doc_prior
-            } else {
-                1.0
+    if !wanted.is_empty() {
+        for (i, chunk) in pack.chunks.iter().enumerate() {
+            if chunk.symbol.is_none() {
+                continue;
             }
-        })
-        .collect();
-    for (i, chunk) in pack.chunks.iter().enumerate() {
-        let f = chunk.file as usize;
-        let s = &mut signals[i];
-        s.prior = priors[f];
-        if file_max > 0.0 && touched[i] {
-            s.file = file_raw[f] / file_max;
-        }
-        if mentioned[f] {
-            s.mention = 1.0;
-            touched[i] = true;
-        }
-        if !wanted.is_empty() && chunk.symbol.is_some() {
             let names: Vec<String> = defined_names(chunk).collect();
             if names.iter().any(|n| wanted.contains(n)) {
-                s.symbol = 1.0;
-                touched[i] = true;
+                touched.touch(i as u32).symbol = 1.0;
             } else if names
                 .iter()
                 .any(|n| wanted.iter().any(|w| n.contains(w.as_str())))
             {
-                s.symbol = 0.5;
-                touched[i] = true;
+                touched.touch(i as u32).symbol = 0.5;
             }
         }
     }
+    let derived = pack.derived();
+    let prior = |f: usize| -> f32 {
+        if mentioned.binary_search(&(f as u32)).is_ok() {
+            1.0
+        } else if derived.test_file[f] && analysis.intent != Intent::Test {
+            weights.test_prior
+        } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
+            weights.doc_prior
+        } else {
+            1.0
+        }
+    };
     // References: the most relevant users of each named symbol.
     if weights.reference != 0.0 {
         for name in &wanted {
             // Users with some lexical evidence of their own, best first (a pack from elsewhere
             // may list chunks it does not have: skipped, not indexed).
+            let lexical = |u: u32| touched.get(u).map_or(0.0, |s| s.lexical);
             let mut users: Vec<u32> = pack
                 .references
                 .users(name)
                 .iter()
                 .copied()
-                .filter(|&u| signals.get(u as usize).is_some_and(|s| s.lexical > 0.0))
+                .filter(|&u| lexical(u) > 0.0)
                 .collect();
-            users.sort_by(|a, b| {
-                signals[*b as usize]
-                    .lexical
-                    .total_cmp(&signals[*a as usize].lexical)
-                    .then(a.cmp(b))
-            });
+            users.sort_by(|a, b| lexical(*b).total_cmp(&lexical(*a)).then(a.cmp(b)));
             for &u in users.iter().take(REFERENCE_USERS) {
-                if let Some(s) = signals.get_mut(u as usize) {
-                    s.reference = 1.0;
-                    touched[u as usize] = true;
-                }
+                touched.touch(u).reference = 1.0;
             }
         }
+    }
+    // Every candidate is known now: the per-file signals below are read for their files only.
+    for (k, &c) in touched.chunks.iter().enumerate() {
+        touched.signals[k].prior = prior(pack.chunks[c as usize].file as usize);
     }
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
@@ -387,68 +429,67 @@ pub fn rank(
             .collect();
         let total: f32 = idf.iter().map(|t| t.1).sum();
         if total > 0.0 {
-            let mut file_path = vec![0.0f32; pack.files.len()];
-            for (f, share) in file_path.iter_mut().enumerate() {
-                let path = derived.path_terms(f);
-                // The query's terms in query order, as before: the sum is the same float.
-                *share = idf
-                    .iter()
-                    .filter(|(id, _)| path.contains(id))
-                    .map(|(_, w)| *w)
-                    .sum::<f32>()
-                    / total;
-            }
-            for (i, chunk) in pack.chunks.iter().enumerate() {
-                if touched[i] {
-                    signals[i].path = file_path[chunk.file as usize];
+            let mut file_path = vec![f32::NAN; files];
+            for (k, &c) in touched.chunks.iter().enumerate() {
+                let f = pack.chunks[c as usize].file as usize;
+                if file_path[f].is_nan() {
+                    let path = derived.path_terms(f);
+                    // The query's terms in query order, as before: the sum is the same float.
+                    file_path[f] = idf
+                        .iter()
+                        .filter(|(id, _)| path.contains(id))
+                        .map(|(_, w)| *w)
+                        .sum::<f32>()
+                        / total;
                 }
+                touched.signals[k].path = file_path[f];
             }
         }
     }
     // Recency of the file, for chunks that already have evidence (reported even when its
     // weight is 0).
     if pack.recency.files() > 0 {
-        for (i, chunk) in pack.chunks.iter().enumerate() {
-            if touched[i] {
-                signals[i].recency = pack.recency.score(chunk.file);
-            }
+        for (k, &c) in touched.chunks.iter().enumerate() {
+            touched.signals[k].recency = pack.recency.score(pack.chunks[c as usize].file);
         }
     }
     // Graph: files next to a strong file share its best score.
     if weights.graph != 0.0 && !pack.graph.imports.is_empty() {
-        let mut file_strength = vec![0.0f32; pack.files.len()];
-        for (i, chunk) in pack.chunks.iter().enumerate() {
-            if touched[i] {
-                let f = chunk.file as usize;
-                file_strength[f] = file_strength[f].max(weights.base(&signals[i]));
-            }
+        let mut file_strength = vec![0.0f32; files];
+        for (k, &c) in touched.chunks.iter().enumerate() {
+            let f = pack.chunks[c as usize].file as usize;
+            file_strength[f] = file_strength[f].max(weights.base(&touched.signals[k]));
         }
         let top = file_strength.iter().copied().fold(0.0f32, f32::max);
         if top > 0.0 {
-            let neighbours = pack.graph.neighbours();
-            let near: Vec<f32> = neighbours
-                .iter()
-                .map(|ns| {
-                    ns.iter()
-                        .filter_map(|&g| file_strength.get(g as usize))
-                        .copied()
-                        .fold(0.0f32, f32::max)
-                        / top
-                })
-                .collect();
-            for (i, chunk) in pack.chunks.iter().enumerate() {
-                if touched[i] && signals[i].lexical > 0.0 {
-                    signals[i].graph = near.get(chunk.file as usize).copied().unwrap_or(0.0);
+            let neighbours = &derived.neighbours;
+            let mut near = vec![f32::NAN; files];
+            for (k, &c) in touched.chunks.iter().enumerate() {
+                if touched.signals[k].lexical <= 0.0 {
+                    continue;
                 }
+                let f = pack.chunks[c as usize].file as usize;
+                if near[f].is_nan() {
+                    near[f] = neighbours.get(f).map_or(0.0, |ns| {
+                        ns.iter()
+                            .filter_map(|&g| file_strength.get(g as usize))
+                            .copied()
+                            .fold(0.0f32, f32::max)
+                            / top
+                    });
+                }
+                touched.signals[k].graph = near[f];
             }
         }
     }
-    let mut out: Vec<Ranked> = (0..n)
-        .filter(|&i| touched[i])
-        .map(|i| Ranked {
-            chunk: i as u32,
-            score: weights.score(&signals[i]),
-            signals: signals[i],
+    let mut out: Vec<Ranked> = touched
+        .chunks
+        .iter()
+        .zip(&touched.signals)
+        .map(|(&c, s)| Ranked {
+            chunk: c,
+            score: weights.score(s),
+            signals: *s,
         })
         .filter(|r| r.score > 0.0)
         .collect();

@@ -123,8 +123,13 @@ impl Plan {
             0
         };
         let mut joined_room = 0u32;
-        // The plan keeps its candidates best first.
-        let by_score: Vec<&Candidate> = cands.iter().collect();
+        // The plan keeps its candidates best first. Once no candidate further down is small
+        // enough for the room left (and no shrink try is left), a round stops: on a large
+        // repository most candidates lie past that point.
+        let mut smallest_after: Vec<u32> = vec![u32::MAX; cands.len() + 1];
+        for k in (0..cands.len()).rev() {
+            smallest_after[k] = smallest_after[k + 1].min(cands[k].tokens);
+        }
         for round in 0..JOIN_ROUNDS {
             let room_now = joined_header_room(pack, &pieces, &keys);
             let freed = room_now.saturating_sub(joined_room);
@@ -133,14 +138,17 @@ impl Plan {
             if freed == 0 && !(round == 0 && level != Compression::None) {
                 break;
             }
-            for &c in &by_score {
+            for (k, c) in cands.iter().enumerate() {
+                let left = piece_room.saturating_sub(planned);
+                if tries == 0 && smallest_after[k] > left {
+                    break;
+                }
                 if in_prompt.contains(&c.key) {
                     continue;
                 }
                 if max_pieces.is_some_and(|m| pieces.len() >= m) {
                     break;
                 }
-                let left = piece_room.saturating_sub(planned);
                 if c.tokens > left {
                     if tries == 0 {
                         continue;

@@ -29,6 +29,15 @@ const SIGNATURE_CANDIDATES: usize = 300;
 /// rounds that fill the room compression and joined headers give back.
 const REFILL_WANTED: usize = 48;
 
+/// Candidates always considered for selection, however small the budget.
+const MIN_CANDIDATES: usize = 2_048;
+
+/// Beyond [`MIN_CANDIDATES`], candidates are considered until their tokens add up to this many
+/// times the room: selection, the refill rounds and the summaries never reach further in
+/// practice, and on a large repository a query matches tens of thousands of chunks (deno: 24k
+/// for a 32k-token answer), whose per-candidate work was most of a warm query.
+const CANDIDATE_DEPTH: u64 = 16;
+
 /// What ranking and the first selection decided for one query, before the pieces are read and
 /// composed ([`Plan::compose`]). Composing only reads; a plan can be composed again after the
 /// texts it lacked were fetched.
@@ -140,7 +149,6 @@ pub fn plan(
     let excluded: HashSet<u32> = options.exclude.iter().copied().collect();
     let mut ranked = rank(pack, &hits, &options.dense, &terms, &intent, weights);
     diversify(pack, &mut ranked, weights.file_decay, budget);
-    let reasons: HashMap<u32, Signals> = ranked.iter().map(|r| (r.chunk, r.signals)).collect();
     let mut scores: Vec<(u32, f32)> = ranked
         .iter()
         .filter(|r| !excluded.contains(&r.chunk))
@@ -155,7 +163,6 @@ pub fn plan(
             .map(|r| (r.chunk, r.score))
             .collect()
     };
-    drop(ranked);
     // `repair`: the chunks holding the lines the error names go first, in its order.
     let framed: Vec<u32> = match profile {
         Profile::Repair => frame_chunks(pack, &intent.entities.frames)
@@ -304,7 +311,13 @@ pub fn plan(
     let mut counted_on_the_fly = 0u64;
     let mut piece_tokens: HashMap<u32, u32> =
         HashMap::with_capacity_and_hasher(scores.len(), Default::default());
+    let mut depth = 0u64;
+    let mut considered = 0usize;
     for &(i, score) in &scores {
+        if cands.len() >= MIN_CANDIDATES && depth > CANDIDATE_DEPTH * u64::from(room) {
+            break;
+        }
+        considered += 1;
         let signature = signatures
             .get(&i)
             .and_then(|&n| texts.get(&i).map(|t| spec.count(&t[..n])));
@@ -336,10 +349,26 @@ pub fn plan(
         });
         original.insert(i, score);
         piece_tokens.insert(i, tokens);
+        depth += u64::from(tokens);
     }
     if !missing.is_empty() {
         return Err(AssembleError::TextsNeeded(missing));
     }
+    // What the candidates' pieces say about why they were chosen, and the files the summaries
+    // may follow: the considered candidates only.
+    scores.truncate(considered);
+    let mut is_candidate = vec![false; pack.chunks.len()];
+    for c in &cands {
+        if let Some(x) = is_candidate.get_mut(c.key as usize) {
+            *x = true;
+        }
+    }
+    let reasons: HashMap<u32, Signals> = ranked
+        .iter()
+        .filter(|r| is_candidate.get(r.chunk as usize).copied().unwrap_or(false))
+        .map(|r| (r.chunk, r.signals))
+        .collect();
+    drop(ranked);
     // Best first, once: selection, the refill rounds and the alternatives all walk this order,
     // and sorting a sorted list again costs one pass (each full sort of a large repository's
     // candidates was a few milliseconds of a warm query in the Worker).

@@ -15,7 +15,7 @@
 //! otherwise it comes last, if room is left. Summaries are only ever added after the pieces were
 //! chosen, and the composer drops them before any piece when the exact count is over the budget.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
 use serde::Serialize;
 
@@ -133,30 +133,20 @@ pub struct FillInput<'a> {
 }
 
 /// Chooses the summaries that fill `input.left`, in the order the size class prefers.
+///
+/// The work is proportional to what is looked at, not to the repository: the order of wants is
+/// walked lazily (the relevant files are ranked only when the walk reaches them, which a full
+/// room never does), whether a file went in whole is decided from the few chosen pieces, and a
+/// summary is copied only once it fits.
 pub fn fill(input: &FillInput<'_>) -> Filled {
     let (class, ratio) = SizeClass::of(input.repo_tokens, input.room);
     let pack = input.pack;
     let sums = &pack.summaries;
-    // A signature leaves the rest of its chunk out: only whole (or lightly compressed) chunks
-    // count as included.
-    let included: HashSet<&str> = input
-        .pieces
-        .iter()
-        .filter(|p| p.form != PieceForm::Signature)
-        .map(|p| p.chunk_id.as_str())
-        .collect();
     let file_of = |path: &str| -> Option<u32> {
         pack.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
             .ok()
             .map(|i| i as u32)
-    };
-    let whole = |file: u32| -> bool {
-        let f = &pack.files[file as usize];
-        let first = f.first_chunk as usize;
-        pack.chunks[first..first + f.chunk_count as usize]
-            .iter()
-            .all(|c| included.contains(c.id.as_str()))
     };
     let mut piece_files: Vec<u32> = Vec::new();
     for p in input.pieces {
@@ -166,105 +156,146 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             piece_files.push(f);
         }
     }
-    let mut relevance: HashMap<u32, f32> = HashMap::default();
-    let mut relevant: Vec<u32> = Vec::new();
-    for &(chunk, score) in input.scores {
-        let file = pack.chunks[chunk as usize].file;
-        if score <= 0.0 {
-            continue;
-        }
-        let e = relevance.entry(file).or_insert_with(|| {
-            relevant.push(file);
-            score
-        });
-        *e = e.max(score);
-    }
-    relevant.sort_by(|a, b| relevance[b].total_cmp(&relevance[a]).then(a.cmp(b)));
-    let file_tokens = |file: u32| -> u64 {
+    // A signature leaves the rest of its chunk out: only whole (or lightly compressed) chunks
+    // count as included. Only a file with a piece (or with no chunk at all) can be whole.
+    let included: HashSet<&str> = input
+        .pieces
+        .iter()
+        .filter(|p| p.form != PieceForm::Signature)
+        .map(|p| p.chunk_id.as_str())
+        .collect();
+    let chunks_of = |file: u32| {
         let f = &pack.files[file as usize];
         let first = f.first_chunk as usize;
-        let slot = pack.encoding_slot(input.tokenizer.base());
-        pack.chunks[first..first + f.chunk_count as usize]
+        &pack.chunks[first..first + f.chunk_count as usize]
+    };
+    let whole_pieces: HashSet<u32> = piece_files
+        .iter()
+        .copied()
+        .filter(|&f| {
+            chunks_of(f)
+                .iter()
+                .all(|c| included.contains(c.id.as_str()))
+        })
+        .collect();
+    let not_whole =
+        |f: u32| -> bool { pack.files[f as usize].chunk_count > 0 && !whole_pieces.contains(&f) };
+    let slot = pack.encoding_slot(input.tokenizer.base());
+    let file_tokens = |file: u32| -> u64 {
+        chunks_of(file)
             .iter()
             .map(|c| u64::from(slot.map_or((c.len() / 3) as u32, |s| c.tokens[s])))
             .sum()
     };
+    // Files with a positive score, best first (by their best chunk's score, then index).
+    let relevant_cell: std::cell::OnceCell<(Vec<u32>, Vec<bool>)> = std::cell::OnceCell::new();
+    let relevant = || {
+        relevant_cell.get_or_init(|| {
+            let mut best = vec![f32::NEG_INFINITY; pack.files.len()];
+            let mut files: Vec<u32> = Vec::new();
+            for &(chunk, score) in input.scores {
+                if score <= 0.0 {
+                    continue;
+                }
+                let file = pack.chunks[chunk as usize].file;
+                let b = &mut best[file as usize];
+                if *b == f32::NEG_INFINITY {
+                    files.push(file);
+                }
+                *b = b.max(score);
+            }
+            files.sort_by(|a, b| {
+                best[*b as usize]
+                    .total_cmp(&best[*a as usize])
+                    .then(a.cmp(b))
+            });
+            let scored = best.iter().map(|b| *b != f32::NEG_INFINITY).collect();
+            (files, scored)
+        })
+    };
     let everything_whole = input.pieces.len() >= pack.chunks.len();
+    let piece_files = &piece_files;
 
-    let mut order: Vec<Want> = Vec::new();
     let broad = input.project_first
         || input.intent.intent == Intent::Explain
         || input.intent.scope == Scope::RepoWide;
-    if broad {
-        order.push(Want::Project);
-    }
-    if !everything_whole {
-        let not_whole = |f: &u32| !whole(*f);
-        let dirs = || -> Vec<Want> {
-            let mut out: Vec<Want> = Vec::new();
-            for &f in &piece_files {
-                let mut path = pack.files[f as usize].path.as_str();
-                while let Some((parent, _)) = path.rsplit_once('/') {
-                    if !out
-                        .iter()
-                        .any(|w| matches!(w, Want::Dir(d) if *d == parent))
-                    {
-                        out.push(Want::Dir(parent));
-                    }
-                    path = parent;
-                }
-            }
-            out
-        };
-        match class {
-            SizeClass::Small => {
-                order.extend(
-                    relevant
-                        .iter()
-                        .filter(|f| not_whole(f))
-                        .map(|&f| Want::File(f)),
-                );
-                order.extend(
-                    (0..pack.files.len() as u32)
-                        .filter(|f| !relevance.contains_key(f) && not_whole(f))
-                        .map(Want::File),
-                );
-                order.extend(dirs());
-            }
-            SizeClass::Medium => {
-                let mut largest: Vec<(u64, u32)> = relevant
+    let dirs = || -> Vec<Want<'_>> {
+        let mut out: Vec<Want> = Vec::new();
+        for &f in piece_files {
+            let mut path = pack.files[f as usize].path.as_str();
+            while let Some((parent, _)) = path.rsplit_once('/') {
+                if !out
                     .iter()
-                    .filter(|f| not_whole(f))
-                    .map(|&f| (file_tokens(f), f))
-                    .collect();
-                largest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                order.extend(largest.into_iter().map(|(_, f)| Want::File(f)));
-                order.extend(dirs());
-            }
-            SizeClass::Large => {
-                order.extend(
-                    piece_files
-                        .iter()
-                        .filter(|f| not_whole(f))
-                        .map(|&f| Want::File(f)),
-                );
-                order.extend(dirs());
-                order.extend(
-                    relevant
-                        .iter()
-                        .filter(|f| !piece_files.contains(f) && not_whole(f))
-                        .map(|&f| Want::File(f)),
-                );
+                    .any(|w| matches!(w, Want::Dir(d) if *d == parent))
+                {
+                    out.push(Want::Dir(parent));
+                }
+                path = parent;
             }
         }
-    }
-    if !broad {
-        order.push(Want::Project);
-    }
+        out
+    };
+    // Each part of the order is built only when the walk reaches it.
+    let later = |part: Part| -> Box<dyn Iterator<Item = Want<'_>> + '_> {
+        match part {
+            Part::Relevant => Box::new(
+                relevant()
+                    .0
+                    .iter()
+                    .copied()
+                    .filter(move |&f| not_whole(f))
+                    .map(Want::File),
+            ),
+            Part::Unscored => Box::new(
+                (0..pack.files.len() as u32)
+                    .filter(move |&f| !relevant().1[f as usize] && not_whole(f))
+                    .map(Want::File),
+            ),
+            Part::Largest => {
+                let mut largest: Vec<(u64, u32)> = relevant()
+                    .0
+                    .iter()
+                    .copied()
+                    .filter(|&f| not_whole(f))
+                    .map(|f| (file_tokens(f), f))
+                    .collect();
+                largest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                Box::new(largest.into_iter().map(|(_, f)| Want::File(f)))
+            }
+            Part::PieceFiles => Box::new(
+                piece_files
+                    .iter()
+                    .copied()
+                    .filter(move |&f| not_whole(f))
+                    .map(Want::File),
+            ),
+            Part::Dirs => Box::new(dirs().into_iter()),
+            // The pieces' files came first: whatever they left is skipped as seen.
+            Part::OtherRelevant => Box::new(
+                relevant()
+                    .0
+                    .iter()
+                    .copied()
+                    .filter(move |&f| not_whole(f))
+                    .map(Want::File),
+            ),
+        }
+    };
+    let parts: &[Part] = match (everything_whole, class) {
+        (true, _) => &[],
+        (false, SizeClass::Small) => &[Part::Relevant, Part::Unscored, Part::Dirs],
+        (false, SizeClass::Medium) => &[Part::Largest, Part::Dirs],
+        (false, SizeClass::Large) => &[Part::PieceFiles, Part::Dirs, Part::OtherRelevant],
+    };
+    let first = broad.then_some(Want::Project);
+    let last = (!broad).then_some(Want::Project);
+    let order = first
+        .into_iter()
+        .chain(parts.iter().flat_map(|&part| later(part)))
+        .chain(last);
 
-    let slot = pack.encoding_slot(input.tokenizer.base());
     let mut left = input.left;
-    let mut seen_files: HashSet<u32> = HashSet::default();
+    let mut seen_files = vec![false; pack.files.len()];
     let mut summaries = Vec::new();
     for want in order {
         if summaries.len() == MAX_SUMMARIES || left < 20 {
@@ -272,64 +303,76 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
         }
         let (kind, path, summary, origin, whole_tokens) = match want {
             Want::Project => match &sums.project {
-                Some(s) => (SummaryKind::Project, ".".to_string(), s, None, None),
+                Some(s) => (SummaryKind::Project, ".", s, None, None),
                 None => continue,
             },
             Want::Dir(d) => match sums.dir(d) {
-                Some(s) => (
-                    SummaryKind::Directory,
-                    d.to_string(),
-                    &s.summary,
-                    None,
-                    None,
-                ),
+                Some(s) => (SummaryKind::Directory, d, &s.summary, None, None),
                 None => continue,
             },
             Want::File(f) => {
-                if !seen_files.insert(f) {
+                if std::mem::replace(&mut seen_files[f as usize], true) {
                     continue;
                 }
                 match sums.file(f) {
                     Some(s) => (
                         SummaryKind::File,
-                        pack.files[f as usize].path.clone(),
+                        pack.files[f as usize].path.as_str(),
                         &s.summary,
-                        Some(s.origin.clone()),
-                        Some(
-                            input
-                                .tokenizer
-                                .scale(u32::try_from(file_tokens(f)).unwrap_or(u32::MAX)),
-                        ),
+                        Some(s.origin.as_str()),
+                        Some(f),
                     ),
                     None => continue,
                 }
             }
         };
-        let piece = summary_piece(
-            kind,
-            path,
-            summary,
-            origin,
-            whole_tokens,
-            slot,
-            input.tokenizer,
-        );
-        // A summary no smaller than its file says less than the file would.
-        if piece.file_tokens.is_some_and(|t| piece.tokens >= t) {
-            continue;
-        }
-        let cost = piece.tokens + header_cost(&piece);
+        let (tokens, base) = summary_tokens(summary, slot, input.tokenizer);
+        let cost = tokens + header_cost(path);
         if cost > left {
             continue;
         }
+        // A summary no smaller than its file says less than the file would.
+        let whole_tokens = whole_tokens.map(|f| {
+            input
+                .tokenizer
+                .scale(u32::try_from(file_tokens(f)).unwrap_or(u32::MAX))
+        });
+        if whole_tokens.is_some_and(|t| tokens >= t) {
+            continue;
+        }
         left -= cost;
-        summaries.push(piece);
+        summaries.push(SummaryPiece {
+            kind,
+            path: path.to_string(),
+            origin: origin.unwrap_or(super::EXTRACTIVE).to_string(),
+            tokens,
+            file_tokens: whole_tokens,
+            text: summary.text.clone(),
+            base_tokens: base,
+        });
     }
     Filled {
         summaries,
         class,
         ratio,
     }
+}
+
+/// The parts of the order of wants, between the project summary's two possible places.
+#[derive(Clone, Copy)]
+enum Part {
+    /// Files with a positive score, best first.
+    Relevant,
+    /// Files with no score, in path order.
+    Unscored,
+    /// Relevant files, largest first.
+    Largest,
+    /// The chosen pieces' files.
+    PieceFiles,
+    /// The chosen pieces' directories, deepest first.
+    Dirs,
+    /// Relevant files without a chosen piece.
+    OtherRelevant,
 }
 
 enum Want<'a> {
@@ -343,45 +386,25 @@ enum Want<'a> {
 pub fn project_cost(pack: &IndexPack, tokenizer: &TokenizerSpec) -> Option<u32> {
     let summary = pack.summaries.project.as_ref()?;
     let slot = pack.encoding_slot(tokenizer.base());
-    let piece = summary_piece(
-        SummaryKind::Project,
-        ".".to_string(),
-        summary,
-        None,
-        None,
-        slot,
-        tokenizer,
-    );
-    Some(piece.tokens + header_cost(&piece))
+    Some(summary_tokens(summary, slot, tokenizer).0 + header_cost("."))
 }
 
-fn summary_piece(
-    kind: SummaryKind,
-    path: String,
+/// A summary's tokens for `tokenizer`, and its count in the index's encoding when it has one.
+fn summary_tokens(
     summary: &Summary,
-    origin: Option<String>,
-    file_tokens: Option<u32>,
     slot: Option<usize>,
     tokenizer: &TokenizerSpec,
-) -> SummaryPiece {
+) -> (u32, Option<u32>) {
     let base = slot.and_then(|s| summary.tokens.get(s).copied());
     let tokens = match base {
         Some(b) => tokenizer.scale(b),
         None => tokenizer.count(&summary.text),
     };
-    SummaryPiece {
-        kind,
-        path,
-        origin: origin.unwrap_or_else(|| super::EXTRACTIVE.to_string()),
-        tokens,
-        file_tokens,
-        text: summary.text.clone(),
-        base_tokens: base,
-    }
+    (tokens, base)
 }
 
 /// A conservative guess of a summary's header and fence (about three characters a token); the
 /// composer's exact count corrects any error.
-fn header_cost(p: &SummaryPiece) -> u32 {
-    ((p.path.len() + 90) / 3) as u32
+fn header_cost(path: &str) -> u32 {
+    ((path.len() + 90) / 3) as u32
 }
