@@ -55,6 +55,65 @@ fn call(api: &RuntimeApi, id: &str, event: Value) -> (Value, Duration) {
     }
 }
 
+/// The function's peak resident memory so far (`VmHWM`), in MiB.
+fn peak_rss_mib(lambda: &Child) -> f64 {
+    std::fs::read_to_string(format!("/proc/{}/status", lambda.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// A full index of `dir` through the function, then an incremental one after one changed file:
+/// wall time, peak memory and what each uploaded. (Run first, so the peak is this job's.)
+fn large_repository(api: &RuntimeApi, lambda: &Child, dir: &Path) {
+    let copy = tempfile::tempdir().unwrap();
+    let repo = copy.path().join("large");
+    committed_copy(dir, &repo);
+    let event = json!({"action": "index", "org": "bench", "project": "large",
+                       "source": {"kind": "git", "url": format!("file://{}", repo.display())}});
+    let (job, took) = call(api, "large-1", event.clone());
+    println!(
+        "large repository through the Lambda binary: {} files, {} state, wall {:.1} s, peak RSS {:.0} MiB (the function has 2048 MB, 15 min); S3: {} requests, {:.1} MB uploaded",
+        job["files_seen"],
+        job["state"],
+        took.as_secs_f64(),
+        peak_rss_mib(lambda),
+        job["traffic"]["s3_requests"],
+        job["traffic"]["s3_bytes_up"].as_f64().unwrap_or(0.0) / 1e6,
+    );
+    // One changed file: the largest Rust or TypeScript source gets a line appended.
+    let changed = std::fs::read_dir(&repo)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.extension()
+                .is_some_and(|e| e == "rs" || e == "ts" || e == "md")
+        })
+        .unwrap_or_else(|| repo.join("CHANGED.md"));
+    let mut text = std::fs::read_to_string(&changed).unwrap_or_default();
+    text.push_str("\n// one changed line\n");
+    std::fs::write(&changed, text).unwrap();
+    git(&repo, &["commit", "-qam", "two"]);
+    let (job, took) = call(api, "large-2", event);
+    println!(
+        "  one changed file ({}): wall {:.1} s, re-chunked {} files, {} bytes of new chunk text, {} state; S3: {} requests, {:.2} MB uploaded",
+        changed.strip_prefix(&repo).unwrap_or(&changed).display(),
+        took.as_secs_f64(),
+        job["files_chunked"],
+        job["bytes_stored"],
+        job["state"],
+        job["traffic"]["s3_requests"],
+        job["traffic"]["s3_bytes_up"].as_f64().unwrap_or(0.0) / 1e6,
+    );
+}
+
 fn main() {
     let corpus = workspace().join("target/bench-corpus");
     assert!(
@@ -96,6 +155,12 @@ fn main() {
         job["traffic"]["s3_bytes_up"].as_f64().unwrap_or(0.0) / 1e6,
         job["traffic"]["dynamo_requests"],
     );
+
+    // 1b. A large repository (`CTXGATE_LAMBDA_CORPUS`, e.g. the deno snapshot that
+    // scripts/bench-scale.sh exports), then one changed file in it.
+    if let Ok(dir) = std::env::var("CTXGATE_LAMBDA_CORPUS") {
+        large_repository(&api, &lambda, Path::new(&dir));
+    }
 
     // 2. 100 registered projects, 3 of them changed.
     let projects = tempfile::tempdir().unwrap();

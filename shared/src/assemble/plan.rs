@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::catalog::ResolvedBudget;
+use crate::catalog::{ResolvedBudget, TokenizerSpec};
 use crate::chunk::{ChunkKind, signature_len};
 use crate::compose::render;
 use crate::compress::{Compression, KeyTerms};
@@ -199,13 +199,14 @@ pub fn plan(
     let frame_tokens = spec.count(&render(&[], &task));
     let slot = pack.encoding_slot(spec.base());
     let token_of = |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
-    let repo_tokens: u64 = match slot {
-        Some(s) => pack
+    let repo_tokens: u64 = match (slot, spec) {
+        (Some(s), TokenizerSpec::Exact(_)) => pack.derived().tokens_total(s),
+        (Some(s), _) => pack
             .chunks
             .iter()
             .map(|c| u64::from(spec.scale(c.tokens[s])))
             .sum(),
-        None => pack.chunks.iter().map(|c| c.len() / 3).sum(),
+        (None, _) => pack.chunks.iter().map(|c| c.len() / 3).sum(),
     };
     let room = budget.saturating_sub(frame_tokens);
     // `plan` keeps room for the project summary at the head of its prompt, and for the section
@@ -241,6 +242,7 @@ pub fn plan(
     // A repository that fits whole goes in whole (matching chunks keep their scores).
     let whole_fits = excluded.is_empty()
         && profile == Profile::Expand
+        && repo_tokens <= u64::from(room)
         && repo_tokens + overhead_total(pack) <= u64::from(room);
     if whole_fits && !scores.is_empty() {
         let mut seen = vec![false; pack.chunks.len()];

@@ -6,7 +6,7 @@
 use crate::graph::ImportGraph;
 use crate::lexical::Bm25Index;
 
-use super::FileEntry;
+use super::{ChunkRecord, FileEntry};
 
 /// Per-file facts, indexed like [`super::IndexPack::files`].
 #[derive(Clone, Debug, Default)]
@@ -20,6 +20,13 @@ pub struct Derived {
     pub doc_file: Vec<bool>,
     /// Each file's import neighbours in either direction ([`ImportGraph::neighbours`]).
     pub neighbours: Vec<Vec<u32>>,
+    /// Each chunk's file, indexed like [`super::IndexPack::chunks`]: ranking reads it for every
+    /// candidate several times, and a chunk record is large enough that each read missed the
+    /// cache.
+    pub chunk_file: Vec<u32>,
+    /// The repository's tokens in each counted encoding (a sum over every chunk, which every
+    /// query reported).
+    tokens_total: Vec<u64>,
 }
 
 /// Derived data is a cache: two packs are equal whatever either has computed.
@@ -31,7 +38,12 @@ impl PartialEq for Derived {
 
 impl Derived {
     /// Computes the facts of `files` against `lexical`'s vocabulary and `graph`.
-    pub fn of(files: &[FileEntry], lexical: &Bm25Index, graph: &ImportGraph) -> Self {
+    pub fn of(
+        files: &[FileEntry],
+        chunks: &[ChunkRecord],
+        lexical: &Bm25Index,
+        graph: &ImportGraph,
+    ) -> Self {
         let mut path_terms = Vec::new();
         let mut path_ends = Vec::with_capacity(files.len());
         for f in files {
@@ -58,7 +70,22 @@ impl Derived {
                 .map(|f| crate::rank::is_doc_path(&f.path))
                 .collect(),
             neighbours: graph.neighbours(),
+            chunk_file: chunks.iter().map(|c| c.file).collect(),
+            tokens_total: chunks.iter().fold(Vec::new(), |mut total, c| {
+                if total.len() < c.tokens.len() {
+                    total.resize(c.tokens.len(), 0);
+                }
+                for (t, n) in total.iter_mut().zip(&c.tokens) {
+                    *t += u64::from(*n);
+                }
+                total
+            }),
         }
+    }
+
+    /// The repository's tokens in the encoding of slot `slot` ([`super::IndexPack::encoding_slot`]).
+    pub fn tokens_total(&self, slot: usize) -> u64 {
+        self.tokens_total.get(slot).copied().unwrap_or(0)
     }
 
     /// The term ids of file `f`'s path (each once).

@@ -236,8 +236,9 @@ impl IndexPack {
 
     /// Per-file facts every query reads, computed the first time they are asked for.
     pub fn derived(&self) -> &derived::Derived {
-        self.derived
-            .get_or_init(|| derived::Derived::of(&self.files, &self.lexical, &self.graph))
+        self.derived.get_or_init(|| {
+            derived::Derived::of(&self.files, &self.chunks, &self.lexical, &self.graph)
+        })
     }
 
     /// Position of `encoding` among the counted encodings.
