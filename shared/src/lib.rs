@@ -30,6 +30,7 @@ pub mod index;
 pub mod intent;
 
 pub mod lexical;
+pub mod order;
 pub mod profile;
 pub mod quota;
 pub mod rank;

@@ -487,21 +487,25 @@ pub fn rank(
     }
     // Sorted as small keys, then built in order: moving whole candidates about in the sort was
     // a tenth of a warm query on a large repository.
-    let mut order: Vec<(f32, u32, u32)> = touched
+    let mut order: Vec<(u64, f32)> = touched
         .chunks
         .iter()
         .zip(&touched.signals)
-        .enumerate()
-        .map(|(k, (&c, s))| (weights.score(s), c, k as u32))
+        .map(|(&c, s)| (weights.score(s), c))
         .filter(|o| o.0 > 0.0)
+        .map(|(score, c)| (crate::order::best_first_key(score, c), score))
         .collect();
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    order.sort_unstable_by_key(|o| o.0);
     order
         .into_iter()
-        .map(|(score, chunk, k)| Ranked {
-            chunk,
-            score,
-            signals: touched.signals[k as usize],
+        .filter_map(|(key, score)| {
+            let chunk = crate::order::id_of(key);
+            let signals = *touched.get(chunk)?;
+            Some(Ranked {
+                chunk,
+                score,
+                signals,
+            })
         })
         .collect()
 }

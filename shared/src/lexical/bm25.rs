@@ -218,7 +218,7 @@ impl Bm25Index {
         }
         let mut out: Vec<(u32, f32)> = hit.into_iter().map(|d| (d, scores[d as usize])).collect();
         // A document whose terms all weigh 0 was pushed again each time: keep one.
-        out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        crate::order::sort_best_first(&mut out);
         out.dedup_by_key(|e| e.0);
         out
     }

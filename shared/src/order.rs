@@ -1,0 +1,71 @@
+//! Best-first order as one integer: sorting candidates by score (highest first, in
+//! [`f32::total_cmp`]'s order) and then by id (lowest first) is the order of these keys, and
+//! sorting plain `u64`s is several times faster than sorting pairs with a comparator, which on a
+//! large repository (tens of thousands of matches per query) was a tenth of a warm query.
+
+/// The key that sorts (`score` descending by [`f32::total_cmp`], then `id` ascending) as an
+/// ascending `u64`.
+pub fn best_first_key(score: f32, id: u32) -> u64 {
+    // `total_cmp`'s own mapping of a float's bits to an ordered signed integer, made unsigned,
+    // then inverted so that higher scores come first.
+    let bits = score.to_bits() as i32;
+    let ordered = bits ^ ((((bits >> 31) as u32) >> 1) as i32);
+    let ascending = (ordered as u32) ^ 0x8000_0000;
+    (u64::from(!ascending) << 32) | u64::from(id)
+}
+
+/// The id a [`best_first_key`] was made with.
+pub fn id_of(key: u64) -> u32 {
+    key as u32
+}
+
+/// Sorts `(id, score)` pairs best first: by score descending ([`f32::total_cmp`]), then id.
+pub fn sort_best_first(pairs: &mut Vec<(u32, f32)>) {
+    let mut keys: Vec<(u64, f32)> = pairs
+        .iter()
+        .map(|&(id, score)| (best_first_key(score, id), score))
+        .collect();
+    keys.sort_unstable_by_key(|k| k.0);
+    pairs.clear();
+    pairs.extend(keys.into_iter().map(|(k, score)| (id_of(k), score)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn by_comparator(pairs: &mut [(u32, f32)]) {
+        pairs.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+
+    #[test]
+    fn special_values_keep_total_order() {
+        let mut a = vec![
+            (3, 0.0),
+            (1, -0.0),
+            (2, f32::INFINITY),
+            (4, f32::NEG_INFINITY),
+            (5, f32::MIN_POSITIVE),
+            (6, -1.5),
+            (7, 1.5),
+            (0, 1.5),
+        ];
+        let mut b = a.clone();
+        sort_best_first(&mut a);
+        by_comparator(&mut b);
+        assert_eq!(a, b);
+    }
+
+    proptest! {
+        #[test]
+        fn keys_sort_like_the_comparator(pairs in prop::collection::vec((0u32..50, any::<f32>()), 0..300)) {
+            let mut a: Vec<(u32, f32)> = pairs.iter().copied().filter(|p| !p.1.is_nan()).collect();
+            let mut b = a.clone();
+            sort_best_first(&mut a);
+            by_comparator(&mut b);
+            let bits = |v: &[(u32, f32)]| v.iter().map(|p| (p.0, p.1.to_bits())).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&a), bits(&b));
+        }
+    }
+}
