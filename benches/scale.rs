@@ -11,7 +11,7 @@
 #[path = "support/mod.rs"]
 mod support;
 use support::percentile;
-use support::workerd::{Probe, workerd_pids};
+use support::workerd::{Probe, v8_profile, workerd_pids};
 
 #[allow(dead_code)]
 #[path = "../tests/api/host.rs"]
@@ -207,6 +207,19 @@ fn run(name: &str, dir: &Path) {
                     busiest.push(busy);
                 }
                 let mem = probe.wasm_memory().map(|b| b as f64 / 1048576.0);
+                // CTXGATE_SCALE_PROFILE=1: where the isolate spends the warm calls (V8's
+                // sampling profiler; shares, not CPU time), on stderr.
+                if std::env::var_os("CTXGATE_SCALE_PROFILE").is_some() {
+                    let plan = json!({
+                        "url": format!("{}/v1/context", w.base_url()),
+                        "headers": { "authorization": format!("Bearer {key}"),
+                                     "content-type": "application/json" },
+                        "bodies": QUERIES.iter().map(|q| body(q).to_string()).collect::<Vec<_>>(),
+                        "rounds": 4,
+                    });
+                    eprintln!("{name}: warm /v1/context at 32k under V8's profiler:\n{}",
+                        v8_profile(w.inspector_port(), &plan, 100));
+                }
                 ("ok".to_string(), mem, Some(median(busiest)), Some(cold_ms))
             }
         }

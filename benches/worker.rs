@@ -22,7 +22,7 @@ mod worker;
 
 use std::time::{Duration, Instant};
 
-use support::workerd::{Probe, cpu_ns, workerd_pids};
+use support::workerd::{Probe, cpu_ns, v8_profile, workerd_pids};
 
 use host::{Host, org_with_key};
 use serde_json::json;
@@ -153,7 +153,7 @@ fn main() {
     for (interval, what) in [(1000, "sampled every 1 ms"), (100, "sampled every 100 µs")] {
         println!(
             "warm /v1/context at 32k under V8's profiler ({what}; shares, not CPU time):\n{}",
-            v8_profile(&worker, &plan, interval)
+            v8_profile(worker.inspector_port(), &plan, interval)
         );
     }
     let after = probe.wasm_memory();
@@ -178,27 +178,6 @@ fn main() {
     });
     println!(
         "first request in a fresh isolate (GET /healthz) under V8's profiler (every 100 µs):\n{}",
-        v8_profile(&cold, &plan, 100)
+        v8_profile(cold.inspector_port(), &plan, 100)
     );
-}
-
-/// Runs `scripts/worker-cpu-profile.mjs` against `worker`'s inspector with `plan`, sampling
-/// every `interval_us`; its report, or why there is none.
-fn v8_profile(worker: &worker::WorkerHost, plan: &serde_json::Value, interval_us: u32) -> String {
-    let file = tempfile::NamedTempFile::new().expect("temp file");
-    std::fs::write(file.path(), plan.to_string()).expect("write the plan");
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("node")
-        .arg(root.join("scripts/worker-cpu-profile.mjs"))
-        .arg(worker.inspector_port().to_string())
-        .arg(file.path())
-        .env("WS_MODULE", root.join("target/tools/npm/node_modules/ws"))
-        .env("SAMPLING_US", interval_us.to_string())
-        .output()
-        .expect("run node");
-    if out.status.success() {
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    } else {
-        format!("no profile: {}", String::from_utf8_lossy(&out.stderr))
-    }
 }

@@ -134,3 +134,24 @@ impl Probe {
             .ok()
     }
 }
+
+/// Runs `scripts/worker-cpu-profile.mjs` against the inspector on `inspector_port` with `plan`
+/// (its REQUESTS_JSON), sampling every `interval_us`; its report, or why there is none.
+pub fn v8_profile(inspector_port: u16, plan: &serde_json::Value, interval_us: u32) -> String {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), plan.to_string()).expect("write the plan");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("node")
+        .arg(root.join("scripts/worker-cpu-profile.mjs"))
+        .arg(inspector_port.to_string())
+        .arg(file.path())
+        .env("WS_MODULE", root.join("target/tools/npm/node_modules/ws"))
+        .env("SAMPLING_US", interval_us.to_string())
+        .output()
+        .expect("run node");
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        format!("no profile: {}", String::from_utf8_lossy(&out.stderr))
+    }
+}
