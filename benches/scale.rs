@@ -217,8 +217,10 @@ fn run(name: &str, dir: &Path) {
                         "bodies": QUERIES.iter().map(|q| body(q).to_string()).collect::<Vec<_>>(),
                         "rounds": 4,
                     });
-                    eprintln!("{name}: warm /v1/context at 32k under V8's profiler:\n{}",
-                        v8_profile(w.inspector_port(), &plan, 100));
+                    eprintln!(
+                        "{name}: warm /v1/context at 32k under V8's profiler:\n{}",
+                        v8_profile(w.inspector_port(), &plan, 100)
+                    );
                 }
                 ("ok".to_string(), mem, Some(median(busiest)), Some(cold_ms))
             }

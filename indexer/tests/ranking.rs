@@ -90,3 +90,51 @@ fn graph_path_and_diversity_reach_the_reasoning() {
     assert_eq!(d.first().copied(), Some(0.9), "{pager:?}");
     assert_eq!(d.last().copied(), Some(1.0));
 }
+
+/// A query that matches thousands of chunks: selection considers only the best of them (up to
+/// 16 times the room, at least 2,048), yet the answer still reports every match, keeps the
+/// budget, and takes the chunks that match best.
+#[test]
+fn a_query_matching_thousands_of_chunks_keeps_the_budget_and_the_best() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    for i in 0..3000 {
+        write(
+            root,
+            &format!("mods/m{:02}/f{i}.py", i % 40),
+            &format!(
+                "def handler_{i}(request):\n    \"\"\"Reads the request.\"\"\"\n    return request.body\n"
+            ),
+        );
+    }
+    // The two chunks the query is about, each also matching the rarer words.
+    write(
+        root,
+        "core/retry.py",
+        "def retry_request(request, attempts):\n    \"\"\"Retries a failed request with backoff.\"\"\"\n    for attempt in range(attempts):\n        backoff(attempt)\n    return request.body\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let req = AssembleRequest {
+        repo: root.to_path_buf(),
+        query: "retry a failed request with backoff".into(),
+        budget: Some(2000),
+        model: None,
+        policy: BudgetPolicy::default(),
+        index: IndexOptions::default(),
+        hot_paths: Vec::new(),
+        compression: Compression::None,
+        profile: Profile::Expand,
+        error_output: None,
+        dense: None,
+    };
+    let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
+    assert!(
+        report.analysis.candidates > 3000,
+        "every match is reported: {}",
+        report.analysis.candidates
+    );
+    assert!(report.tokens_total <= 2000);
+    assert_eq!(report.pieces[0].path, "core/retry.py");
+    assert!(report.pieces.len() > 10, "the room is still filled");
+}
