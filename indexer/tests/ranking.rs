@@ -16,6 +16,23 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
+/// `query` over `root` with the default model, `budget` tokens, no compression, `expand`.
+fn request(root: &Path, query: &str, budget: u32) -> AssembleRequest {
+    AssembleRequest {
+        repo: root.to_path_buf(),
+        query: query.into(),
+        budget: Some(budget),
+        model: None,
+        policy: BudgetPolicy::default(),
+        index: IndexOptions::default(),
+        hot_paths: Vec::new(),
+        compression: Compression::None,
+        profile: Profile::Expand,
+        error_output: None,
+        dense: None,
+    }
+}
+
 #[test]
 fn graph_path_and_diversity_reach_the_reasoning() {
     let repo = tempfile::tempdir().unwrap();
@@ -52,19 +69,11 @@ fn graph_path_and_diversity_reach_the_reasoning() {
     );
     let home = tempfile::tempdir().unwrap();
     let store = Store::open(home.path()).unwrap();
-    let req = AssembleRequest {
-        repo: root.to_path_buf(),
-        query: "the pager cannot scroll the view past its limit".into(),
-        budget: Some(4000),
-        model: None,
-        policy: BudgetPolicy::default(),
-        index: IndexOptions::default(),
-        hot_paths: Vec::new(),
-        compression: Compression::None,
-        profile: Profile::Expand,
-        error_output: None,
-        dense: None,
-    };
+    let req = request(
+        root,
+        "the pager cannot scroll the view past its limit",
+        4000,
+    );
     let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
     let why = |path: &str| {
         report
@@ -115,19 +124,7 @@ fn a_query_matching_thousands_of_chunks_keeps_the_budget_and_the_best() {
     );
     let home = tempfile::tempdir().unwrap();
     let store = Store::open(home.path()).unwrap();
-    let req = AssembleRequest {
-        repo: root.to_path_buf(),
-        query: "retry a failed request with backoff".into(),
-        budget: Some(2000),
-        model: None,
-        policy: BudgetPolicy::default(),
-        index: IndexOptions::default(),
-        hot_paths: Vec::new(),
-        compression: Compression::None,
-        profile: Profile::Expand,
-        error_output: None,
-        dense: None,
-    };
+    let req = request(root, "retry a failed request with backoff", 2000);
     let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
     assert!(
         report.analysis.candidates > 3000,

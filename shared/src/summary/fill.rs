@@ -270,22 +270,15 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
                     .map(Want::File),
             ),
             Part::Dirs => Box::new(dirs().into_iter()),
-            // The pieces' files came first: whatever they left is skipped as seen.
-            Part::OtherRelevant => Box::new(
-                relevant()
-                    .0
-                    .iter()
-                    .copied()
-                    .filter(move |&f| not_whole(f))
-                    .map(Want::File),
-            ),
         }
     };
     let parts: &[Part] = match (everything_whole, class) {
         (true, _) => &[],
         (false, SizeClass::Small) => &[Part::Relevant, Part::Unscored, Part::Dirs],
         (false, SizeClass::Medium) => &[Part::Largest, Part::Dirs],
-        (false, SizeClass::Large) => &[Part::PieceFiles, Part::Dirs, Part::OtherRelevant],
+        // The pieces' files come first; when the relevant files follow, those are skipped as
+        // already seen.
+        (false, SizeClass::Large) => &[Part::PieceFiles, Part::Dirs, Part::Relevant],
     };
     let first = broad.then_some(Want::Project);
     let last = (!broad).then_some(Want::Project);
@@ -371,8 +364,6 @@ enum Part {
     PieceFiles,
     /// The chosen pieces' directories, deepest first.
     Dirs,
-    /// Relevant files without a chosen piece.
-    OtherRelevant,
 }
 
 enum Want<'a> {
