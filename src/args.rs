@@ -606,6 +606,10 @@ of a publish in flight). Segments shared with a kept version stay.
 pub struct GcArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Collect a Worker's R2 instead (its base URL; needs --org and the admin secret in
+    /// CTXGATE_ADMIN_SECRET): what `ctxgate project publish` uploaded there.
+    #[arg(long, value_name = "URL", conflicts_with = "store", requires = "org")]
+    pub to: Option<String>,
     /// Versions kept before the current one.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub keep: usize,

@@ -45,6 +45,10 @@ pub enum BackendError {
     /// The store failed.
     #[error("storage failed: {0}")]
     Storage(String),
+    /// This host's store cannot do what was asked (listing or deleting objects of a store the
+    /// indexer owns).
+    #[error("{0}")]
+    Unsupported(String),
     /// The embedding model or API failed.
     #[error("{message}")]
     Embedding {
@@ -355,6 +359,23 @@ pub trait Backend: Send + Sync + 'static {
             Err(BackendError::NotFound(_)) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every object whose key starts with `prefix`, for garbage collection. Hosts that do not
+    /// own their store (the Worker over the indexer's S3) refuse.
+    async fn list_objects(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ctxgate_core::index::gc::StoredObject>, BackendError> {
+        Err(BackendError::Unsupported(format!(
+            "this host cannot list the objects under `{prefix}`: collect its store where it is written (`ctxgate gc --store`)"
+        )))
+    }
+    /// Deletes object `key` (one already gone is not an error), for garbage collection.
+    async fn delete_object(&self, key: &str) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported(format!(
+            "this host cannot delete `{key}`: collect its store where it is written (`ctxgate gc --store`)"
+        )))
     }
 
     /// The chunks of `snap` nearest to `query` by embedding, scaled for ranking

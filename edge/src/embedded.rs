@@ -541,4 +541,15 @@ impl Backend for EmbeddedBackend {
     async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
         self.with(|s| Ok(s.has_object(key)))
     }
+
+    async fn list_objects(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<ctxgate_core::index::gc::StoredObject>, BackendError> {
+        self.with(|s| s.list_objects(prefix))
+    }
+
+    async fn delete_object(&self, key: &str) -> Result<(), BackendError> {
+        self.with(|s| s.delete_object(key))
+    }
 }

@@ -105,6 +105,9 @@ impl From<BackendError> for ApiError {
             BackendError::Storage(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage_unavailable", msg)
             }
+            BackendError::Unsupported(_) => {
+                ApiError::new(StatusCode::NOT_IMPLEMENTED, "not_supported", msg)
+            }
             BackendError::Embedding { code, .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, code, msg)
             }

@@ -14,6 +14,7 @@ pub mod backend;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod embedded;
 pub mod error;
+pub mod gc;
 pub mod json_text;
 pub mod mcp;
 pub mod meter;

@@ -7,7 +7,7 @@
 //! Deletion order: version records, then manifests, then packs, then segments — a crash part
 //! way leaves no version visible whose objects are gone, and running it again finishes the job.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use ctxgate_core::index::gc::{GcPolicy, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
@@ -15,8 +15,9 @@ use ctxgate_core::index::layout::{Manifest, keys};
 use crate::IndexerError;
 use crate::store::{IndexStore, ProjectItem, VersionItem};
 
-/// What garbage collection did (or, in a dry run, would do) to one project.
-#[derive(Clone, Debug, Serialize)]
+/// What garbage collection did (or, in a dry run, would do) to one project (a Worker's
+/// `POST /v1/admin/orgs/{org}/gc` answers the same fields).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GcReport {
     /// The organisation.
     pub org: String,

@@ -1,8 +1,9 @@
-//! `ctxgate gc`: old versions out of the data directory, or out of S3 + DynamoDB with
-//! `--store`/`--table`, by the core's policy.
+//! `ctxgate gc`: old versions out of the data directory, out of S3 + DynamoDB with
+//! `--store`/`--table`, or out of a Worker's R2 with `--to`, by the core's policy.
 
 use ctxgate_core::index::gc::GcPolicy;
 use ctxgate_indexer::gc::collect;
+use ctxgate_indexer::publish::{WorkerTarget, collect_on_worker};
 use serde_json::json;
 
 use super::{index_store, print_json, thousands};
@@ -15,23 +16,41 @@ fn millis(d: std::time::Duration) -> u64 {
 }
 
 pub fn run(global: &Global, args: &GcArgs) -> CmdResult {
-    let store = index_store(global, &args.store)?;
     let policy = GcPolicy {
         keep_last: args.keep,
         keep_younger_than_ms: args.keep_younger_than.map_or(0, millis),
         grace_ms: millis(args.grace),
     };
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|e| Failure::internal("clock", e.to_string()))?
-        .as_millis() as u64;
-    let reports = collect(
-        store.as_ref(),
-        args.org.as_deref(),
-        &policy,
-        now_ms,
-        args.dry_run,
-    )?;
+    let reports = match (&args.to, &args.org) {
+        // A Worker collects its own R2, through its admin API.
+        (Some(url), Some(org)) => {
+            let admin_secret = std::env::var("CTXGATE_ADMIN_SECRET").map_err(|_| {
+                Failure::input(
+                    "admin_secret_missing",
+                    "set CTXGATE_ADMIN_SECRET to the Worker's ADMIN_SECRET",
+                )
+            })?;
+            let target = WorkerTarget {
+                url: url.clone(),
+                admin_secret,
+            };
+            collect_on_worker(&target, org, &policy, args.dry_run)?
+        }
+        _ => {
+            let store = index_store(global, &args.store)?;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_err(|e| Failure::internal("clock", e.to_string()))?
+                .as_millis() as u64;
+            collect(
+                store.as_ref(),
+                args.org.as_deref(),
+                &policy,
+                now_ms,
+                args.dry_run,
+            )?
+        }
+    };
     let versions: usize = reports.iter().map(|r| r.deleted_versions.len()).sum();
     let objects: usize = reports.iter().map(|r| r.deleted_objects).sum();
     let bytes: u64 = reports.iter().map(|r| r.bytes_freed).sum();

@@ -23,6 +23,7 @@ fn worker_api_suite() {
     if let Some(mut host) = worker::WorkerHost::start_or_skip() {
         cases::run_suite(&host, "w");
         worker::publishing_refusals(&host, cases::sample_repo());
+        worker::garbage_collection_on_r2(&host);
         worker::fresh_isolates_read_index_objects_from_the_cache(&mut host);
     }
 }

@@ -447,3 +447,98 @@ pub fn publishing_refusals(host: &WorkerHost, dir: &Path) {
     );
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// `ctxgate gc --to` collects a Worker's R2: three versions published, the two old ones and the
+/// segments only they named are deleted (a dry run first deletes nothing), the current version
+/// keeps answering, and a second collection finds nothing more. A Worker needs its org's admin
+/// secret for it, like every admin call.
+#[allow(dead_code)]
+pub fn garbage_collection_on_r2(host: &WorkerHost) {
+    let org = "gcr2";
+    let key = org_with_key(host, org, json!({}));
+    let repo = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    ctxgate(home.path(), &["org", "create", org, "--format", "json"]);
+    let write = |n: u32| {
+        std::fs::write(
+            repo.path().join("ledger.rs"),
+            format!("/// Reserves tokens, round {n}.\npub fn reserve_{n}(tokens: u64) -> u64 {{\n    tokens + {n}\n}}\n"),
+        )
+        .unwrap();
+    };
+    write(1);
+    let dir = repo.path().to_string_lossy().into_owned();
+    let added = ctxgate(
+        home.path(),
+        &[
+            "project", "add", "--org", org, "--name", "core", "--format", "json", &dir,
+        ],
+    );
+    let id = added["id"].as_str().unwrap().to_string();
+    let secret = [("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)];
+    let publish = [
+        "project", "publish", "--org", org, "--name", "core", "--to", &host.url, "--format", "json",
+    ];
+    ctxgate_with(home.path(), &publish, &secret);
+    for n in 2..=3 {
+        write(n);
+        ctxgate(
+            home.path(),
+            &[
+                "project", "reindex", "--org", org, "core", "--format", "json",
+            ],
+        );
+        let published = ctxgate_with(home.path(), &publish, &secret);
+        assert_eq!(published["version"], n, "{published}");
+    }
+    let stored = |version: u64| {
+        let path = format!(
+            "/v1/admin/orgs/{org}/objects/project/{id}/version/{version:010}/manifest.json"
+        );
+        super::host::call(host, "HEAD", &path, Some(ADMIN_SECRET), None, "").status
+    };
+    // HEAD answers 204 for a stored object, 404 for one that is not.
+    assert_eq!((stored(1), stored(2), stored(3)), (204, 204, 204));
+    let gc = |dry: bool| {
+        let mut args = vec![
+            "gc", "--to", &host.url, "--org", org, "--keep", "0", "--grace", "0s", "--format",
+            "json",
+        ];
+        if dry {
+            args.push("--dry-run");
+        }
+        ctxgate_with(home.path(), &args, &secret)
+    };
+    let dry = gc(true);
+    assert_eq!(dry["deleted_versions"], 2, "{dry}");
+    assert!(dry["bytes_freed"].as_u64().unwrap() > 0, "{dry}");
+    assert_eq!(stored(1), 204, "a dry run deletes nothing");
+    let done = gc(false);
+    assert_eq!(done["deleted_objects"], dry["deleted_objects"], "{done}");
+    assert_eq!(done["projects"][0]["kept_versions"], json!([3]), "{done}");
+    assert_eq!((stored(1), stored(2), stored(3)), (404, 404, 204));
+    let r = post(
+        host,
+        "/v1/context",
+        Some(&key),
+        &json!({"project": "core", "query": "reserve tokens", "budget": 2000}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["prompt"].as_str().unwrap().contains("reserve_3"),
+        "{}",
+        r.body
+    );
+    let again = gc(false);
+    assert_eq!(again["deleted_objects"], 0, "{again}");
+    // Without the admin secret nothing is collected.
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["gc", "--to", &host.url, "--org", org, "--format", "json"])
+        .env("CTXGATE_HOME", home.path())
+        .env("CTXGATE_ADMIN_SECRET", "not-the-secret-at-all")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "remote_store_error", "{v}");
+}

@@ -126,6 +126,58 @@ pub async fn put_project(
     Ok(Json(info))
 }
 
+/// `POST /v1/admin/orgs/{org}/gc` body: how much history to keep (each field optional).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcRequest {
+    /// Versions kept before the current one (default 2).
+    keep_last: Option<usize>,
+    /// Versions younger than this are kept (default 0).
+    keep_younger_than_seconds: Option<u64>,
+    /// How long a superseded version or a fresh upload is protected (default 900).
+    grace_seconds: Option<u64>,
+    /// Report what would be deleted, delete nothing.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// `POST /v1/admin/orgs/{org}/gc`: deletes the org's old index versions and the objects no
+/// kept version names from this host's store ([`crate::gc`]); what was deleted and the bytes
+/// freed, project by project.
+pub async fn collect_garbage(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(org): Path<String>,
+    JsonBody(req): JsonBody<GcRequest>,
+) -> Result<Json<Value>, ApiError> {
+    if state.backend.org(&org).await?.is_none() {
+        return Err(ApiError::not_found(
+            "org_not_found",
+            format!("no organisation `{org}`"),
+        ));
+    }
+    let defaults = ctxgate_core::index::gc::GcPolicy::default();
+    let policy = ctxgate_core::index::gc::GcPolicy {
+        keep_last: req.keep_last.unwrap_or(defaults.keep_last),
+        keep_younger_than_ms: req
+            .keep_younger_than_seconds
+            .map_or(defaults.keep_younger_than_ms, |s| s.saturating_mul(1000)),
+        grace_ms: req
+            .grace_seconds
+            .map_or(defaults.grace_ms, |s| s.saturating_mul(1000)),
+    };
+    let now = state.backend.now_ms();
+    let reports =
+        crate::gc::collect_org(state.backend.as_ref(), &org, &policy, now, req.dry_run).await?;
+    Ok(Json(json!({
+        "org": org,
+        "applied": !req.dry_run,
+        "deleted_objects": reports.iter().map(|r| r.deleted_objects).sum::<usize>(),
+        "bytes_freed": reports.iter().map(|r| r.bytes_freed).sum::<u64>(),
+        "projects": reports,
+    })))
+}
+
 /// Largest index object accepted by `PUT /v1/admin/orgs/{org}/objects/{*key}` (index packs and
 /// segments are far larger than API requests; the Workers platform caps bodies at 100 MB).
 pub const MAX_OBJECT_BYTES: usize = 96 * 1024 * 1024;

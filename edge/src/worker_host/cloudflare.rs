@@ -20,6 +20,7 @@ use crate::backend::{
     ProjectSource,
 };
 use crate::recent::Recent;
+use ctxgate_core::index::gc::StoredObject;
 
 /// Binding names, as in `wrangler.toml`.
 pub const OBJECTS_BUCKET: &str = "OBJECTS";
@@ -328,6 +329,34 @@ impl Backend for CloudflareBackend {
     async fn has_object(&self, key: &str) -> Result<bool, BackendError> {
         SendFuture::new(async { Ok(self.objects.head(key).await.map_err(storage)?.is_some()) })
             .await
+    }
+
+    async fn list_objects(&self, prefix: &str) -> Result<Vec<StoredObject>, BackendError> {
+        SendFuture::new(async {
+            let mut out = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut list = self.objects.list().prefix(prefix);
+                if let Some(c) = cursor.take() {
+                    list = list.cursor(c);
+                }
+                let page = list.execute().await.map_err(storage)?;
+                out.extend(page.objects().into_iter().map(|o| StoredObject {
+                    key: o.key(),
+                    bytes: o.size(),
+                    modified_ms: o.uploaded().as_millis(),
+                }));
+                match (page.truncated(), page.cursor()) {
+                    (true, Some(c)) => cursor = Some(c),
+                    _ => return Ok(out),
+                }
+            }
+        })
+        .await
+    }
+
+    async fn delete_object(&self, key: &str) -> Result<(), BackendError> {
+        SendFuture::new(async { self.objects.delete(key).await.map_err(storage) }).await
     }
 
     async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackendError> {
