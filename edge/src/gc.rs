@@ -9,35 +9,10 @@
 //! grace period and is kept; a superseded version stays for the grace period too, for isolates
 //! still answering from it.
 
-use serde::Serialize;
-
-use ctxgate_core::index::gc::{GcPolicy, VersionFacts, plan};
+use ctxgate_core::index::gc::{GcPolicy, GcReport, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
 
 use crate::backend::{Backend, BackendError};
-
-/// What garbage collection did (or, in a dry run, would do) to one project.
-#[derive(Clone, Debug, Serialize)]
-pub struct GcReport {
-    /// The organisation.
-    pub org: String,
-    /// The project id.
-    pub project: String,
-    /// The project's name.
-    pub name: String,
-    /// Its current version.
-    pub current_version: Option<u64>,
-    /// Versions kept.
-    pub kept_versions: Vec<u64>,
-    /// Versions deleted.
-    pub deleted_versions: Vec<u64>,
-    /// Objects deleted.
-    pub deleted_objects: usize,
-    /// Bytes those objects held.
-    pub bytes_freed: u64,
-    /// Whether anything was actually deleted (false in a dry run).
-    pub applied: bool,
-}
 
 /// The version a manifest key under `prefix` names (`…/version/0000000003/manifest.json`).
 fn manifest_version(prefix: &str, key: &str) -> Option<u64> {

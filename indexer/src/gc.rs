@@ -7,37 +7,13 @@
 //! Deletion order: version records, then manifests, then packs, then segments — a crash part
 //! way leaves no version visible whose objects are gone, and running it again finishes the job.
 
-use serde::{Deserialize, Serialize};
-
 use ctxgate_core::index::gc::{GcPolicy, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
 
 use crate::IndexerError;
 use crate::store::{IndexStore, ProjectItem, VersionItem};
 
-/// What garbage collection did (or, in a dry run, would do) to one project (a Worker's
-/// `POST /v1/admin/orgs/{org}/gc` answers the same fields).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct GcReport {
-    /// The organisation.
-    pub org: String,
-    /// The project id.
-    pub project: String,
-    /// The project's name.
-    pub name: String,
-    /// Its current version.
-    pub current_version: Option<u64>,
-    /// Versions kept.
-    pub kept_versions: Vec<u64>,
-    /// Versions deleted.
-    pub deleted_versions: Vec<u64>,
-    /// Objects deleted.
-    pub deleted_objects: usize,
-    /// Bytes those objects held.
-    pub bytes_freed: u64,
-    /// Whether anything was actually deleted (false in a dry run).
-    pub applied: bool,
-}
+pub use ctxgate_core::index::gc::GcReport;
 
 /// Collects `project`'s old versions by `policy` at `now_ms`.
 pub fn collect_project(

@@ -77,6 +77,21 @@ fn refused(action: String, status: u16, body: &str) -> IndexerError {
     }
 }
 
+/// The client for a Worker's admin API: each call may take up to `timeout` (an upload of a
+/// large object, a collection of many projects).
+fn http_client(timeout: Duration) -> Result<reqwest::blocking::Client, IndexerError> {
+    crate::source::ensure_tls_provider();
+    reqwest::blocking::Client::builder()
+        .user_agent(concat!("ctxgate/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(30))
+        .timeout(timeout)
+        .build()
+        .map_err(|e| IndexerError::Remote {
+            action: "building the HTTP client".into(),
+            message: e.to_string(),
+        })
+}
+
 /// Uploads the current version of `org`'s project `name` from `store` to the Worker and makes
 /// it current there. `progress(done, total)` is called after each object.
 pub fn publish_to_worker(
@@ -99,16 +114,7 @@ pub fn publish_to_worker(
     let manifest: Manifest = serde_json::from_slice(&store.get_object(&manifest_key)?)
         .map_err(|e| IndexerError::Corrupt(format!("manifest `{manifest_key}`: {e}")))?;
 
-    crate::source::ensure_tls_provider();
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("ctxgate/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(30))
-        .timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| IndexerError::Remote {
-            action: "building the HTTP client".into(),
-            message: e.to_string(),
-        })?;
+    let client = http_client(Duration::from_secs(300))?;
     let base = target.url.trim_end_matches('/');
     let bearer = format!("Bearer {}", target.admin_secret);
     let send = |method: reqwest::Method, url: String, body: Vec<u8>, json: bool| {
@@ -185,6 +191,53 @@ pub fn publish_to_worker(
     })
 }
 
+/// Garbage collection on a Worker (its R2): `POST /v1/admin/orgs/{org}/gc` with `policy`,
+/// the reports of `org`'s projects as the Worker answers them.
+pub fn collect_on_worker(
+    target: &WorkerTarget,
+    org: &str,
+    policy: &ctxgate_core::index::gc::GcPolicy,
+    dry_run: bool,
+) -> Result<Vec<ctxgate_core::index::gc::GcReport>, IndexerError> {
+    let client = http_client(Duration::from_secs(600))?;
+    let url = format!(
+        "{}/v1/admin/orgs/{org}/gc",
+        target.url.trim_end_matches('/')
+    );
+    let action = format!("POST {url}");
+    let body = serde_json::json!({
+        "keep_last": policy.keep_last,
+        "keep_younger_than_seconds": policy.keep_younger_than_ms / 1000,
+        "grace_seconds": policy.grace_ms / 1000,
+        "dry_run": dry_run,
+    });
+    let res = client
+        .post(&url)
+        .header("Authorization", format!("Bearer {}", target.admin_secret))
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .map_err(|e| IndexerError::Remote {
+            action: action.clone(),
+            message: e.to_string(),
+        })?;
+    let status = res.status().as_u16();
+    let text = res.text().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        return Err(refused(action, status, &text));
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        projects: Vec<ctxgate_core::index::gc::GcReport>,
+    }
+    serde_json::from_str::<Answer>(&text)
+        .map(|a| a.projects)
+        .map_err(|e| IndexerError::Remote {
+            action,
+            message: format!("unexpected answer: {e}"),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,60 +282,4 @@ mod tests {
         );
         assert_eq!(e.code(), "remote_store_error");
     }
-}
-
-/// Garbage collection on a Worker (its R2): `POST /v1/admin/orgs/{org}/gc` with `policy`,
-/// the reports of `org`'s projects as the Worker answers them.
-pub fn collect_on_worker(
-    target: &WorkerTarget,
-    org: &str,
-    policy: &ctxgate_core::index::gc::GcPolicy,
-    dry_run: bool,
-) -> Result<Vec<crate::gc::GcReport>, IndexerError> {
-    crate::source::ensure_tls_provider();
-    let client = reqwest::blocking::Client::builder()
-        .user_agent(concat!("ctxgate/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(30))
-        .timeout(Duration::from_secs(600))
-        .build()
-        .map_err(|e| IndexerError::Remote {
-            action: "building the HTTP client".into(),
-            message: e.to_string(),
-        })?;
-    let url = format!(
-        "{}/v1/admin/orgs/{org}/gc",
-        target.url.trim_end_matches('/')
-    );
-    let action = format!("POST {url}");
-    let body = serde_json::json!({
-        "keep_last": policy.keep_last,
-        "keep_younger_than_seconds": policy.keep_younger_than_ms / 1000,
-        "grace_seconds": policy.grace_ms / 1000,
-        "dry_run": dry_run,
-    });
-    let res = client
-        .post(&url)
-        .header("Authorization", format!("Bearer {}", target.admin_secret))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .map_err(|e| IndexerError::Remote {
-            action: action.clone(),
-            message: e.to_string(),
-        })?;
-    let status = res.status().as_u16();
-    let text = res.text().unwrap_or_default();
-    if !(200..300).contains(&status) {
-        return Err(refused(action, status, &text));
-    }
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        projects: Vec<crate::gc::GcReport>,
-    }
-    serde_json::from_str::<Answer>(&text)
-        .map(|a| a.projects)
-        .map_err(|e| IndexerError::Remote {
-            action,
-            message: format!("unexpected answer: {e}"),
-        })
 }

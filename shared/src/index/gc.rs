@@ -70,6 +70,30 @@ pub struct GcPlan {
     pub kept_versions: Vec<u64>,
 }
 
+/// What garbage collection did (or, in a dry run, would do) to one project: what `ctxgate gc`
+/// prints for every store and what a Worker's `POST /v1/admin/orgs/{org}/gc` answers.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GcReport {
+    /// The organisation.
+    pub org: String,
+    /// The project id.
+    pub project: String,
+    /// The project's name.
+    pub name: String,
+    /// Its current version.
+    pub current_version: Option<u64>,
+    /// Versions kept.
+    pub kept_versions: Vec<u64>,
+    /// Versions deleted.
+    pub deleted_versions: Vec<u64>,
+    /// Objects deleted.
+    pub deleted_objects: usize,
+    /// Bytes those objects held.
+    pub bytes_freed: u64,
+    /// Whether anything was actually deleted (false in a dry run).
+    pub applied: bool,
+}
+
 /// The plan for one project.
 pub fn plan(
     current: Option<u64>,
