@@ -92,6 +92,36 @@ fn http_client(timeout: Duration) -> Result<reqwest::blocking::Client, IndexerEr
         })
 }
 
+/// One call of the admin API: the answer's text on a 2xx status, else the Worker's refusal
+/// with its error code ([`refused`]).
+fn call(
+    client: &reqwest::blocking::Client,
+    method: reqwest::Method,
+    url: &str,
+    bearer: &str,
+    body: Vec<u8>,
+    content_type: &str,
+) -> Result<String, IndexerError> {
+    let action = format!("{method} {url}");
+    let res = client
+        .request(method, url)
+        .header("Authorization", bearer)
+        .header("Content-Type", content_type)
+        .body(body)
+        .send()
+        .map_err(|e| IndexerError::Remote {
+            action: action.clone(),
+            message: e.to_string(),
+        })?;
+    let status = res.status().as_u16();
+    let text = res.text().unwrap_or_default();
+    if (200..300).contains(&status) {
+        Ok(text)
+    } else {
+        Err(refused(action, status, &text))
+    }
+}
+
 /// Uploads the current version of `org`'s project `name` from `store` to the Worker and makes
 /// it current there. `progress(done, total)` is called after each object.
 pub fn publish_to_worker(
@@ -118,31 +148,12 @@ pub fn publish_to_worker(
     let base = target.url.trim_end_matches('/');
     let bearer = format!("Bearer {}", target.admin_secret);
     let send = |method: reqwest::Method, url: String, body: Vec<u8>, json: bool| {
-        let action = format!("{method} {url}");
-        let res = client
-            .request(method, &url)
-            .header("Authorization", &bearer)
-            .header(
-                "Content-Type",
-                if json {
-                    "application/json"
-                } else {
-                    "application/octet-stream"
-                },
-            )
-            .body(body)
-            .send()
-            .map_err(|e| IndexerError::Remote {
-                action: action.clone(),
-                message: e.to_string(),
-            })?;
-        let status = res.status().as_u16();
-        let text = res.text().unwrap_or_default();
-        if (200..300).contains(&status) {
-            Ok(())
+        let content_type = if json {
+            "application/json"
         } else {
-            Err(refused(action, status, &text))
-        }
+            "application/octet-stream"
+        };
+        call(&client, method, &url, &bearer, body, content_type).map(|_| ())
     };
 
     // Whether the Worker already stores `url`'s object: only a 204 says yes (a Worker without
@@ -204,28 +215,21 @@ pub fn collect_on_worker(
         "{}/v1/admin/orgs/{org}/gc",
         target.url.trim_end_matches('/')
     );
-    let action = format!("POST {url}");
     let body = serde_json::json!({
         "keep_last": policy.keep_last,
         "keep_younger_than_seconds": policy.keep_younger_than_ms / 1000,
         "grace_seconds": policy.grace_ms / 1000,
         "dry_run": dry_run,
     });
-    let res = client
-        .post(&url)
-        .header("Authorization", format!("Bearer {}", target.admin_secret))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .map_err(|e| IndexerError::Remote {
-            action: action.clone(),
-            message: e.to_string(),
-        })?;
-    let status = res.status().as_u16();
-    let text = res.text().unwrap_or_default();
-    if !(200..300).contains(&status) {
-        return Err(refused(action, status, &text));
-    }
+    let bearer = format!("Bearer {}", target.admin_secret);
+    let text = call(
+        &client,
+        reqwest::Method::POST,
+        &url,
+        &bearer,
+        body.to_string().into_bytes(),
+        "application/json",
+    )?;
     #[derive(serde::Deserialize)]
     struct Answer {
         projects: Vec<ctxgate_core::index::gc::GcReport>,
@@ -233,7 +237,7 @@ pub fn collect_on_worker(
     serde_json::from_str::<Answer>(&text)
         .map(|a| a.projects)
         .map_err(|e| IndexerError::Remote {
-            action,
+            action: format!("POST {url}"),
             message: format!("unexpected answer: {e}"),
         })
 }
