@@ -176,7 +176,7 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
             ),
             // The fetch loop gives up after a bounded number of rounds (texts evicted as fast
             // as they are read, a source that never holds them).
-            A::TextsNeeded(_) => ApiError::new(
+            A::TextsNeeded(_) | A::PostingsNeeded(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "storage_unavailable",
                 format!("{e} after several rounds of reading; retry the request"),

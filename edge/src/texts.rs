@@ -1,4 +1,5 @@
-//! Chunk texts read by byte range, only for the pieces a query may use.
+//! Chunk texts and term postings read by byte range, only for the pieces and terms a query
+//! uses.
 //!
 //! A version's texts live in content-addressed segments of up to 4 MiB; loading every segment
 //! of a large repository would not fit an isolate (deno: 42 MiB of text). A request plans
@@ -8,6 +9,7 @@
 //! round. Texts stay in a per-process cache under a byte ceiling, so warm requests for the
 //! same code read nothing.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -38,24 +40,47 @@ const MAX_ROUNDS: usize = 8;
 /// Candidates read along with one that composing found missing.
 const MISS_BATCH: usize = 64;
 
-/// Cache key: the version (org/project/version) and the chunk's index in it.
-type Key = (Arc<str>, u32);
+/// What the cache holds of a version: a chunk's text, or a term's postings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Item {
+    Text(u32),
+    Postings(u32),
+}
 
-/// Chunk texts read so far, shared by every open version, within a byte ceiling; the least
-/// recently used go first.
+/// Cache key: the version (org/project/version) and the item in it.
+type Key = (Arc<str>, Item);
+
+/// A cached item's bytes.
+#[derive(Clone)]
+enum Held {
+    Text(Arc<str>),
+    Postings(Arc<[u8]>),
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::Text(t) => t.len(),
+            Held::Postings(p) => p.len(),
+        }
+    }
+}
+
+/// Chunk texts and term postings read so far, shared by every open version, within a byte
+/// ceiling; the least recently used go first.
 pub struct TextCache {
     inner: Mutex<Lru>,
 }
 
 struct Lru {
-    map: HashMap<Key, (Arc<str>, u64)>,
+    map: HashMap<Key, (Held, u64)>,
     bytes: usize,
     tick: u64,
     ceiling: usize,
 }
 
 impl TextCache {
-    /// A cache holding at most `ceiling` bytes of text.
+    /// A cache holding at most `ceiling` bytes.
     pub fn new(ceiling: usize) -> Self {
         Self {
             inner: Mutex::new(Lru {
@@ -67,26 +92,45 @@ impl TextCache {
         }
     }
 
-    fn get(&self, version: &Arc<str>, chunk: u32) -> Option<Arc<str>> {
+    fn get_item(&self, version: &Arc<str>, item: Item) -> Option<Held> {
         let mut lru = self.inner.lock().ok()?;
         lru.tick += 1;
         let tick = lru.tick;
-        let entry = lru.map.get_mut(&(version.clone(), chunk))?;
+        let entry = lru.map.get_mut(&(version.clone(), item))?;
         entry.1 = tick;
         Some(entry.0.clone())
     }
 
+    fn get(&self, version: &Arc<str>, chunk: u32) -> Option<Arc<str>> {
+        match self.get_item(version, Item::Text(chunk))? {
+            Held::Text(t) => Some(t),
+            Held::Postings(_) => None,
+        }
+    }
+
+    fn get_postings(&self, version: &Arc<str>, term: u32) -> Option<Arc<[u8]>> {
+        match self.get_item(version, Item::Postings(term))? {
+            Held::Postings(p) => Some(p),
+            Held::Text(_) => None,
+        }
+    }
+
+    #[cfg(test)]
     fn put(&self, version: &Arc<str>, chunk: u32, text: Arc<str>) {
+        self.put_item(version, Item::Text(chunk), Held::Text(text));
+    }
+
+    fn put_item(&self, version: &Arc<str>, item: Item, held: Held) {
         let Ok(mut lru) = self.inner.lock() else {
             return;
         };
-        if text.len() > lru.ceiling {
+        if held.len() > lru.ceiling {
             return;
         }
         lru.tick += 1;
         let tick = lru.tick;
-        let added = text.len();
-        if let Some((old, _)) = lru.map.insert((version.clone(), chunk), (text, tick)) {
+        let added = held.len();
+        if let Some((old, _)) = lru.map.insert((version.clone(), item), (held, tick)) {
             lru.bytes -= old.len();
         }
         lru.bytes += added;
@@ -109,19 +153,20 @@ impl TextCache {
         }
     }
 
-    /// Bytes of text held.
+    /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.inner.lock().map(|l| l.bytes).unwrap_or(0)
     }
 }
 
-/// The texts one request has read, over the shared cache: a request keeps what it read even
-/// when the cache evicts it meanwhile.
+/// The texts and postings one request has read, over the shared cache: a request keeps what it
+/// read even when the cache evicts it meanwhile.
 pub struct RequestTexts<'a> {
     snap: &'a Snapshot,
     /// The cache beyond this process (the Workers Cache API): ranges are immutable.
     shared: Option<&'a dyn ObjectCache>,
     local: HashMap<u32, Arc<str>>,
+    postings: HashMap<u32, Arc<[u8]>>,
     /// Bytes this request read from storage.
     pub read_bytes: u64,
 }
@@ -137,15 +182,35 @@ impl ChunkSource for RequestTexts<'_> {
             None => Err(AssembleError::TextsNeeded(vec![i])),
         }
     }
+
+    fn postings(&self, _pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
+        if let Some(p) = self.postings.get(&term) {
+            return Ok(Cow::Borrowed(p));
+        }
+        match self.snap.texts.get_postings(&self.snap.id, term) {
+            Some(p) => Ok(Cow::Owned(p.to_vec())),
+            None => Err(AssembleError::PostingsNeeded(vec![term])),
+        }
+    }
+}
+
+/// One thing to read: an item's bytes in a segment.
+#[derive(Clone, Copy, Debug)]
+struct Want {
+    item: Item,
+    segment: u32,
+    start: u64,
+    len: u64,
 }
 
 impl<'a> RequestTexts<'a> {
-    /// No text read yet.
+    /// Nothing read yet.
     pub fn new(snap: &'a Snapshot, shared: Option<&'a dyn ObjectCache>) -> Self {
         Self {
             snap,
             shared,
             local: HashMap::new(),
+            postings: HashMap::new(),
             read_bytes: 0,
         }
     }
@@ -158,7 +223,7 @@ impl<'a> RequestTexts<'a> {
     ) -> Result<(), BackendError> {
         let snap = self.snap;
         let pack = &snap.pack;
-        let mut wanted: Vec<u32> = Vec::new();
+        let mut wanted: Vec<Want> = Vec::new();
         for &i in chunks {
             if (i as usize) >= pack.chunks.len() || self.local.contains_key(&i) {
                 continue;
@@ -167,15 +232,60 @@ impl<'a> RequestTexts<'a> {
                 Some(t) => {
                     self.local.insert(i, t);
                 }
-                None => wanted.push(i),
+                None => {
+                    let c = &pack.chunks[i as usize];
+                    wanted.push(Want {
+                        item: Item::Text(i),
+                        segment: c.segment,
+                        start: c.segment_offset,
+                        len: c.len(),
+                    });
+                }
             }
         }
-        wanted.sort_unstable_by_key(|&i| {
-            let c = &pack.chunks[i as usize];
-            (c.segment, c.segment_offset, i)
-        });
-        wanted.dedup();
-        let reads = coalesce(pack, &wanted);
+        self.read(backend, wanted).await
+    }
+
+    /// Reads the postings of `terms` this request does not hold yet.
+    pub async fn fetch_postings(
+        &mut self,
+        backend: &dyn Backend,
+        terms: &[u32],
+    ) -> Result<(), BackendError> {
+        let snap = self.snap;
+        let mut wanted: Vec<Want> = Vec::new();
+        for &t in terms {
+            if self.postings.contains_key(&t) {
+                continue;
+            }
+            if let Some(p) = snap.texts.get_postings(&snap.id, t) {
+                self.postings.insert(t, p);
+                continue;
+            }
+            let r = snap.pack.lexical.posting_range(t).ok_or_else(|| {
+                BackendError::Corrupt(format!("term #{t} has no postings outside the pack"))
+            })?;
+            wanted.push(Want {
+                item: Item::Postings(t),
+                segment: r.segment,
+                start: r.start,
+                len: r.len,
+            });
+        }
+        self.read(backend, wanted).await
+    }
+
+    /// Reads `wanted` in as few ranges as the layout allows, all at once; checks each item and
+    /// keeps it here and in the process's cache.
+    async fn read(
+        &mut self,
+        backend: &dyn Backend,
+        mut wanted: Vec<Want>,
+    ) -> Result<(), BackendError> {
+        let snap = self.snap;
+        let pack = &snap.pack;
+        wanted.sort_unstable_by_key(|w| (w.segment, w.start, w.len));
+        let reads = coalesce(&wanted);
         let results = futures_util::future::join_all(
             reads
                 .iter()
@@ -184,14 +294,14 @@ impl<'a> RequestTexts<'a> {
         .await;
         for (r, read) in reads.iter().zip(results) {
             let (mut bytes, mut cached) = read?;
-            let texts = loop {
+            let items = loop {
                 self.read_bytes += bytes.len() as u64;
-                let texts: Result<Vec<String>, BackendError> = r
-                    .chunks
+                let items: Result<Vec<Held>, BackendError> = r
+                    .items
                     .iter()
-                    .map(|&i| chunk_text(pack, &snap.org, &snap.project, r, &bytes, i))
+                    .map(|w| check_item(pack, &snap.org, &snap.project, r, &bytes, w))
                     .collect();
-                match texts {
+                match items {
                     // A damaged copy in the shared cache is not the store's: read the store.
                     Err(BackendError::Corrupt(_)) if cached => {
                         (bytes, cached) =
@@ -200,44 +310,50 @@ impl<'a> RequestTexts<'a> {
                     other => break other?,
                 }
             };
-            for (&i, text) in r.chunks.iter().zip(texts) {
-                let text: Arc<str> = Arc::from(text);
-                snap.texts.put(&snap.id, i, text.clone());
-                self.local.insert(i, text);
+            for (w, held) in r.items.iter().zip(items) {
+                snap.texts.put_item(&snap.id, w.item, held.clone());
+                match (w.item, held) {
+                    (Item::Text(i), Held::Text(t)) => {
+                        self.local.insert(i, t);
+                    }
+                    (Item::Postings(t), Held::Postings(p)) => {
+                        self.postings.insert(t, p);
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(())
     }
 }
 
-/// One read: a byte range of a segment and the chunks inside it.
+/// One read: a byte range of a segment and the items inside it.
 struct Read {
     segment: u32,
     start: u64,
     end: u64,
-    chunks: Vec<u32>,
+    items: Vec<Want>,
 }
 
 /// Groups `sorted` (by segment, then offset) into reads, merging neighbours.
-fn coalesce(pack: &IndexPack, sorted: &[u32]) -> Vec<Read> {
+fn coalesce(sorted: &[Want]) -> Vec<Read> {
     let mut out: Vec<Read> = Vec::new();
-    for &i in sorted {
-        let c = &pack.chunks[i as usize];
-        let (start, end) = (c.segment_offset, c.segment_offset + c.len());
+    for w in sorted {
+        let (start, end) = (w.start, w.start + w.len);
         match out.last_mut() {
             Some(r)
-                if r.segment == c.segment
+                if r.segment == w.segment
                     && start <= r.end + MERGE_GAP
                     && end.max(r.end) - r.start <= MAX_READ =>
             {
                 r.end = r.end.max(end);
-                r.chunks.push(i);
+                r.items.push(*w);
             }
             _ => out.push(Read {
-                segment: c.segment,
+                segment: w.segment,
                 start,
                 end,
-                chunks: vec![i],
+                items: vec![*w],
             }),
         }
     }
@@ -303,37 +419,58 @@ async fn read_range(
     Ok((bytes, false))
 }
 
-/// Chunk `i`'s text out of the bytes of read `r`, checked against its recorded sha256.
-fn chunk_text(
+/// Item `w` out of the bytes of read `r`, checked against what the version records (a chunk's
+/// sha256, a term's postings sum).
+fn check_item(
     pack: &IndexPack,
     org: &str,
     project: &str,
     r: &Read,
     bytes: &[u8],
-    i: u32,
-) -> Result<String, BackendError> {
-    let c = &pack.chunks[i as usize];
+    w: &Want,
+) -> Result<Held, BackendError> {
     let key = || keys::segment(org, project, &pack.segments[r.segment as usize]);
-    let from = (c.segment_offset - r.start) as usize;
-    let slice = bytes
-        .get(from..from + c.len() as usize)
-        .ok_or_else(|| BackendError::Corrupt(format!("chunk {} is outside `{}`", c.id, key())))?;
-    if Sha256Digest::of(slice) != c.sha256 {
-        return Err(BackendError::Corrupt(format!(
-            "chunk {} in segment `{}` (bytes {}..{}) fails its checksum",
-            c.id,
-            key(),
-            c.segment_offset,
-            c.segment_offset + c.len()
-        )));
+    let from = (w.start - r.start) as usize;
+    let slice = bytes.get(from..from + w.len as usize);
+    match w.item {
+        Item::Text(i) => {
+            let c = &pack.chunks[i as usize];
+            let slice = slice.ok_or_else(|| {
+                BackendError::Corrupt(format!("chunk {} is outside `{}`", c.id, key()))
+            })?;
+            if Sha256Digest::of(slice) != c.sha256 {
+                return Err(BackendError::Corrupt(format!(
+                    "chunk {} in segment `{}` (bytes {}..{}) fails its checksum",
+                    c.id,
+                    key(),
+                    c.segment_offset,
+                    c.segment_offset + c.len()
+                )));
+            }
+            let text = String::from_utf8(slice.to_vec()).map_err(|_| {
+                BackendError::Corrupt(format!(
+                    "chunk {} in segment `{}` is not UTF-8",
+                    c.id,
+                    key()
+                ))
+            })?;
+            Ok(Held::Text(Arc::from(text)))
+        }
+        Item::Postings(t) => {
+            let slice = slice.ok_or_else(|| {
+                BackendError::Corrupt(format!("the postings of term #{t} are outside `{}`", key()))
+            })?;
+            pack.lexical.verify_postings(t, slice).map_err(|e| {
+                BackendError::Corrupt(format!(
+                    "{e} in segment `{}` (bytes {}..{})",
+                    key(),
+                    w.start,
+                    w.start + w.len
+                ))
+            })?;
+            Ok(Held::Postings(Arc::from(slice)))
+        }
     }
-    String::from_utf8(slice.to_vec()).map_err(|_| {
-        BackendError::Corrupt(format!(
-            "chunk {} in segment `{}` is not UTF-8",
-            c.id,
-            key()
-        ))
-    })
 }
 
 /// Notes a retried read where the host shows logs (stderr natively, the console in workerd).
@@ -362,6 +499,10 @@ pub async fn answer(
             Err(AssembleError::TextsNeeded(more)) if rounds < MAX_ROUNDS => {
                 rounds += 1;
                 texts.fetch(backend, &more).await?;
+            }
+            Err(AssembleError::PostingsNeeded(terms)) if rounds < MAX_ROUNDS => {
+                rounds += 1;
+                texts.fetch_postings(backend, &terms).await?;
             }
             other => break other?,
         }

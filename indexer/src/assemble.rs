@@ -10,6 +10,8 @@ use ctxgate_core::compress::Compression;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use std::borrow::Cow;
+
 use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
 use ctxgate_core::compose::{Piece, SummaryPiece};
@@ -287,6 +289,14 @@ impl ChunkSource for StoreChunks<'_> {
         String::from_utf8(bytes)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
+
+    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
+        stored_postings(pack, term, self.org, self.project, |key, start, len| {
+            self.store
+                .get_range(key, start, len)
+                .map_err(|e| e.to_string())
+        })
+    }
 }
 
 /// Chunk texts read straight from the files of a data directory's object folder
@@ -311,6 +321,36 @@ impl ChunkSource for SegmentFiles {
         String::from_utf8(buf)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
+
+    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
+        stored_postings(pack, term, &self.org, &self.project, |key, start, len| {
+            let path = self.objects.join(key);
+            crate::store::read_file_range(&path, start, len)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        })
+    }
+}
+
+/// Term `term`'s postings read from its segment with `read(key, start, len)` and checked.
+fn stored_postings(
+    pack: &IndexPack,
+    term: u32,
+    org: &str,
+    project: &str,
+    read: impl FnOnce(&str, u64, usize) -> Result<Vec<u8>, String>,
+) -> Result<Cow<'static, [u8]>, AssembleError> {
+    let r = pack.lexical.posting_range(term).ok_or_else(|| {
+        AssembleError::Source(format!("term #{term} has no postings outside the pack"))
+    })?;
+    let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
+        AssembleError::Source(format!("postings segment #{} is not listed", r.segment))
+    })?;
+    let key = keys::segment(org, project, sha);
+    let bytes = read(&key, r.start, r.len as usize).map_err(AssembleError::Source)?;
+    pack.lexical
+        .verify_postings(term, &bytes)
+        .map_err(|e| AssembleError::Source(format!("{e} (segment `{key}`)")))?;
+    Ok(Cow::Owned(bytes))
 }
 
 /// `CTXGATE_BM25=k1,b` for tuning experiments (not a supported setting).

@@ -108,7 +108,7 @@ impl From<ctxgate_core::assemble::AssembleError> for IndexerError {
             A::Compose(c) => IndexerError::Compose(c),
             A::Source(s) => IndexerError::Corrupt(s),
             // Local sources read every text; a miss means the store lost it.
-            e @ A::TextsNeeded(_) => IndexerError::Corrupt(e.to_string()),
+            e @ (A::TextsNeeded(_) | A::PostingsNeeded(_)) => IndexerError::Corrupt(e.to_string()),
             A::ErrorOutputMissing => IndexerError::ErrorOutputMissing,
         }
     }

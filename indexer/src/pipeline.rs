@@ -275,6 +275,19 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
 /// an isolate reading a segment whole stays far from its memory limit.
 pub const SEGMENT_CAP: usize = 4 << 20;
 
+/// Postings up to this size stay in the pack: a small index loads them with it, cheaper than
+/// one more read per query. Larger ones go to segments and are read per query term, so a
+/// reader of a large index holds only its dictionary. `CTXGATE_POSTINGS_INLINE_MAX` (bytes)
+/// overrides it, so tests can take the segment path on a small repository.
+pub const POSTINGS_INLINE_MAX: usize = 1 << 20;
+
+fn postings_inline_max() -> usize {
+    std::env::var("CTXGATE_POSTINGS_INLINE_MAX")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(POSTINGS_INLINE_MAX)
+}
+
 /// Which project of which organisation an index run publishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectTarget {
@@ -616,7 +629,7 @@ pub fn index_project(
     for c in &mut chunks {
         c.segment = remap[c.segment as usize];
     }
-    let segments = kept;
+    let mut segments = kept;
 
     // BM25 over every chunk; reused chunks' texts come back from their segments.
     let segment_bytes: Vec<Option<Vec<u8>>> = {
@@ -683,6 +696,18 @@ pub fn index_project(
         specs[c.file as usize].1.extend(imports);
         used.push(names);
     }
+    // A large index's postings go to segments of their own, read by range per query term.
+    let mut lexical = builder.finish(Bm25Params::default());
+    let parts = lexical.split_postings(SEGMENT_CAP, postings_inline_max(), segments.len() as u32);
+    for part in &parts {
+        let sha = Sha256Digest::of(part).to_hex();
+        let key = keys::segment(org, &project_id, &sha);
+        if !store.has_object(&key)? {
+            store.put_object(&key, part)?;
+        }
+        segments.push(sha);
+    }
+    drop(parts);
     let references = References::build(&chunks, &used);
     drop(used);
     let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
@@ -729,7 +754,7 @@ pub fn index_project(
         files,
         chunks,
         segments,
-        lexical: builder.finish(Bm25Params::default()),
+        lexical,
         summaries,
         graph,
         references,

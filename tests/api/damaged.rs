@@ -1,7 +1,7 @@
 //! Chunk texts are read by byte range from content-addressed segments and checked against the
 //! sha256 their version records: a segment whose bytes changed, that was cut short or that
 //! is gone is an error naming the object, never a wrong answer; and a warm answer reads
-//! nothing from storage.
+//! nothing from storage. The same holds for postings kept in segments (a large index's).
 
 use std::path::{Path, PathBuf};
 
@@ -96,4 +96,77 @@ pub fn run() {
     assert_eq!(warm.status, 200, "{}", warm.body);
     assert_eq!(warm.storage_read, Some(0));
     assert_eq!(warm.body["prompt"], first.body["prompt"]);
+
+    postings_read_by_range(&host, &key, &first.body, &segs);
+}
+
+/// The same repository indexed with its postings in a segment of their own (as a large
+/// repository's are) gives the same pieces; damaged postings are an error naming the segment.
+fn postings_read_by_range(
+    host: &NativeHost,
+    key: &str,
+    inline_answer: &serde_json::Value,
+    text_segments: &[PathBuf],
+) {
+    let dir = super::host::ledger_repo();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args([
+            "project", "add", "--org", "dmg", "--name", "split", "--format", "json",
+        ])
+        .arg(dir.path())
+        .env("CTXGATE_HOME", host.home.path())
+        .env("CTXGATE_POSTINGS_INLINE_MAX", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let texts: Vec<_> = text_segments
+        .iter()
+        .map(|p| p.file_name().unwrap().to_owned())
+        .collect();
+    let postings: Vec<PathBuf> = segments(host.home.path())
+        .into_iter()
+        .filter(|p| {
+            !text_segments.contains(p) && !texts.contains(&p.file_name().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(postings.len(), 1, "one postings segment: {postings:?}");
+    let seg = &postings[0];
+    let name = seg.file_name().unwrap().to_string_lossy().into_owned();
+    let good = std::fs::read(seg).unwrap();
+    let ask = || {
+        post(
+            host,
+            "/v1/context",
+            Some(key),
+            &json!({ "project": "split", "query": "how are tokens reserved", "budget": 2000 }),
+        )
+    };
+    // Damaged before any reader cached them: an error naming the segment.
+    let flipped: Vec<u8> = good.iter().map(|b| b ^ 0x01).collect();
+    std::fs::write(seg, &flipped).unwrap();
+    let r = ask();
+    assert_eq!((r.status, r.code()), (500, "index_corrupt"), "{}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&name) && message.contains("checksum"),
+        "{message}"
+    );
+
+    // Restored: the same pieces as the index that keeps its postings in the pack.
+    std::fs::write(seg, &good).unwrap();
+    let first = ask();
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.body["pieces"], inline_answer["pieces"]);
+    assert!(
+        first.storage_read.is_some_and(|b| b > 0),
+        "{:?}",
+        first.storage_read
+    );
+    let warm = ask();
+    assert_eq!(warm.storage_read, Some(0), "postings and texts are cached");
+    assert_eq!(warm.body["pieces"], inline_answer["pieces"]);
 }

@@ -308,11 +308,14 @@ impl Host for WorkerHost {
         let home = tempfile::tempdir().unwrap();
         ctxgate(home.path(), &["org", "create", org, "--format", "json"]);
         let dir = dir.to_string_lossy();
-        let added = ctxgate(
+        // Postings in segments, as a large repository's are: the Worker's suite reads them
+        // by range (the native suite keeps the small-index default, postings in the pack).
+        let added = ctxgate_with(
             home.path(),
             &[
                 "project", "add", "--org", org, "--name", name, "--format", "json", &dir,
             ],
+            &[("CTXGATE_POSTINGS_INLINE_MAX", "0")],
         );
         let published = ctxgate_with(
             home.path(),

@@ -10,6 +10,8 @@ mod plan;
 
 pub use plan::{Plan, plan};
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::catalog::ResolvedBudget;
@@ -37,11 +39,17 @@ pub(crate) const SHRINK_TRIES: usize = 64;
 /// Room under which no alternative is tried (beyond its header): a signature is rarely smaller.
 pub(crate) const MIN_ALTERNATIVE_TOKENS: u32 = 12;
 
-/// Reads the text of chunk `i` of the pack being answered from.
+/// Reads what the pack being answered from does not hold: chunk texts, and the postings of a
+/// large index's terms.
 pub trait ChunkSource {
     /// The chunk's exact text, or [`AssembleError::TextsNeeded`] when this source holds only
     /// the texts fetched so far and not this one.
     fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
+
+    /// The postings of term `term`, checked against the pack
+    /// ([`crate::lexical::Bm25Index::verify_postings`]), or [`AssembleError::PostingsNeeded`]
+    /// when this source holds only what it fetched so far and not these.
+    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError>;
 }
 
 /// Why a query could not be answered.
@@ -57,6 +65,10 @@ pub enum AssembleError {
     /// texts from remote storage fetches them and composes the plan again.
     #[error("the texts of {} chunks are not fetched yet", .0.len())]
     TextsNeeded(Vec<u32>),
+    /// The source has not fetched these terms' postings yet (term ids): a host that reads
+    /// postings from remote storage fetches them and plans again.
+    #[error("the postings of {} terms are not fetched yet", .0.len())]
+    PostingsNeeded(Vec<u32>),
     /// The prompt could not be held to the budget.
     #[error(transparent)]
     Compose(#[from] ComposeError),

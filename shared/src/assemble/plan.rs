@@ -10,7 +10,7 @@ use crate::compose::render;
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
 use crate::intent::{QueryAnalysis, analyze, entities};
-use crate::lexical::query_terms;
+use crate::lexical::{PostingsError, query_terms};
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
 use crate::rank::{Signals, diversify, rank};
 use crate::select::{Candidate, select_greedy};
@@ -81,6 +81,35 @@ pub struct Plan {
     pub(super) without_summaries: bool,
 }
 
+/// BM25 hits of `terms`, with the postings the pack does not hold taken from `source`; the
+/// terms it lacks make one [`AssembleError::PostingsNeeded`].
+fn search(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    terms: &[(String, u16)],
+    options: &QueryOptions,
+) -> Result<Vec<(u32, f32)>, AssembleError> {
+    let mut fetched = Vec::new();
+    let mut missing = Vec::new();
+    for t in pack.lexical.stored_terms(terms) {
+        match source.postings(pack, t) {
+            Ok(bytes) => fetched.push((t, bytes)),
+            Err(AssembleError::PostingsNeeded(more)) => missing.extend(more),
+            Err(e) => return Err(e),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(AssembleError::PostingsNeeded(missing));
+    }
+    let external = |t: u32| fetched.iter().find(|f| f.0 == t).map(|f| &*f.1);
+    pack.lexical
+        .search_with(terms, options.bm25, &external)
+        .map_err(|e| match e {
+            PostingsError::Needed(terms) => AssembleError::PostingsNeeded(terms),
+            e => AssembleError::Source(e.to_string()),
+        })
+}
+
 /// Ranks `query`'s candidates in `pack` and makes the first selection within
 /// `resolved.budget`. Texts are read only for budgets under [`SIGNATURES_BELOW`] and for
 /// encodings the index did not count; a source that lacks them gets
@@ -139,7 +168,7 @@ pub fn plan(
         }
     }
     let terms = query_terms(&search_text);
-    let hits = pack.lexical.search_with(&terms, options.bm25);
+    let hits = search(pack, source, &terms, options)?;
     for p in &options.hot_paths {
         if !intent.entities.paths.contains(p) {
             intent.entities.paths.push(p.clone());

@@ -1,6 +1,7 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 6; version 5 stored BM25 postings as plain vectors, version 4 had no symbol
+//! # Format (version 7; version 6 kept every index's postings in the pack, version 5 stored
+//! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
 //! summaries, version 1 no ctime or inode in the file stat)
 //!
@@ -21,7 +22,10 @@
 //! ([`ChunkRecord`]: id, file, kind, symbol, lines, bytes, sha256, token counts per encoding,
 //! where its text is stored), the list of chunk segments, the BM25 index whose document
 //! ids are chunk indexes (its sorted terms in one string, its postings as one byte string of
-//! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]), the summaries, the import graph between files ([`ImportGraph`]) and
+//! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]; a large index's
+//! postings are in segments of their own, read by range per query term:
+//! [`crate::lexical::PostingStore`]), the summaries, the import graph between files
+//! ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`]) and how many commits ago each file last
 //! changed ([`Recency`]).
 //!
@@ -57,7 +61,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -70,6 +70,7 @@ impl Bm25Builder {
             }
             posting_ends.push(postings.len() as u32);
         }
+        let postings = PostingStore::Inline(postings);
         let n = self.doc_len.len();
         let avg = if n == 0 {
             0.0
@@ -91,9 +92,10 @@ impl Bm25Builder {
 
 /// A frozen BM25 index, laid out for a small resident size and a fast open: the sorted terms
 /// in one string, and each term's postings as LEB128 varints (the gap to the previous document,
-/// then the term frequency) in one byte array, which deserializes as one copy. deno's index
-/// (116k terms, 4.3M postings) takes about 12 MiB this way; as vectors of strings, `u32`
-/// documents and `u16` frequencies it took 30 MiB.
+/// then the term frequency) in one byte string. deno's index (116k terms, 4.3M postings) takes
+/// about 12 MiB this way; as vectors of strings, `u32` documents and `u16` frequencies it took
+/// 30 MiB. The postings of a large index live outside the pack ([`PostingStore::Segments`]),
+/// so a reader holds only the dictionary and reads the postings of the query's terms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Index {
     params: Bm25Params,
@@ -103,12 +105,67 @@ pub struct Bm25Index {
     term_ends: Vec<u32>,
     /// Documents holding term `k`.
     df: Vec<u32>,
-    /// End of term `k`'s postings in `postings`.
+    /// End of term `k`'s postings in the byte string of every term's postings, in term order.
     posting_ends: Vec<u32>,
-    #[serde(with = "crate::index::raw_bytes")]
-    postings: Vec<u8>,
+    /// Where that byte string is.
+    postings: PostingStore,
     doc_len: Vec<u32>,
     avg_len: f32,
+}
+
+/// Where an index's postings are kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PostingStore {
+    /// In the pack: a small index, whose postings cost less to load than one more read.
+    Inline(#[serde(with = "crate::index::raw_bytes")] Vec<u8>),
+    /// In segments of the version, each holding whole terms, read by range per query term.
+    Segments {
+        /// The parts, in term order.
+        parts: Vec<PostingPart>,
+        /// The first four bytes (big-endian) of the sha256 of each term's postings: a range
+        /// read is checked against it, so a damaged copy is an error, never a wrong ranking.
+        sums: Vec<u32>,
+    },
+}
+
+/// One segment of postings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostingPart {
+    /// The segment (an index into the pack's segment list).
+    pub segment: u32,
+    /// Where the part begins in the byte string of every term's postings.
+    pub start: u32,
+}
+
+/// Where one term's postings lie in a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostingRange {
+    /// The segment (an index into the pack's segment list).
+    pub segment: u32,
+    /// First byte in the segment.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Why a term's postings cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PostingsError {
+    /// The reader has not fetched them yet (term ids).
+    #[error("the postings of {} terms are not fetched yet", .0.len())]
+    Needed(Vec<u32>),
+    /// What was read is not what the index recorded.
+    #[error("the postings of term #{term} fail their checksum")]
+    Checksum {
+        /// The term id.
+        term: u32,
+    },
+}
+
+/// The check value [`PostingStore::Segments`] keeps for `bytes`.
+fn sum_of(bytes: &[u8]) -> u32 {
+    let d = crate::hash::Sha256Digest::of(bytes).0;
+    u32::from_be_bytes([d[0], d[1], d[2], d[3]])
 }
 
 impl Bm25Index {
@@ -170,40 +227,158 @@ impl Bm25Index {
         Some(self.idf_of(self.df[t]))
     }
 
-    /// The (document, term frequency) pairs of term `t`, in document order.
-    fn postings_of(&self, t: usize) -> Postings<'_> {
+    /// Term `t`'s bytes in the byte string of every term's postings.
+    fn span(&self, t: usize) -> (usize, usize) {
         let start = if t == 0 {
             0
         } else {
             self.posting_ends[t - 1] as usize
         };
-        let end = self.posting_ends[t] as usize;
-        Postings {
-            bytes: self.postings.get(start..end).unwrap_or_default(),
-            doc: 0,
+        (start, self.posting_ends[t] as usize)
+    }
+
+    /// Where term `t`'s postings are read from, when they are not in the pack.
+    pub fn posting_range(&self, t: u32) -> Option<PostingRange> {
+        let PostingStore::Segments { parts, .. } = &self.postings else {
+            return None;
+        };
+        let (start, end) = self.span(t as usize);
+        let k = parts
+            .partition_point(|p| p.start as usize <= start)
+            .checked_sub(1)?;
+        let part = parts[k];
+        Some(PostingRange {
+            segment: part.segment,
+            start: (start - part.start as usize) as u64,
+            len: (end - start) as u64,
+        })
+    }
+
+    /// Checks postings read for term `t` against what the index recorded.
+    pub fn verify_postings(&self, t: u32, bytes: &[u8]) -> Result<(), PostingsError> {
+        let ok = match &self.postings {
+            PostingStore::Inline(_) => false,
+            PostingStore::Segments { sums, .. } => {
+                let (start, end) = self.span(t as usize);
+                bytes.len() == end - start && sums.get(t as usize) == Some(&sum_of(bytes))
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(PostingsError::Checksum { term: t })
         }
     }
 
-    /// Documents matching any query term, best first, with their scores.
+    /// The ids of the terms of `query` whose postings must be read from segments.
+    pub fn stored_terms(&self, query: &[(String, u16)]) -> Vec<u32> {
+        if matches!(self.postings, PostingStore::Inline(_)) {
+            return Vec::new();
+        }
+        query
+            .iter()
+            .filter_map(|(term, _)| self.find(term))
+            .filter(|&t| self.span(t).1 > self.span(t).0)
+            .map(|t| t as u32)
+            .collect()
+    }
+
+    /// Moves the postings out of the index into parts of at most `cap` bytes that hold whole
+    /// terms (a term larger than `cap` gets a part of its own), to be stored as the segments
+    /// `first_segment`, `first_segment + 1`, ... of the pack; returns their bytes. Postings of
+    /// at most `inline_max` bytes stay in the index.
+    pub fn split_postings(
+        &mut self,
+        cap: usize,
+        inline_max: usize,
+        first_segment: u32,
+    ) -> Vec<Vec<u8>> {
+        let PostingStore::Inline(all) = &self.postings else {
+            return Vec::new();
+        };
+        if all.len() <= inline_max {
+            return Vec::new();
+        }
+        let mut parts = Vec::new();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut sums = Vec::with_capacity(self.posting_ends.len());
+        let mut part_start = 0usize;
+        for t in 0..self.posting_ends.len() {
+            let (start, end) = self.span(t);
+            let bytes = all.get(start..end).unwrap_or_default();
+            sums.push(sum_of(bytes));
+            if out.is_empty() || (start > part_start && end - part_start > cap) {
+                parts.push(PostingPart {
+                    segment: first_segment + out.len() as u32,
+                    start: start as u32,
+                });
+                out.push(Vec::new());
+                part_start = start;
+            }
+            if let Some(last) = out.last_mut() {
+                last.extend_from_slice(bytes);
+            }
+        }
+        self.postings = PostingStore::Segments { parts, sums };
+        out
+    }
+
+    /// The (document, term frequency) pairs of term `t`, in document order, from the pack or
+    /// from `external` (postings read from segments).
+    fn postings_of<'a>(
+        &'a self,
+        t: usize,
+        external: &dyn Fn(u32) -> Option<&'a [u8]>,
+    ) -> Result<Postings<'a>, u32> {
+        let bytes = match &self.postings {
+            PostingStore::Inline(all) => {
+                let (start, end) = self.span(t);
+                all.get(start..end).unwrap_or_default()
+            }
+            PostingStore::Segments { .. } => external(t as u32).ok_or(t as u32)?,
+        };
+        Ok(Postings { bytes, doc: 0 })
+    }
+
+    /// Documents matching any query term, best first, with their scores, for an index whose
+    /// postings are in the pack (an index being built, a small one, a test's).
     pub fn search(&self, query: &[(String, u16)]) -> Vec<(u32, f32)> {
-        self.search_with(query, self.params)
+        self.search_with(query, self.params, &|_| None)
+            .unwrap_or_default()
     }
 
     /// [`Bm25Index::search`] with other parameters than the index was built with (they only
-    /// matter at query time).
-    pub fn search_with(&self, query: &[(String, u16)], params: Bm25Params) -> Vec<(u32, f32)> {
+    /// matter at query time), and the postings `external` holds for the terms whose postings
+    /// are not in the pack ([`Bm25Index::stored_terms`]); the terms it lacks are the error.
+    pub fn search_with<'a>(
+        &'a self,
+        query: &[(String, u16)],
+        params: Bm25Params,
+        external: &dyn Fn(u32) -> Option<&'a [u8]>,
+    ) -> Result<Vec<(u32, f32)>, PostingsError> {
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
         let mut scores = vec![0.0f32; self.doc_len.len()];
         let mut hit: Vec<u32> = Vec::new();
         let Bm25Params { k1, b } = params;
         let avg = self.avg_len.max(1.0);
+        let mut lists = Vec::with_capacity(query.len());
+        let mut missing = Vec::new();
         for (term, qtf) in query {
             let Some(t) = self.find(term) else {
                 continue;
             };
-            let weight = self.idf_of(self.df[t]) * f32::from(*qtf).sqrt();
-            for (doc, tf) in self.postings_of(t) {
+            match self.postings_of(t, external) {
+                Ok(list) => lists.push((t, *qtf, list)),
+                Err(t) => missing.push(t),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(PostingsError::Needed(missing));
+        }
+        for (t, qtf, list) in lists {
+            let weight = self.idf_of(self.df[t]) * f32::from(qtf).sqrt();
+            for (doc, tf) in list {
                 let Some(&len) = self.doc_len.get(doc as usize) else {
                     continue;
                 };
@@ -220,7 +395,7 @@ impl Bm25Index {
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::sort_best_first(&mut out);
         out.dedup_by_key(|e| e.0);
-        out
+        Ok(out)
     }
 }
 
@@ -329,6 +504,7 @@ mod tests {
             docs in proptest::collection::vec(
                 proptest::collection::vec((0u8..12, 1u16..4), 0..8), 1..40),
             query in proptest::collection::vec(0u8..14, 1..5),
+            cap in 1usize..64,
         ) {
             let mut b = Bm25Builder::default();
             let docs: Vec<Vec<(String, u16)>> = docs
@@ -385,7 +561,44 @@ mod tests {
             // Encoding and decoding the index changes nothing.
             let bytes = postcard::to_allocvec(&idx).unwrap();
             let back: Bm25Index = postcard::from_bytes(&bytes).unwrap();
-            proptest::prop_assert_eq!(back, idx);
+            proptest::prop_assert_eq!(&back, &idx);
+            // With its postings moved to parts and read back by range, it scores the same.
+            let mut split = idx.clone();
+            let parts = split.split_postings(cap, 0, 3);
+            proptest::prop_assert!(parts.iter().all(|p| !p.is_empty()));
+            let read: Vec<(u32, Vec<u8>)> = split
+                .stored_terms(&q)
+                .into_iter()
+                .map(|t| {
+                    let r = split.posting_range(t).unwrap();
+                    let part = &parts[(r.segment - 3) as usize];
+                    (t, part[r.start as usize..(r.start + r.len) as usize].to_vec())
+                })
+                .collect();
+            for (t, bytes) in &read {
+                proptest::prop_assert_eq!(split.verify_postings(*t, bytes), Ok(()));
+            }
+            let external = |t: u32| read.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());
+            proptest::prop_assert_eq!(split.search_with(&q, params, &external).unwrap(), got);
+            // Without the postings it names what it lacks; damaged postings fail their check.
+            if let Some((t, bytes)) = read.first() {
+                let missing = split.search_with(&q, params, &|_| None).unwrap_err();
+                proptest::prop_assert!(matches!(missing, PostingsError::Needed(ref v) if v.contains(t)));
+                let mut bad = bytes.clone();
+                bad[0] ^= 1;
+                proptest::prop_assert_eq!(
+                    split.verify_postings(*t, &bad),
+                    Err(PostingsError::Checksum { term: *t })
+                );
+            }
+            // Every part but a lone oversized term keeps to the cap.
+            for p in &parts {
+                let one_term = (0..split.vocabulary()).any(|t| {
+                    let (s, e) = split.span(t);
+                    e - s == p.len()
+                });
+                proptest::prop_assert!(p.len() <= cap || one_term);
+            }
         }
     }
 }
