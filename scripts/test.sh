@@ -14,6 +14,9 @@ if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check
 fi
 
+step "architecture: edge and indexer depend on the core only (natively and in wasm32); the core does no I/O"
+bash scripts/architecture-check.sh
+
 step "core builds for wasm32-unknown-unknown (what runs at the edge)"
 cargo build --release --locked -p ctxgate-core --no-default-features --target wasm32-unknown-unknown
 

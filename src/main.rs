@@ -5,6 +5,7 @@ mod args;
 mod commands;
 mod config;
 mod failure;
+mod host;
 mod progress;
 
 use std::process::ExitCode;

@@ -2,8 +2,11 @@
 //!
 //! Handlers are small functions over typed extractors ([`routes`]); what they read and write goes
 //! through the [`backend::Backend`] trait, so the same request logic runs in every host:
-//! - natively, [`embedded::EmbeddedBackend`] serves the foundation's data directory;
+//! - natively, the `ctxgate` binary's host (`src/host/`) serves the data directory;
 //! - in the Worker (wasm32), the Cloudflare bindings do.
+//!
+//! This crate depends on `ctxgate-core` only, never on the indexer: the native backend, which
+//! needs the indexer's store and pipeline, lives in the binary, where the two sides meet.
 //!
 //! Every decision (assembly, quotas, routing, continuation tokens) is `ctxgate-core`'s; this
 //! crate adapts HTTP to it and maps every failure to one error shape ([`error::ApiError`]).
@@ -11,8 +14,6 @@
 pub mod admin;
 pub mod aws;
 pub mod backend;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod embedded;
 pub mod error;
 pub mod gc;
 pub mod json_text;

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::host::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::ProjectSource;
-use ctxgate_edge::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_edge::{AppState, Config, admin};
 use ctxgate_indexer::pipeline::Progress;
 use ctxgate_indexer::publish::{WorkerTarget, publish_to_worker};

@@ -10,9 +10,9 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::OrgRecord;
-use ctxgate_edge::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_edge::mcp::{ToolScope, handle, rpc_error};
 use ctxgate_edge::routes::Caller;
 use ctxgate_edge::{AppState, Config};

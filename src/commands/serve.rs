@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::aws::{AwsConfig, PublishedBackend};
 use ctxgate_edge::backend::Backend;
-use ctxgate_edge::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 

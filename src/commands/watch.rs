@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::host::embedded::EmbeddedBackend;
 use ctxgate_edge::backend::{Backend, ProjectInfo};
-use ctxgate_edge::embedded::EmbeddedBackend;
 use ctxgate_edge::pointer::PointerCache;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;

@@ -385,6 +385,86 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    use crate::backend::{AuditRecord, KeyRecord, OrgRecord, ProjectInfo, ProjectSource};
+    use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
+
+    /// The accounts half of a published backend, which these tests of the S3/DynamoDB half never
+    /// reach: every call is refused, so a test that strayed there fails on its answer.
+    struct NoAccounts;
+
+    fn strayed<T>() -> Result<T, BackendError> {
+        Err(BackendError::Unsupported(
+            "the accounts backend is not part of these tests".into(),
+        ))
+    }
+
+    #[async_trait]
+    impl Backend for NoAccounts {
+        fn now_ms(&self) -> u64 {
+            0
+        }
+        fn random_bytes(&self, n: usize) -> Vec<u8> {
+            vec![0; n]
+        }
+        async fn create_org(&self, _: &OrgRecord) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn org(&self, _: &str) -> Result<Option<OrgRecord>, BackendError> {
+            strayed()
+        }
+        async fn update_org(&self, _: &OrgRecord) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn put_key(&self, _: &str, _: &KeyRecord) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn key(&self, _: &str) -> Result<Option<KeyRecord>, BackendError> {
+            strayed()
+        }
+        async fn reserve(
+            &self,
+            _: &str,
+            _: &Limits,
+            _: &str,
+            _: u64,
+            _: u64,
+        ) -> Result<Result<Lease, Refusal>, BackendError> {
+            strayed()
+        }
+        async fn settle(&self, _: &str, _: &str, _: u64, _: u64) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn ledger(&self, _: &str) -> Result<Ledger, BackendError> {
+            strayed()
+        }
+        async fn append_audit(&self, _: &str, _: &AuditRecord) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn audit(&self, _: &str, _: usize) -> Result<Vec<AuditRecord>, BackendError> {
+            strayed()
+        }
+        async fn projects(&self, _: &str) -> Result<Vec<ProjectInfo>, BackendError> {
+            strayed()
+        }
+        async fn create_project(
+            &self,
+            _: &str,
+            _: &str,
+            _: &ProjectSource,
+        ) -> Result<ProjectInfo, BackendError> {
+            strayed()
+        }
+        async fn put_project(&self, _: &ProjectInfo) -> Result<(), BackendError> {
+            strayed()
+        }
+        async fn object(&self, _: &str) -> Result<Vec<u8>, BackendError> {
+            strayed()
+        }
+        async fn put_object(&self, _: &str, _: Vec<u8>) -> Result<(), BackendError> {
+            strayed()
+        }
+    }
+
     /// Answers from a script, recording each request and each pause.
     struct Scripted {
         answers: Mutex<Vec<Result<HttpResponse, BackendError>>>,
@@ -413,19 +493,10 @@ mod tests {
     fn published(
         answers: Vec<Result<HttpResponse, BackendError>>,
     ) -> (
-        PublishedBackend<crate::embedded::EmbeddedBackend, std::sync::Arc<Scripted>>,
+        PublishedBackend<NoAccounts, std::sync::Arc<Scripted>>,
         std::sync::Arc<Scripted>,
-        tempfile::TempDir,
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let inner = crate::embedded::EmbeddedBackend::open(
-            dir.path(),
-            crate::embedded::SourceAccess {
-                local_paths: false,
-                network: crate::embedded::NetworkPolicy::PublicHttps,
-            },
-        )
-        .unwrap();
+        let inner = NoAccounts;
         let client = std::sync::Arc::new(Scripted {
             answers: Mutex::new(answers),
             sent: Mutex::new(0),
@@ -442,11 +513,7 @@ mod tests {
             })
         };
         let config = AwsConfig::from_vars(vars).unwrap().unwrap();
-        (
-            PublishedBackend::new(inner, client.clone(), config),
-            client,
-            dir,
-        )
+        (PublishedBackend::new(inner, client.clone(), config), client)
     }
 
     #[async_trait]
@@ -469,7 +536,7 @@ mod tests {
     #[test]
     fn throttling_faults_and_dropped_connections_are_tried_again() {
         let throttled = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}"#;
-        let (backend, client, _dir) = published(vec![
+        let (backend, client) = published(vec![
             answer(503, "<Error><Code>SlowDown</Code></Error>"),
             answer(400, throttled),
             Err(BackendError::Storage("connection reset".into())),
@@ -487,7 +554,7 @@ mod tests {
 
     #[test]
     fn answers_are_not_retried_and_tries_end() {
-        let (backend, client, _dir) = published(vec![answer(404, "")]);
+        let (backend, client) = published(vec![answer(404, "")]);
         assert!(matches!(
             block(backend.object("k")),
             Err(BackendError::NotFound(_))
@@ -495,7 +562,7 @@ mod tests {
         assert_eq!(*client.sent.lock().unwrap(), 1);
 
         let max = Backoff::REQUEST.max_attempts as usize;
-        let (backend, client, _dir) = published((0..max).map(|_| answer(500, "")).collect());
+        let (backend, client) = published((0..max).map(|_| answer(500, "")).collect());
         assert!(matches!(
             block(backend.object("k")),
             Err(BackendError::Storage(_))

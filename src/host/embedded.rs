@@ -19,7 +19,7 @@ use ctxgate_indexer::store::{ProjectItem, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::backend::{
+use ctxgate_edge::backend::{
     AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
     SourceFault,
 };
@@ -268,7 +268,7 @@ fn embed_error(e: EmbedError) -> BackendError {
 impl Backend for EmbeddedBackend {
     async fn dense_hits(
         &self,
-        snap: std::sync::Arc<crate::state::Snapshot>,
+        snap: std::sync::Arc<ctxgate_edge::state::Snapshot>,
         query: &str,
     ) -> Result<Vec<(u32, f32)>, BackendError> {
         let Some(dense) = &self.dense else {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The crate graph the design promises (docs/architecture.md): the edge (API) and the indexer
+# (batch) each depend on the core only, natively and in wasm32, and the core does no I/O. Fails
+# with the offending path when a dependency breaks it. Part of scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+tree() { cargo tree --locked -e normal --prefix none "$@" 2>/dev/null | awk '{print $1}' | sort -u; }
+refuse() { # crate, what it must not reach, the tree's arguments
+  local crate=$1 banned=$2; shift 2
+  local found
+  found=$(tree -p "$crate" "$@" | grep -Ex "$banned" || true)
+  if [ -n "$found" ]; then
+    echo "architecture: $crate ($*) depends on: $(echo "$found" | tr '\n' ' ')" >&2
+    cargo tree --locked -e normal -p "$crate" "$@" -i "$(echo "$found" | head -1)" 2>/dev/null | head -20 >&2
+    fail=1
+  fi
+}
+refuse ctxgate-edge 'ctxgate-indexer'
+refuse ctxgate-edge 'ctxgate-indexer' --target wasm32-unknown-unknown
+refuse ctxgate-indexer 'ctxgate-edge'
+# The core: no runtime, socket, database, cloud SDK or file watcher, in any of its features.
+refuse ctxgate-core 'tokio|reqwest|hyper|ureq|rusqlite|aws-.*|worker|notify|gix|lambda_runtime' --all-features
+[ "$fail" = 0 ] && echo "architecture: edge and indexer independent, core without I/O"
+exit "$fail"
