@@ -8,6 +8,9 @@ use ctxgate_indexer::error::{budget_code, catalog_code};
 
 use crate::args::Format;
 
+/// What every command returns: nothing on success, or how it failed.
+pub type CmdResult = Result<(), Failure>;
+
 /// A command's failure: a machine-readable code, a message, and whether the input was at fault.
 #[derive(Debug)]
 pub struct Failure {

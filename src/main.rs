@@ -14,7 +14,6 @@ use clap::Parser;
 use clap::error::ErrorKind;
 
 use crate::args::{Cli, Command};
-use crate::failure::Failure;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -130,6 +129,3 @@ fn init_logging(verbose: u8, quiet: bool) {
         .without_time()
         .init();
 }
-
-/// Keeps `Failure` reachable for commands.
-pub(crate) type CmdResult = Result<(), Failure>;

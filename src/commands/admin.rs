@@ -13,11 +13,11 @@ use ctxgate_indexer::store::Store;
 use serde_json::json;
 
 use super::{catalog, data_dir, print_json};
-use crate::CmdResult;
 use crate::args::{
     Format, Global, KeyCommand, LimitFlags, OrgCommand, ProjectAddArgs, ProjectCommand,
     ProjectPublishArgs, ProjectReindexArgs, QuotaCommand,
 };
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::progress::FileBar;
 

@@ -9,9 +9,9 @@ use ctxgate_indexer::assemble::{AssembleReport, AssembleRequest, assemble};
 use ctxgate_indexer::pipeline::IndexStatus;
 
 use super::{catalog, index_options, open_store, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{AssembleArgs, CompressionArg, Format, Global};
 use crate::config::ProjectConfig;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::progress::FileBar;
 

@@ -4,8 +4,8 @@ use ctxgate_indexer::aws::{AwsStore, S3Location};
 use ctxgate_indexer::jobs;
 
 use super::{data_dir, index_store, print_json};
-use crate::CmdResult;
 use crate::args::{AwsCommand, Format, Global, JobsArgs};
+use crate::failure::CmdResult;
 
 pub fn run(global: &Global, command: &AwsCommand) -> CmdResult {
     match command {

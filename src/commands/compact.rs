@@ -13,8 +13,8 @@ use ctxgate_indexer::chat::{ChatClient, ChatEndpoint, ChatError};
 use serde_json::json;
 
 use super::{catalog, data_dir, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{CompactArgs, Format, Global};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 
 /// Summaries kept as one small file each under `<data dir>/cache/summaries/<version>/`, named by

@@ -7,8 +7,8 @@ use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
 use super::{catalog, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{CountArgs, Format, Global};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 
 #[derive(Serialize)]

@@ -7,8 +7,8 @@ use ctxgate_indexer::publish::{WorkerTarget, collect_on_worker};
 use serde_json::json;
 
 use super::{index_store, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{Format, GcArgs, Global};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 
 fn millis(d: std::time::Duration) -> u64 {

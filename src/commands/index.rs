@@ -7,8 +7,8 @@ use ctxgate_indexer::pipeline::{IndexStatus, index_repo, open_current};
 use ctxgate_indexer::store::LOCAL_ORG;
 
 use super::{index_options, index_store, open_store, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{DenseArg, Format, Global, IndexArgs};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::progress::FileBar;
 

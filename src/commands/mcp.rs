@@ -21,8 +21,8 @@ use ctxgate_indexer::store::{LOCAL_ORG, Store};
 use serde_json::{Value, json};
 
 use super::{catalog, data_dir, index_options};
-use crate::CmdResult;
 use crate::args::{Global, McpArgs};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 
 /// The folder and how it is indexed.

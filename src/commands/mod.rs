@@ -152,7 +152,7 @@ pub fn dense_config(
 }
 
 /// `ctxgate completions SHELL`: the completion script on stdout.
-pub fn completions(args: &crate::args::CompletionsArgs) -> crate::CmdResult {
+pub fn completions(args: &crate::args::CompletionsArgs) -> crate::failure::CmdResult {
     use clap::CommandFactory;
     let mut cmd = crate::args::Cli::command();
     clap_complete::generate(args.shell, &mut cmd, "ctxgate", &mut std::io::stdout());

@@ -4,8 +4,8 @@ use ctxgate_core::catalog::BudgetPolicy;
 use serde::Serialize;
 
 use super::{catalog, print_json, thousands};
-use crate::CmdResult;
 use crate::args::{Format, Global, ModelsArgs};
+use crate::failure::CmdResult;
 
 #[derive(Serialize)]
 struct Row<'a> {

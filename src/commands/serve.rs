@@ -10,8 +10,8 @@ use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
 use super::{catalog, data_dir};
-use crate::CmdResult;
 use crate::args::{Format, Global, ServeArgs, StoreArgs};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 
 /// The continuation-signing secret kept in the data directory, created on first use, so tokens
