@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The crate graph the design promises (docs/architecture.md): the edge (API) and the indexer
-# (batch) each depend on the core only, natively and in wasm32, and the core does no I/O. Fails
-# with the offending path when a dependency breaks it. Part of scripts/test.sh.
+# The dependency graph the design promises (../shared/ARCHITECTURE.md): the edge (API) and the
+# indexer (batch) each depend on the core only, natively and in wasm32; the core does no I/O;
+# and inside each crate no two modules import each other (scripts/module-cycles.py). Fails with
+# the offending path when a dependency breaks it. Part of scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -21,5 +22,7 @@ refuse ctxgate-edge 'ctxgate-indexer' --target wasm32-unknown-unknown
 refuse ctxgate-indexer 'ctxgate-edge'
 # The core: no runtime, socket, database, cloud SDK or file watcher, in any of its features.
 refuse ctxgate-core 'tokio|reqwest|hyper|ureq|rusqlite|aws-.*|worker|notify|gix|lambda_runtime' --all-features
-[ "$fail" = 0 ] && echo "architecture: edge and indexer independent, core without I/O"
+# Inside each crate: no two modules import each other, directly or around a circle.
+python3 scripts/module-cycles.py shared indexer edge . || fail=1
+[ "$fail" = 0 ] && echo "architecture: edge and indexer independent, core without I/O, no module circles"
 exit "$fail"

@@ -5,7 +5,7 @@ use ctxgate_core::quota::Limits;
 
 use crate::backend::{KeyRecord, OrgRecord};
 use crate::error::ApiError;
-use crate::routes::hash_key;
+use crate::extract::hash_key;
 use crate::state::AppState;
 
 /// API keys start with this, so they are recognisable in logs and secret scanners.

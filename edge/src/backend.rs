@@ -162,7 +162,7 @@ pub struct AuditRecord {
     /// The client's session id, when it gave one (sessions are read back from here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// Which of the org's keys called ([`crate::routes::auth::key_id`]): a session belongs to
+    /// Which of the org's keys called ([`crate::extract::auth::key_id`]): a session belongs to
     /// one key, so two clients of an org that pick the same session id do not share it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
@@ -376,17 +376,5 @@ pub trait Backend: Send + Sync + 'static {
         Err(BackendError::Unsupported(format!(
             "this host cannot delete `{key}`: collect its store where it is written (`ctxgate gc --store`)"
         )))
-    }
-
-    /// The chunks of `snap` nearest to `query` by embedding, scaled for ranking
-    /// ([`ctxgate_core::dense::scaled_hits`]), when this host has an embedding model; none
-    /// otherwise (the default: the Worker has none yet).
-    async fn dense_hits(
-        &self,
-        snap: std::sync::Arc<crate::state::Snapshot>,
-        query: &str,
-    ) -> Result<Vec<(u32, f32)>, BackendError> {
-        let _ = (snap, query);
-        Ok(Vec::new())
     }
 }

@@ -14,7 +14,9 @@
 pub mod admin;
 pub mod aws;
 pub mod backend;
+pub mod dense;
 pub mod error;
+pub mod extract;
 pub mod gc;
 pub mod json_text;
 pub mod mcp;
@@ -22,12 +24,15 @@ pub mod meter;
 pub mod openapi;
 pub mod pointer;
 pub mod recent;
+pub mod router;
 pub mod routes;
+pub mod snapshot;
 pub mod state;
+pub mod text_cache;
 pub mod texts;
 pub mod wire;
 #[cfg(target_arch = "wasm32")]
 pub mod worker_host;
 
-pub use routes::router;
+pub use router::router;
 pub use state::{AppState, Config};

@@ -13,9 +13,10 @@ use schemars::JsonSchema;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
 use crate::routes::{
-    Caller, ContextAnswer, ContextRequest, CountAnswer, CountRequest, JsonBody, ProjectList,
-    SearchAnswer, SearchRequest, context_value, count_handler, list_handler, search_handler,
+    ContextAnswer, ContextRequest, CountAnswer, CountRequest, ProjectList, SearchAnswer,
+    SearchRequest, context_value, count_handler, list_handler, search_handler,
 };
 use crate::state::AppState;
 

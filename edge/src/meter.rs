@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::backend::AuditRecord;
 use crate::error::ApiError;
-use crate::routes::Caller;
+use crate::extract::Caller;
 use crate::state::AppState;
 
 /// A call admitted under its org's quota.

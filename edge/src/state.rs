@@ -1,15 +1,14 @@
-//! What every handler shares: the backend, the catalog, the configuration and the per-process
-//! cache of opened index versions.
+//! What every handler shares: the backend, the catalog, the configuration, dense retrieval where
+//! the host has it, and the per-process cache of opened index versions ([`crate::snapshot`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ctxgate_core::catalog::Catalog;
-use ctxgate_core::index::layout::{Manifest, keys};
-use ctxgate_core::index::{IndexPack, PackError};
 
-use crate::backend::{Backend, BackendError, ProjectInfo};
+use crate::backend::Backend;
+use crate::dense::DenseRetrieval;
 use crate::pointer::PointerCache;
-use crate::texts::TextCache;
+use crate::snapshot::SnapshotCache;
 
 /// Deployment settings.
 #[derive(Clone, Debug)]
@@ -52,6 +51,8 @@ pub struct AppState {
     pub snapshots: Arc<SnapshotCache>,
     /// Projects' current versions, read at most once per TTL.
     pub pointers: Arc<PointerCache>,
+    /// Dense retrieval, where the host has it.
+    pub dense: Option<Arc<dyn DenseRetrieval>>,
 }
 
 impl AppState {
@@ -63,170 +64,21 @@ impl AppState {
             pointers: Arc::new(PointerCache::new(config.pointer_ttl_ms)),
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
+            dense: None,
         }
+    }
+
+    /// The same state, ranking with `dense` retrieval too.
+    pub fn with_dense(mut self, dense: Option<Arc<dyn DenseRetrieval>>) -> Self {
+        self.dense = dense;
+        self
     }
 
     /// The same state, loading index objects through `shared` first (see [`ObjectCache`]).
     pub fn with_object_cache(mut self, shared: Arc<dyn ObjectCache>) -> Self {
-        self.snapshots = Arc::new(SnapshotCache {
-            entries: Mutex::default(),
-            texts: self.snapshots.texts.clone(),
-            shared: Some(shared),
-        });
+        self.snapshots = Arc::new(self.snapshots.through(shared));
         self
     }
 }
 
-/// A cache of index objects shared beyond one process — in the Worker, the Workers Cache API of
-/// the data centre, so a fresh isolate there loads a version without reading R2 or S3 again.
-/// Only objects of published versions pass through it, and those never change (a version is
-/// immutable once its manifest names it), so nothing in it can go stale. It is best effort:
-/// a miss or a failure only means reading the store.
-#[async_trait::async_trait]
-pub trait ObjectCache: Send + Sync {
-    /// The object stored under `key`, if the cache has it.
-    async fn get(&self, key: &str) -> Option<Vec<u8>>;
-    /// Keeps `bytes` as the object under `key`.
-    async fn put(&self, key: &str, bytes: &[u8]);
-}
-
-/// One published version: its index resident, its chunk texts read by range as queries need
-/// them ([`crate::texts`]).
-pub struct Snapshot {
-    /// The organisation.
-    pub org: String,
-    /// The project id.
-    pub project: String,
-    /// The version.
-    pub version: u64,
-    /// The pack's sha256 (hex) from its manifest: names caches derived from this version.
-    pub pack_sha256: String,
-    /// The index.
-    pub pack: IndexPack,
-    /// `org/project/version`: this version's name in the text cache.
-    pub(crate) id: Arc<str>,
-    /// The texts read so far (shared by every version this process has open).
-    pub(crate) texts: Arc<TextCache>,
-}
-
-/// The most recently used versions (a handful: each holds a resident index), and the chunk
-/// texts read for them.
-pub struct SnapshotCache {
-    entries: Mutex<Vec<Arc<Snapshot>>>,
-    texts: Arc<TextCache>,
-    /// Consulted before the backend for each object, and given what the backend returned.
-    shared: Option<Arc<dyn ObjectCache>>,
-}
-
-const CACHED_VERSIONS: usize = 4;
-
-impl Default for SnapshotCache {
-    fn default() -> Self {
-        Self::with_text_ceiling(crate::texts::DEFAULT_CEILING)
-    }
-}
-
-impl SnapshotCache {
-    /// The cache beyond this process, if the host has one.
-    pub fn shared(&self) -> Option<&dyn ObjectCache> {
-        self.shared.as_deref()
-    }
-
-    /// A cache whose chunk texts take at most `ceiling` bytes.
-    pub fn with_text_ceiling(ceiling: usize) -> Self {
-        Self {
-            entries: Mutex::default(),
-            texts: Arc::new(TextCache::new(ceiling)),
-            shared: None,
-        }
-    }
-
-    fn get(&self, org: &str, project: &str, version: u64) -> Option<Arc<Snapshot>> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .iter()
-            .find(|s| s.org == org && s.project == project && s.version == version)
-            .cloned()
-    }
-
-    fn put(&self, snap: Arc<Snapshot>) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|s| !(s.org == snap.org && s.project == snap.project));
-            entries.insert(0, snap);
-            entries.truncate(CACHED_VERSIONS);
-        }
-    }
-
-    /// An object of a published version: from the shared cache when it has it, else from the
-    /// store (and then offered to the cache).
-    async fn object(&self, backend: &dyn Backend, key: &str) -> Result<Vec<u8>, BackendError> {
-        let Some(shared) = &self.shared else {
-            return backend.object(key).await;
-        };
-        if let Some(bytes) = shared.get(key).await {
-            return Ok(bytes);
-        }
-        let bytes = backend.object(key).await?;
-        shared.put(key, &bytes).await;
-        Ok(bytes)
-    }
-
-    /// The current version of `project`, opened (from the cache when it is there), and the
-    /// bytes read from storage to open it (0 when it was open).
-    pub async fn open(
-        &self,
-        backend: &dyn Backend,
-        project: &ProjectInfo,
-    ) -> Result<(Arc<Snapshot>, u64), BackendError> {
-        let org = &project.org;
-        let version = project.current_version.ok_or_else(|| {
-            BackendError::NotFound(format!("an index of project `{}`", project.name))
-        })?;
-        if let Some(s) = self.get(org, &project.id, version) {
-            return Ok((s, 0));
-        }
-        let manifest_bytes = self
-            .object(backend, &keys::manifest(org, &project.id, version))
-            .await?;
-        let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-            .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
-        // A manifest may only name objects of its own project: never another org's.
-        let own = format!("{}/", keys::project(org, &project.id));
-        let foreign = std::iter::once(&manifest.pack_key)
-            .chain(&manifest.segment_keys)
-            .find(|k| !k.starts_with(&own));
-        if let Some(k) = foreign {
-            return Err(BackendError::Corrupt(format!(
-                "manifest names `{k}` outside its project"
-            )));
-        }
-        let bytes = self.object(backend, &manifest.pack_key).await?;
-        if bytes.len() as u64 != manifest.pack_bytes {
-            return Err(BackendError::Corrupt(format!(
-                "pack has {} bytes, its manifest says {}",
-                bytes.len(),
-                manifest.pack_bytes
-            )));
-        }
-        let read = (manifest_bytes.len() + bytes.len()) as u64;
-        let pack = IndexPack::decode(&bytes).map_err(|e| match e {
-            PackError::Version { found, expected } => BackendError::Outdated(format!(
-                "version {version} of project `{}` is in index format {found}; this server reads format {expected}",
-                project.name
-            )),
-            e => BackendError::Corrupt(e.to_string()),
-        })?;
-        drop(bytes);
-        let snap = Arc::new(Snapshot {
-            org: org.clone(),
-            project: project.id.clone(),
-            version,
-            pack_sha256: manifest.pack_sha256.clone(),
-            pack,
-            id: Arc::from(format!("{org}/{}/{version}", project.id)),
-            texts: self.texts.clone(),
-        });
-        self.put(snap.clone());
-        Ok((snap, read))
-    }
-}
+pub use crate::snapshot::{ObjectCache, Snapshot};

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::OrgRecord;
+use ctxgate_edge::dense::DenseRetrieval;
+use ctxgate_edge::extract::Caller;
 use ctxgate_edge::mcp::{ToolScope, handle, rpc_error};
-use ctxgate_edge::routes::Caller;
 use ctxgate_edge::{AppState, Config};
 use ctxgate_indexer::pipeline::{IndexOptions, IndexStatus, NoProgress, index_repo};
 use ctxgate_indexer::store::{LOCAL_ORG, Store};
@@ -103,7 +104,9 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
         pointer_ttl_ms: 0,
         ..Config::default()
     };
-    let state = AppState::new(Arc::new(backend), catalog(global)?, config);
+    let backend = Arc::new(backend);
+    let dense: Arc<dyn DenseRetrieval> = backend.clone();
+    let state = AppState::new(backend, catalog(global)?, config).with_dense(Some(dense));
     // The local organisation: no key, no limits, every model.
     let caller = Caller {
         org: OrgRecord {

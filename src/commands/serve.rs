@@ -6,6 +6,7 @@ use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::aws::{AwsConfig, PublishedBackend};
 use ctxgate_edge::backend::Backend;
+use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
@@ -94,6 +95,8 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     };
     // The folder watcher re-indexes into the data directory, so it needs the embedded backend.
     let mut watched: Option<Arc<EmbeddedBackend>> = None;
+    // Dense retrieval needs the data directory's texts and vectors: the embedded backend only.
+    let mut dense: Option<Arc<dyn DenseRetrieval>> = None;
     let served: Arc<dyn Backend> = match aws_config(&args.store)? {
         // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
         Some(aws) => {
@@ -105,10 +108,11 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         None => {
             let backend = Arc::new(backend);
             watched = Some(backend.clone());
+            dense = Some(backend.clone());
             backend
         }
     };
-    let state = AppState::new(served, catalog(global)?, config);
+    let state = AppState::new(served, catalog(global)?, config).with_dense(dense);
     let state_pointers = state.pointers.clone();
     let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
     let rt = tokio::runtime::Builder::new_multi_thread()

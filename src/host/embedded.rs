@@ -23,6 +23,7 @@ use ctxgate_edge::backend::{
     AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
     SourceFault,
 };
+use ctxgate_edge::dense::DenseRetrieval;
 
 /// Which sources `POST /v1/projects` may index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,7 +266,7 @@ fn embed_error(e: EmbedError) -> BackendError {
 }
 
 #[async_trait]
-impl Backend for EmbeddedBackend {
+impl DenseRetrieval for EmbeddedBackend {
     async fn dense_hits(
         &self,
         snap: std::sync::Arc<ctxgate_edge::state::Snapshot>,
@@ -326,7 +327,10 @@ impl Backend for EmbeddedBackend {
             .map_err(|e| embed_error(EmbedError::Inference(e.to_string())))?;
         Ok(ctxgate_core::dense::scaled_hits(&nearest))
     }
+}
 
+#[async_trait]
+impl Backend for EmbeddedBackend {
     fn now_ms(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)

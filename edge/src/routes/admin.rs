@@ -1,51 +1,18 @@
 //! Admin endpoints (behind the admin secret): organisations, keys, limits.
 
 use axum::Json;
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use ctxgate_core::quota::Limits;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::JsonBody;
-use super::auth::{bearer, hash_key};
 use crate::admin;
 use crate::backend::{OrgRecord, ProjectInfo};
 use crate::error::ApiError;
+use crate::extract::limits::{MAX_OBJECT_BYTES, too_large};
+use crate::extract::{Admin, JsonBody};
 use crate::state::AppState;
-
-/// A request carrying the admin secret.
-pub struct Admin;
-
-impl FromRequestParts<AppState> for Admin {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(secret) = &state.config.admin_secret else {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "admin_disabled",
-                "this server has no admin secret; admin endpoints are off",
-            ));
-        };
-        if carries_secret(parts, secret) {
-            Ok(Admin)
-        } else {
-            Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid_admin_secret",
-                "send the admin secret as `Authorization: Bearer <secret>`",
-            ))
-        }
-    }
-}
-
-/// Whether the request's bearer token is `secret`. Comparing hashes keeps the comparison's time
-/// independent of the secret.
-pub fn carries_secret(parts: &Parts, secret: &str) -> bool {
-    bearer(parts).is_some_and(|k| hash_key(k) == hash_key(secret))
-}
 
 /// `POST /v1/admin/orgs` body.
 #[derive(Deserialize)]
@@ -178,15 +145,6 @@ pub async fn collect_garbage(
     })))
 }
 
-/// Largest index object accepted by `PUT /v1/admin/orgs/{org}/objects/{*key}` (index packs and
-/// segments are far larger than API requests; the Workers platform caps bodies at 100 MB).
-pub const MAX_OBJECT_BYTES: usize = 96 * 1024 * 1024;
-
-/// Whether `path` is an object upload (it has its own body limit).
-pub fn is_object_upload(path: &str) -> bool {
-    path.starts_with("/v1/admin/orgs/") && path.contains("/objects/")
-}
-
 /// The object key for `rest` under `org`, if every part of it is a plain name: an upload can
 /// only write under its own org's projects, never outside them.
 fn object_key(org: &str, rest: &str) -> Result<String, ApiError> {
@@ -220,7 +178,7 @@ pub async fn put_object(
     let key = object_key(&org, &rest)?;
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            super::too_large(MAX_OBJECT_BYTES)
+            too_large(MAX_OBJECT_BYTES)
         } else {
             ApiError::bad_request("invalid_body", e.body_text())
         }

@@ -6,22 +6,21 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions};
-use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
+use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget};
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::route::{RouteDecision, route};
-use ctxgate_core::tokens::Encoding;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::JsonBody;
-use super::auth::Caller;
+use super::budget::resolve;
 use super::projects::no_project;
 use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
@@ -127,32 +126,6 @@ fn check_query(query: &str) -> Result<(), ApiError> {
         ));
     }
     Ok(())
-}
-
-pub(super) fn resolve(
-    state: &AppState,
-    caller: &Caller,
-    model: Option<&str>,
-    budget: Option<u32>,
-) -> Result<ResolvedBudget, ApiError> {
-    let model = model.map(|m| state.catalog.resolve(m)).transpose()?;
-    if let Some(m) = model {
-        let allowed = &caller.org.allowed_models;
-        if !allowed.is_empty() && !allowed.contains(&m.id) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "model_not_allowed",
-                format!("the organisation may not use `{}`", m.id),
-            )
-            .with_details(json!({ "allowed_models": allowed })));
-        }
-    }
-    Ok(resolve_budget(
-        model,
-        budget,
-        &BudgetPolicy::default(),
-        Encoding::O200kBase,
-    )?)
 }
 
 /// What a call asks for besides the query and budget.
@@ -325,7 +298,10 @@ async fn run(
             .filter(|(_, c)| known_signatures.contains(&c.id))
             .map(|(i, _)| i as u32)
             .collect();
-        let dense = state.backend.dense_hits(snap.clone(), query).await?;
+        let dense = match &state.dense {
+            Some(d) => d.dense_hits(snap.clone(), query).await?,
+            None => Vec::new(),
+        };
         let options = QueryOptions {
             hot_paths: asked.hot_paths,
             exclude,

@@ -9,10 +9,9 @@ use ctxgate_core::history::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::JsonBody;
-use super::auth::Caller;
-use super::context::resolve;
+use super::budget::resolve;
 use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
 

@@ -8,9 +8,8 @@ use ctxgate_core::catalog::{BudgetPolicy, TokenizerSpec};
 use ctxgate_core::tokens::Encoding;
 use serde::{Deserialize, Serialize};
 
-use super::JsonBody;
-use super::auth::Caller;
 use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
 use crate::wire::Health;

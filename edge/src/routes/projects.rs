@@ -7,10 +7,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::JsonBody;
-use super::auth::Caller;
 use crate::backend::{ProjectInfo, ProjectSource, pick_project};
 use crate::error::ApiError;
+use crate::extract::{Caller, JsonBody};
 use crate::state::AppState;
 
 /// `POST /v1/projects` body.

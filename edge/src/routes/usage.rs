@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use super::auth::Caller;
 use crate::error::ApiError;
+use crate::extract::Caller;
 use crate::state::AppState;
 
 /// Recent audit records shown.

@@ -253,7 +253,8 @@ struct BodyLimits {
 
 impl BodyLimits {
     fn for_request(&self, parts: &axum::http::request::Parts) -> usize {
-        use crate::routes::admin::{carries_secret, is_object_upload};
+        use crate::extract::auth::carries_secret;
+        use crate::extract::limits::is_object_upload;
         let upload = parts.method == axum::http::Method::PUT && is_object_upload(parts.uri.path());
         let admin = self
             .admin_secret
@@ -279,10 +280,10 @@ async fn buffered(
 ) -> Result<axum::extract::Request, ApiError> {
     let (parts, body) = req.into_parts();
     let limit = limits.for_request(&parts);
-    let declared = crate::routes::declared_length(&parts.headers);
+    let declared = crate::extract::limits::declared_length(&parts.headers);
     if declared.is_some_and(|n| n > limit as u64) {
         let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
-        return Err(crate::routes::too_large(limit));
+        return Err(crate::extract::limits::too_large(limit));
     }
     let expected = declared.map_or(0, |n| n as usize);
     match read_capped(axum::body::Body::new(body), limit, expected).await {
@@ -290,7 +291,7 @@ async fn buffered(
             parts,
             axum::body::Body::from(bytes),
         )),
-        Ok(None) => Err(crate::routes::too_large(limit)),
+        Ok(None) => Err(crate::extract::limits::too_large(limit)),
         Err(()) => Err(ApiError::bad_request(
             "invalid_body",
             "the request body could not be read to its end",

@@ -12,6 +12,7 @@ use crate::index::IndexPack;
 use crate::profile::{Profile, ProfileReport};
 use crate::select::Candidate;
 
+use super::estimate::{declares_its_symbol, header_cost};
 use super::plan::Plan;
 use super::{
     AssembleError, Assembled, ChunkSource, MEDIUM_KEEP_SHARE, MIN_ALTERNATIVE_TOKENS, SHRINK_TRIES,
@@ -309,15 +310,6 @@ impl Plan {
     }
 }
 
-/// A conservative guess of a piece's header and fence in tokens (about three characters a
-/// token); the composer's exact count corrects any error.
-pub(super) fn header_cost(pack: &IndexPack, i: usize) -> u32 {
-    let c = &pack.chunks[i];
-    let path = pack.files[c.file as usize].path.len();
-    let symbol = c.symbol.as_ref().map_or(0, String::len);
-    ((2 * path + symbol + 80) / 3) as u32
-}
-
 /// A conservative guess of what a piece costs in the header of a block it joins: its lines,
 /// its chunk id and a separator (an id of 24 hex digits is 12-18 tokens).
 const JOINED_ENTRY_COST: u32 = 24;
@@ -332,12 +324,6 @@ fn joined_header_room(pack: &IndexPack, pieces: &[Piece], keys: &[u32]) -> u32 {
         .into_iter()
         .filter_map(|k| keys.get(k))
         .map(|&i| header_cost(pack, i as usize).saturating_sub(JOINED_ENTRY_COST))
-        .sum()
-}
-
-pub(super) fn overhead_total(pack: &IndexPack) -> u64 {
-    (0..pack.chunks.len())
-        .map(|i| u64::from(header_cost(pack, i)))
         .sum()
 }
 
@@ -421,14 +407,6 @@ fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &Tokenize
     p.elided_lines = elided;
     p.base_tokens = None;
     p
-}
-
-/// Whether the signature cut from a chunk declares one of the names the chunk defines: a later
-/// part of a definition split across chunks starts with body statements, which
-/// [`signature_len`] would otherwise take for a declaration.
-pub(super) fn declares_its_symbol(signature: &str, chunk: &crate::index::ChunkRecord) -> bool {
-    let signature = signature.to_lowercase();
-    crate::index::references::defined_names(chunk).any(|name| signature.contains(name.as_str()))
 }
 
 /// Cuts a piece down to its signature, fixing its provenance.

@@ -15,7 +15,7 @@ use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, 
 use crate::rank::{Signals, diversify, rank};
 use crate::select::{Candidate, select_greedy};
 
-use super::pieces::{declares_its_symbol, header_cost, overhead_total};
+use super::estimate::{declares_its_symbol, header_cost, overhead_total};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project

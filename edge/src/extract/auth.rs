@@ -1,4 +1,5 @@
-//! `Authorization: Bearer <key>` → the caller's organisation.
+//! Who is calling: `Authorization: Bearer <key>` → the caller's organisation ([`Caller`]), or
+//! the admin secret ([`Admin`]).
 
 use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
@@ -88,4 +89,36 @@ fn wants_fresh(parts: &Parts) -> bool {
             let d = d.trim().to_ascii_lowercase();
             d == "no-cache" || d == "no-store" || d == "max-age=0"
         })
+}
+
+/// A request carrying the admin secret.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(secret) = &state.config.admin_secret else {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "admin_disabled",
+                "this server has no admin secret; admin endpoints are off",
+            ));
+        };
+        if carries_secret(parts, secret) {
+            Ok(Admin)
+        } else {
+            Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_admin_secret",
+                "send the admin secret as `Authorization: Bearer <secret>`",
+            ))
+        }
+    }
+}
+
+/// Whether the request's bearer token is `secret`. Comparing hashes keeps the comparison's time
+/// independent of the secret.
+pub fn carries_secret(parts: &Parts, secret: &str) -> bool {
+    bearer(parts).is_some_and(|k| hash_key(k) == hash_key(secret))
 }

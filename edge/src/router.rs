@@ -1,0 +1,58 @@
+//! The HTTP API's routes: one axum router, served by the Worker and by `ctxgate serve` alike.
+//! The top of the edge: it imports the handlers ([`crate::routes`], [`crate::mcp`]) and the
+//! request plumbing ([`crate::extract`]); nothing imports it back but the hosts.
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+
+use crate::error::ApiError;
+use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
+use crate::routes::{admin, context, history, meta, projects, usage};
+use crate::state::AppState;
+
+/// The whole API over `state`.
+pub fn router(state: AppState) -> Router {
+    let limit = state.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(meta::healthz))
+        .route("/openapi.json", get(meta::openapi))
+        .route("/v1/models", get(meta::models))
+        .route("/v1/tokens/count", post(meta::count))
+        .route("/v1/context", post(context::context))
+        .route("/v1/search", post(context::search))
+        .route("/v1/history/compact", post(history::compact_history))
+        .route("/v1/projects", post(projects::create).get(projects::list))
+        .route("/v1/projects/{id}", get(projects::show))
+        .route("/v1/projects/{id}/reindex", post(projects::reindex))
+        .route("/v1/usage", get(usage::usage))
+        .route("/mcp", post(crate::mcp::mcp))
+        .route("/v1/admin/orgs", post(admin::create_org))
+        .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
+        .route("/v1/admin/orgs/{org}/limits", put(admin::set_limits))
+        .route("/v1/admin/orgs/{org}/gc", post(admin::collect_garbage))
+        .route(
+            "/v1/admin/orgs/{org}/projects/{name}",
+            put(admin::put_project),
+        )
+        .route(
+            "/v1/admin/orgs/{org}/objects/{*key}",
+            put(admin::put_object)
+                .head(admin::has_object)
+                .layer(DefaultBodyLimit::max(MAX_OBJECT_BYTES)),
+        )
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            refuse_declared_oversize,
+        ))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found(
+        "route_not_found",
+        "no such endpoint; GET /openapi.json lists them",
+    )
+}
