@@ -275,6 +275,26 @@ fn stat_of(meta: &std::fs::Metadata) -> FileStat {
 /// an isolate reading a segment whole stays far from its memory limit.
 pub const SEGMENT_CAP: usize = 4 << 20;
 
+/// Writes each of `buffers` as a content-addressed segment (unless one with its bytes exists)
+/// and names it in `segments`: chunk texts and postings alike.
+fn store_segments(
+    store: &dyn IndexStore,
+    org: &str,
+    project_id: &str,
+    buffers: &[Vec<u8>],
+    segments: &mut Vec<String>,
+) -> Result<(), IndexerError> {
+    for buffer in buffers {
+        let sha = Sha256Digest::of(buffer).to_hex();
+        let key = keys::segment(org, project_id, &sha);
+        if !store.has_object(&key)? {
+            store.put_object(&key, buffer)?;
+        }
+        segments.push(sha);
+    }
+    Ok(())
+}
+
 /// Postings up to this size stay in the pack: a small index loads them with it, cheaper than
 /// one more read per query. Larger ones go to segments and are read per query term, so a
 /// reader of a large index holds only its dictionary. `CTXGATE_POSTINGS_INLINE_MAX` (bytes)
@@ -605,14 +625,7 @@ pub fn index_project(
         }
     }
     let stored_bytes = buffers.iter().map(|b| b.len() as u64).sum::<u64>();
-    for buffer in &buffers {
-        let sha = Sha256Digest::of(buffer).to_hex();
-        let key = keys::segment(org, &project_id, &sha);
-        if !store.has_object(&key)? {
-            store.put_object(&key, buffer)?;
-        }
-        segments.push(sha);
-    }
+    store_segments(store, org, &project_id, &buffers, &mut segments)?;
     // Keep only the segments still referenced.
     let mut used = vec![false; segments.len()];
     for c in &chunks {
@@ -699,14 +712,7 @@ pub fn index_project(
     // A large index's postings go to segments of their own, read by range per query term.
     let mut lexical = builder.finish(Bm25Params::default());
     let parts = lexical.split_postings(SEGMENT_CAP, postings_inline_max(), segments.len() as u32);
-    for part in &parts {
-        let sha = Sha256Digest::of(part).to_hex();
-        let key = keys::segment(org, &project_id, &sha);
-        if !store.has_object(&key)? {
-            store.put_object(&key, part)?;
-        }
-        segments.push(sha);
-    }
+    store_segments(store, org, &project_id, &parts, &mut segments)?;
     drop(parts);
     let references = References::build(&chunks, &used);
     drop(used);
