@@ -9,6 +9,7 @@
 
 use ctxgate_core::index::gc::{GcPolicy, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
+use ctxgate_core::item_key::{ItemKey, ItemRange};
 
 use crate::IndexerError;
 use crate::store::{IndexStore, ProjectItem, VersionItem};
@@ -28,7 +29,8 @@ pub fn collect_project(
     // Read again under the lock: an index that finished meanwhile moved the pointer.
     let current = store.project(org, id)?.and_then(|p| p.current_version);
     let mut versions = Vec::new();
-    let records = store.items_with_prefix(&version_pk(id), "VERSION#", false, usize::MAX)?;
+    let range = ItemRange::versions_of(id);
+    let records = store.items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX)?;
     for raw in records {
         let v: VersionItem = serde_json::from_str(&raw)
             .map_err(|e| IndexerError::Corrupt(format!("version record of {id}: {e}")))?;
@@ -51,7 +53,8 @@ pub fn collect_project(
     let p = plan(current, &versions, &stored, now_ms, policy);
     if !dry_run {
         for v in &p.versions {
-            store.delete_item(&version_pk(id), &format!("VERSION#{v:010}"))?;
+            let key = ItemKey::version(id, *v);
+            store.delete_item(&key.pk, &key.sk)?;
         }
         for key in &p.objects {
             store.delete_object(key)?;
@@ -86,9 +89,4 @@ pub fn collect(
         .iter()
         .map(|p| collect_project(store, p, policy, now_ms, dry_run))
         .collect()
-}
-
-/// The partition of a project's version records.
-fn version_pk(project: &str) -> String {
-    format!("PROJECT#{project}")
 }

@@ -1,16 +1,16 @@
 //! Index jobs as operators see them (`ctxgate jobs`): one record per job, updated at each stage,
 //! so a job that failed or died midway says where.
 //!
-//! Item layout (both stores): `JOBS` / `JOB#{id}`. A job's id is its invocation's id (the Lambda
+//! Item layout (both stores): [`ItemKey::job`]. A job's id is its invocation's id (the Lambda
 //! request id, which Lambda keeps when it retries an event), so a retried job updates its own
 //! record instead of adding a second one.
 
 use serde::{Deserialize, Serialize};
 
+use ctxgate_core::item_key::{ItemKey, ItemRange};
+
 use crate::IndexerError;
 use crate::store::IndexStore;
-
-const JOBS_PK: &str = "JOBS";
 
 /// What started a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,8 +151,8 @@ impl JobRecord {
         }
     }
 
-    fn key(&self) -> String {
-        format!("JOB#{}", self.id)
+    fn key(&self) -> ItemKey {
+        ItemKey::job(&self.id)
     }
 }
 
@@ -168,7 +168,8 @@ fn encode(job: &JobRecord) -> Result<String, IndexerError> {
 pub fn start(store: &dyn IndexStore, job: &mut JobRecord) -> Result<(), IndexerError> {
     let mut attempts = 1;
     let fresh = job.clone();
-    store.update_item(JOBS_PK, &job.key(), &mut |old| {
+    let key = job.key();
+    store.update_item(&key.pk, &key.sk, &mut |old| {
         let mut next = fresh.clone();
         next.attempts = 1;
         if let Some(old) = old.as_deref().map(decode).transpose()? {
@@ -186,7 +187,8 @@ pub fn start(store: &dyn IndexStore, job: &mut JobRecord) -> Result<(), IndexerE
 /// (a slow earlier attempt must not overwrite its retry's record).
 pub fn save(store: &dyn IndexStore, job: &JobRecord) -> Result<(), IndexerError> {
     let data = encode(job)?;
-    store.update_item(JOBS_PK, &job.key(), &mut |old| {
+    let key = job.key();
+    store.update_item(&key.pk, &key.sk, &mut |old| {
         if let Some(old) = old.as_deref().map(decode).transpose()?
             && old.attempts > job.attempts
         {
@@ -202,8 +204,9 @@ pub fn list(
     org: Option<&str>,
     limit: usize,
 ) -> Result<Vec<JobRecord>, IndexerError> {
+    let range = ItemRange::jobs();
     let mut jobs = store
-        .items_with_prefix(JOBS_PK, "JOB#", false, usize::MAX)?
+        .items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX)?
         .iter()
         .map(|d| decode(d))
         .collect::<Result<Vec<_>, _>>()?;

@@ -1,6 +1,6 @@
 //! Index jobs for registered projects: one on request, and the scheduled pass over all of them.
 //!
-//! Registration writes a schedule item per project (`SCHEDULE` / `PROJECT#{id}`: its source and
+//! Registration writes a schedule item per project ([`ItemKey::schedule`]: its source and
 //! what the source looked like when it was last indexed). The scheduled pass reads them all with
 //! one paged query and asks each source for its current revision without downloading it (a git
 //! ref advertisement, an HTTP `HEAD`): a project whose answer matches the stored one costs that
@@ -14,6 +14,7 @@
 
 use std::path::Path;
 
+use ctxgate_core::item_key::{ItemKey, ItemRange};
 use serde::{Deserialize, Serialize};
 
 use crate::IndexerError;
@@ -22,7 +23,6 @@ use crate::pipeline::{IndexOptions, IndexStatus, NoProgress, ProjectTarget, inde
 use crate::source::{SourceLimits, SourceSpec, fetch, probe_revision};
 use crate::store::IndexStore;
 
-const SCHEDULE_PK: &str = "SCHEDULE";
 /// Job ids remembered per project for idempotency (Lambda retries within hours, not weeks).
 const RECENT_JOBS: usize = 64;
 
@@ -137,10 +137,10 @@ pub fn index_now(
         source: Some(req.source.describe()),
         ..ProjectTarget::named(&req.org, &req.project)
     };
-    let pk_sk = format!("PROJECT#{}", target.id);
+    let key = ItemKey::schedule(&target.id);
     let source = req.source.clone();
     let (org, id, name) = (target.org.clone(), target.id.clone(), target.name.clone());
-    store.update_item(SCHEDULE_PK, &pk_sk, &mut |old| {
+    store.update_item(&key.pk, &key.sk, &mut |old| {
         let mut item = match old.as_deref().map(decode).transpose()? {
             Some(item) if item.source == source => return Ok(None),
             Some(item) => item,
@@ -239,7 +239,8 @@ fn record_success(
     probe: Option<String>,
 ) -> Result<(), IndexerError> {
     let at = job.updated_ms;
-    store.update_item(SCHEDULE_PK, &format!("PROJECT#{}", target.id), &mut |old| {
+    let key = ItemKey::schedule(&target.id);
+    store.update_item(&key.pk, &key.sk, &mut |old| {
         let Some(mut item) = old.as_deref().map(decode).transpose()? else {
             return Ok(None);
         };
@@ -282,7 +283,8 @@ pub fn reindex_due(
     pass_id: &str,
 ) -> Result<PassReport, IndexerError> {
     let started = std::time::Instant::now();
-    let raw = store.items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?;
+    let range = ItemRange::schedules();
+    let raw = store.items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX)?;
     let mut report = PassReport {
         projects: raw.len(),
         ..PassReport::default()
@@ -337,8 +339,9 @@ pub fn reindex_due(
 
 /// Every registered project (for operators and tests).
 pub fn registered(store: &dyn IndexStore) -> Result<Vec<ScheduleItem>, IndexerError> {
+    let range = ItemRange::schedules();
     store
-        .items_with_prefix(SCHEDULE_PK, "PROJECT#", false, usize::MAX)?
+        .items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX)?
         .iter()
         .map(|d| decode(d))
         .collect()

@@ -106,8 +106,9 @@ fn gc_over_s3_and_dynamodb_keeps_what_the_current_version_needs() {
     let mut left: Vec<String> = after.iter().map(|o| o.key.clone()).collect();
     left.sort();
     assert_eq!(left, wanted, "exactly the current version's objects remain");
+    let range = ctxgate_core::item_key::ItemRange::versions_of(&project);
     let records = store
-        .items_with_prefix(&format!("PROJECT#{project}"), "VERSION#", false, usize::MAX)
+        .items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX)
         .unwrap();
     assert_eq!(records.len(), 1, "{records:?}");
     // What is left is whole: the pack and every segment read back.

@@ -28,6 +28,7 @@ pub mod hash;
 pub mod history;
 pub mod index;
 pub mod intent;
+pub mod item_key;
 
 pub mod lexical;
 pub mod order;

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use ctxgate_core::dense::VectorTable;
+use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::embed::{DENSE_CANDIDATES, EmbedError, Embedder, pack_vectors};
@@ -148,7 +149,8 @@ impl EmbeddedBackend {
     /// Where `project`'s files come from. Projects registered before sources were remembered
     /// fall back to their shown source when it is a folder on this machine.
     fn registered_source(&self, project: &ProjectInfo) -> Result<ProjectSource, BackendError> {
-        if let Some(data) = self.with(|s| s.item(SOURCES_PK, &source_sk(&project.id)))? {
+        let key = ItemKey::source(&project.id);
+        if let Some(data) = self.with(|s| s.item(&key.pk, &key.sk))? {
             let r: RegisteredSource = decode(&data).map_err(storage)?;
             return Ok(r.source);
         }
@@ -168,8 +170,9 @@ impl EmbeddedBackend {
     /// Every registered project whose files are a folder on this machine, with that folder:
     /// what `ctxgate serve --watch` watches.
     pub fn local_projects(&self) -> Result<Vec<(ProjectInfo, PathBuf)>, BackendError> {
+        let range = ItemRange::sources();
         let registered =
-            self.with(|s| s.items_with_prefix(SOURCES_PK, "PROJECT#", false, usize::MAX))?;
+            self.with(|s| s.items_with_prefix(&range.pk, range.sk_prefix, false, usize::MAX))?;
         let mut out = Vec::new();
         for data in registered {
             let r: RegisteredSource = decode(&data).map_err(storage)?;
@@ -227,14 +230,6 @@ fn encode<T: Serialize>(v: &T) -> Result<String, IndexerError> {
     serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
 }
 
-/// The partition of registered sources: one item per project this server indexes itself, so a
-/// re-index (and `serve --watch`) knows where its files come from.
-const SOURCES_PK: &str = "SOURCES";
-
-fn source_sk(project_id: &str) -> String {
-    format!("PROJECT#{project_id}")
-}
-
 /// A project's registration as this server remembers it.
 #[derive(Serialize, serde::Deserialize)]
 struct RegisteredSource {
@@ -242,10 +237,6 @@ struct RegisteredSource {
     id: String,
     name: String,
     source: ProjectSource,
-}
-
-fn org_pk(org: &str) -> String {
-    format!("ORG#{org}")
 }
 
 fn info(p: ProjectItem) -> ProjectInfo {
@@ -349,7 +340,8 @@ impl Backend for EmbeddedBackend {
 
     async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
         let data = encode(org).map_err(storage)?;
-        if self.with(|s| s.insert_item(&org_pk(&org.name), "META", &data))? {
+        let key = ItemKey::org(&org.name);
+        if self.with(|s| s.insert_item(&key.pk, &key.sk, &data))? {
             Ok(())
         } else {
             Err(BackendError::Conflict(format!(
@@ -361,33 +353,32 @@ impl Backend for EmbeddedBackend {
 
     async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
         self.with(|s| {
-            s.item(&org_pk(name), "META")?
-                .map(|d| decode(&d))
-                .transpose()
+            let key = ItemKey::org(name);
+            s.item(&key.pk, &key.sk)?.map(|d| decode(&d)).transpose()
         })
     }
 
     async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
         let data = encode(org).map_err(storage)?;
-        self.with(|s| s.put_item(&org_pk(&org.name), "META", &data))
+        let key = ItemKey::org(&org.name);
+        self.with(|s| s.put_item(&key.pk, &key.sk, &data))
     }
 
     async fn put_key(&self, key_hash: &str, key: &KeyRecord) -> Result<(), BackendError> {
         let data = encode(key).map_err(storage)?;
         self.with(|s| {
-            s.put_item(&format!("KEY#{key_hash}"), "META", &data)?;
+            let by_hash = ItemKey::api_key(key_hash);
+            s.put_item(&by_hash.pk, &by_hash.sk, &data)?;
             // Listed under the org too, by prefix only.
-            s.put_item(
-                &org_pk(&key.org),
-                &format!("KEY#{}#{}", key.prefix, &key_hash[..12]),
-                &data,
-            )
+            let listed = ItemKey::listed_key(&key.org, &key.prefix, key_hash);
+            s.put_item(&listed.pk, &listed.sk, &data)
         })
     }
 
     async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError> {
         self.with(|s| {
-            s.item(&format!("KEY#{key_hash}"), "META")?
+            let by_hash = ItemKey::api_key(key_hash);
+            s.item(&by_hash.pk, &by_hash.sk)?
                 .map(|d| decode(&d))
                 .transpose()
         })
@@ -401,8 +392,9 @@ impl Backend for EmbeddedBackend {
         tokens: u64,
         now_ms: u64,
     ) -> Result<Result<Lease, Refusal>, BackendError> {
+        let key = ItemKey::ledger(org);
         self.with(|s| {
-            s.update_item(&org_pk(org), "LEDGER", |old| {
+            s.update_item(&key.pk, &key.sk, |old| {
                 let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
                 match ledger.reserve(limits, lease_id, tokens, now_ms) {
                     Ok(lease) => Ok((Some(encode(&ledger)?), Ok(lease))),
@@ -419,8 +411,9 @@ impl Backend for EmbeddedBackend {
         used: u64,
         now_ms: u64,
     ) -> Result<(), BackendError> {
+        let key = ItemKey::ledger(org);
         self.with(|s| {
-            s.update_item(&org_pk(org), "LEDGER", |old| {
+            s.update_item(&key.pk, &key.sk, |old| {
                 let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
                 if ledger.settle(lease_id, used, now_ms) {
                     Ok((Some(encode(&ledger)?), ()))
@@ -432,8 +425,9 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
+        let key = ItemKey::ledger(org);
         self.with(|s| {
-            Ok(s.item(&org_pk(org), "LEDGER")?
+            Ok(s.item(&key.pk, &key.sk)?
                 .map(|d| decode(&d))
                 .transpose()?
                 .unwrap_or_default())
@@ -442,13 +436,14 @@ impl Backend for EmbeddedBackend {
 
     async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError> {
         let data = encode(record).map_err(storage)?;
-        let sk = format!("AUDIT#{:015}#{}", record.at_ms, record.id);
-        self.with(|s| s.put_item(&org_pk(org), &sk, &data))
+        let key = ItemKey::audit(org, record.at_ms, &record.id);
+        self.with(|s| s.put_item(&key.pk, &key.sk, &data))
     }
 
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
+        let range = ItemRange::audit_of(org);
         self.with(|s| {
-            s.items_with_prefix(&org_pk(org), "AUDIT#", true, limit)?
+            s.items_with_prefix(&range.pk, range.sk_prefix, true, limit)?
                 .iter()
                 .map(|d| decode(d))
                 .collect()
@@ -492,7 +487,8 @@ impl Backend for EmbeddedBackend {
         .map_err(storage)?;
         let info = self.index_source(target.clone(), spec).await?;
         // Remembered only once indexed, so a failed registration leaves nothing to re-index.
-        self.with(|s| s.put_item(SOURCES_PK, &source_sk(&target.id), &registered))?;
+        let key = ItemKey::source(&target.id);
+        self.with(|s| s.put_item(&key.pk, &key.sk, &registered))?;
         Ok(info)
     }
 
@@ -513,13 +509,8 @@ impl Backend for EmbeddedBackend {
             updated_at_ns: (self.now_ms() as i64).saturating_mul(1_000_000),
         };
         let data = encode(&item).map_err(storage)?;
-        self.with(|s| {
-            s.put_item(
-                &org_pk(&project.org),
-                &format!("PROJECT#{}", project.id),
-                &data,
-            )
-        })
+        let key = ItemKey::project(&project.org, &project.id);
+        self.with(|s| s.put_item(&key.pk, &key.sk, &data))
     }
 
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {

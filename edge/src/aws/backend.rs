@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use ctxgate_core::backoff::{Backoff, retryable};
+use ctxgate_core::item_key::ItemRange;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -160,13 +161,14 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
     async fn project_items(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         let mut out = Vec::new();
         let mut start: Option<Value> = None;
+        let range = ItemRange::projects_of(org);
         loop {
             let mut body = json!({
                 "TableName": self.config.table,
                 "KeyConditionExpression": "pk = :pk AND begins_with(sk, :p)",
                 "ExpressionAttributeValues": {
-                    ":pk": {"S": format!("ORG#{org}")},
-                    ":p": {"S": "PROJECT#"}
+                    ":pk": {"S": range.pk},
+                    ":p": {"S": range.sk_prefix}
                 },
                 "ConsistentRead": true
             });

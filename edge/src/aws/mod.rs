@@ -5,8 +5,8 @@
 //! [`PublishedBackend`] wraps a host's backend: projects and objects come from AWS, where the
 //! indexer put them; organisations, keys, quotas and audit stay with the wrapped backend (in the
 //! Worker, Durable Objects: an atomic quota reservation at the edge costs no round trip to a
-//! region). The item layout is the indexer's (`indexer/src/aws/`): a project is
-//! `ORG#{org}` / `PROJECT#{id}` with its JSON in `data` and the published version in the
+//! region). The item layout is the core's ([`ctxgate_core::item_key`]): a project is
+//! [`ItemKey::project`](ctxgate_core::item_key::ItemKey::project) with its JSON in `data` and the published version in the
 //! `current_version` attribute, which the indexer flips in one conditional transaction after
 //! every object is uploaded, so a reader never sees a half-published version. `POST
 //! /v1/projects` registers git and tarball sources for the indexer's scheduled pass

@@ -9,6 +9,7 @@
 //! index what the Worker registered, which is what keeps the two in step.
 
 use ctxgate_core::index::layout::project_id;
+use ctxgate_core::item_key::ItemKey;
 use serde_json::{Value, json};
 
 use crate::backend::{BackendError, ProjectInfo, ProjectSource};
@@ -76,10 +77,10 @@ pub fn registration(
         "last_probe": null, "last_revision": null, "recent_jobs": [], "runs": 0,
         "last_indexed_ms": 0,
     });
-    let update = |pk: String, data: &Value, condition: Option<&str>| {
+    let update = |key: ItemKey, data: &Value, condition: Option<&str>| {
         let mut u = json!({
             "TableName": table,
-            "Key": {"pk": {"S": pk}, "sk": {"S": format!("PROJECT#{id}")}},
+            "Key": {"pk": {"S": key.pk}, "sk": {"S": key.sk}},
             "UpdateExpression": "SET #d = :d, #r = if_not_exists(#r, :zero) + :one",
             "ExpressionAttributeNames": {"#d": "data", "#r": "rev"},
             "ExpressionAttributeValues": {
@@ -94,8 +95,8 @@ pub fn registration(
     };
     let transaction = json!({
         "TransactItems": [
-            update(format!("ORG#{org}"), &project, Some("attribute_not_exists(#cv)")),
-            update("SCHEDULE".into(), &schedule, None),
+            update(ItemKey::project(org, &id), &project, Some("attribute_not_exists(#cv)")),
+            update(ItemKey::schedule(&id), &schedule, None),
         ]
     });
     Ok(Registration {

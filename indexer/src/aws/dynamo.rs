@@ -14,6 +14,7 @@ use super::{AwsStore, Traffic, now_ms, remote};
 use crate::IndexerError;
 use crate::store::{ProjectGuard, ProjectItem, VersionItem};
 use ctxgate_core::backoff::Backoff;
+use ctxgate_core::item_key::{self, ItemKey, ItemRange};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -300,8 +301,8 @@ impl AwsStore {
                         .scan()
                         .table_name(&self.table)
                         .filter_expression("begins_with(pk, :o) AND begins_with(sk, :p)")
-                        .expression_attribute_values(":o", s("ORG#"))
-                        .expression_attribute_values(":p", s("PROJECT#"))
+                        .expression_attribute_values(":o", s(item_key::ORG_PREFIX))
+                        .expression_attribute_values(":p", s(item_key::PROJECT_PREFIX))
                         .consistent_read(true)
                         .set_exclusive_start_key(start.take())
                         .send(),
@@ -343,7 +344,8 @@ impl AwsStore {
         org: &str,
         id: &str,
     ) -> Result<Option<ProjectItem>, IndexerError> {
-        let Some(raw) = self.get_raw(&format!("ORG#{org}"), &format!("PROJECT#{id}"))? else {
+        let key = ItemKey::project(org, id);
+        let Some(raw) = self.get_raw(&key.pk, &key.sk)? else {
             return Ok(None);
         };
         let mut item: ProjectItem = decode(&raw.data)?;
@@ -355,11 +357,8 @@ impl AwsStore {
     pub(super) fn put_project(&self, item: &ProjectItem) -> Result<(), IndexerError> {
         let mut stored = item.clone();
         stored.current_version = None;
-        self.put_raw(
-            &format!("ORG#{}", item.org),
-            &format!("PROJECT#{}", item.id),
-            &encode(&stored)?,
-        )
+        let key = ItemKey::project(&item.org, &item.id);
+        self.put_raw(&key.pk, &key.sk, &encode(&stored)?)
     }
 
     /// Publishes conditionally; a project description changed between the read and the write
@@ -371,9 +370,8 @@ impl AwsStore {
         expected: Option<u64>,
     ) -> Result<bool, IndexerError> {
         for attempt in 0..8 {
-            let project_pk = format!("ORG#{org}");
-            let project_sk = format!("PROJECT#{}", version.project);
-            let Some(raw) = self.get_raw(&project_pk, &project_sk)? else {
+            let key = ItemKey::project(org, &version.project);
+            let Some(raw) = self.get_raw(&key.pk, &key.sk)? else {
                 return Err(IndexerError::Corrupt(format!(
                     "project {} vanished before publishing",
                     version.project
@@ -404,19 +402,17 @@ impl AwsStore {
         raw: &RawItem,
         attempt: u32,
     ) -> Result<Attempt, IndexerError> {
-        let project_pk = format!("ORG#{org}");
-        let project_sk = format!("PROJECT#{}", version.project);
+        let project_key = ItemKey::project(org, &version.project);
         let mut project: ProjectItem = decode(&raw.data)?;
         project.updated_at_ns = version.created_at_ns;
         project.current_version = None;
-        let version_pk = format!("PROJECT#{}", version.project);
-        let version_sk = format!("VERSION#{:010}", version.version);
+        let version_key = ItemKey::version(&version.project, version.version);
         let version_data = encode(version)?;
-        check_size(&version_pk, &version_sk, &version_data)?;
+        check_size(&version_key.pk, &version_key.sk, &version_data)?;
         let put = Put::builder()
             .table_name(&self.table)
-            .item("pk", s(&version_pk))
-            .item("sk", s(&version_sk))
+            .item("pk", s(&version_key.pk))
+            .item("sk", s(&version_key.sk))
             .item("data", s(&version_data))
             .item("rev", n(1))
             .condition_expression("attribute_not_exists(pk)")
@@ -424,8 +420,8 @@ impl AwsStore {
             .map_err(|e| remote("build the publish transaction", e))?;
         let mut update = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(&project_pk))
-            .key("sk", s(&project_sk))
+            .key("pk", s(&project_key.pk))
+            .key("sk", s(&project_key.sk))
             .update_expression("SET #cv = :v, #d = :d ADD #r :one")
             .expression_attribute_names("#cv", "current_version")
             .expression_attribute_names("#d", "data")
@@ -459,7 +455,6 @@ impl AwsStore {
         match out {
             Ok(_) => Ok(Attempt::Published),
             // The version item exists: another run recorded this number; final.
-            // The version item exists: another run recorded this number; final.
             Err(e) if failed_conditions(&e)[0] => Ok(Attempt::VersionTaken),
             // Only the project's conditions failed: its version or description moved; re-read.
             Err(e) if failed_conditions(&e)[1] => Ok(Attempt::ProjectMoved),
@@ -471,7 +466,8 @@ impl AwsStore {
     }
 
     pub(super) fn newest_version(&self, project: &str) -> Result<u64, IndexerError> {
-        let newest = self.query_prefix(&format!("PROJECT#{project}"), "VERSION#", true, 1)?;
+        let range = ItemRange::versions_of(project);
+        let newest = self.query_prefix(&range.pk, range.sk_prefix, true, 1)?;
         match newest.first() {
             Some(d) => Ok(decode::<VersionItem>(d)?.version),
             None => Ok(0),
@@ -480,7 +476,7 @@ impl AwsStore {
 
     /// A lease in the table: taken when absent or expired, released by its holder only.
     pub(super) fn lock(&self, project: &str, who: &str) -> Result<ProjectGuard, IndexerError> {
-        let pk = format!("PROJECT#{project}");
+        let key = ItemKey::lock(project);
         let now = now_ms();
         // Unique per holder even when two Lambda containers share a pid and a millisecond.
         let nonce = ctxgate_core::hash::Sha256Digest::of(
@@ -493,8 +489,8 @@ impl AwsStore {
             self.dynamo
                 .put_item()
                 .table_name(&self.table)
-                .item("pk", s(&pk))
-                .item("sk", s("LOCK"))
+                .item("pk", s(&key.pk))
+                .item("sk", s(&key.sk))
                 .item("holder", s(&token))
                 .item("expires_ms", n(now + lease))
                 .condition_expression("attribute_not_exists(pk) OR expires_ms < :now")
@@ -506,7 +502,7 @@ impl AwsStore {
                 self.dynamo.clone(),
                 self.handle.clone(),
                 self.table.clone(),
-                pk,
+                key,
                 token,
                 lease,
             ))),
@@ -519,8 +515,8 @@ impl AwsStore {
                         self.dynamo
                             .get_item()
                             .table_name(&self.table)
-                            .key("pk", s(&pk))
-                            .key("sk", s("LOCK"))
+                            .key("pk", s(&key.pk))
+                            .key("sk", s(&key.sk))
                             .consistent_read(true)
                             .send(),
                     )
@@ -534,7 +530,7 @@ impl AwsStore {
                 })
             }
             Err(e) => Err(remote(
-                format!("DynamoDB PutItem {pk}/LOCK"),
+                format!("DynamoDB PutItem {}/{}", key.pk, key.sk),
                 DisplayErrorContext(e),
             )),
         }
@@ -548,7 +544,7 @@ struct Lease {
     dynamo: aws_sdk_dynamodb::Client,
     handle: tokio::runtime::Handle,
     table: String,
-    pk: String,
+    key: ItemKey,
     token: String,
 }
 
@@ -557,17 +553,17 @@ impl Lease {
         dynamo: aws_sdk_dynamodb::Client,
         handle: tokio::runtime::Handle,
         table: String,
-        pk: String,
+        key: ItemKey,
         token: String,
         lease_ms: u64,
     ) -> Self {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let renewer = {
-            let (dynamo, handle, table, pk, token) = (
+            let (dynamo, handle, table, key, token) = (
                 dynamo.clone(),
                 handle.clone(),
                 table.clone(),
-                pk.clone(),
+                key.clone(),
                 token.clone(),
             );
             std::thread::spawn(move || {
@@ -579,8 +575,8 @@ impl Lease {
                         dynamo
                             .update_item()
                             .table_name(&table)
-                            .key("pk", s(&pk))
-                            .key("sk", s("LOCK"))
+                            .key("pk", s(&key.pk))
+                            .key("sk", s(&key.sk))
                             .update_expression("SET expires_ms = :e")
                             .condition_expression("holder = :me")
                             .expression_attribute_values(":e", n(now_ms() + lease_ms))
@@ -589,7 +585,8 @@ impl Lease {
                     );
                     if let Err(e) = renewed {
                         tracing::warn!(
-                            "could not renew the lease on {pk}: {}",
+                            "could not renew the lease on {}: {}",
+                            key.pk,
                             DisplayErrorContext(e)
                         );
                     }
@@ -602,7 +599,7 @@ impl Lease {
             dynamo,
             handle,
             table,
-            pk,
+            key,
             token,
         }
     }
@@ -619,8 +616,8 @@ impl Drop for Lease {
             self.dynamo
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", s(&self.pk))
-                .key("sk", s("LOCK"))
+                .key("pk", s(&self.key.pk))
+                .key("sk", s(&self.key.sk))
                 .condition_expression("holder = :me")
                 .expression_attribute_values(":me", s(&self.token))
                 .send(),

@@ -1,12 +1,13 @@
 //! Metadata items: projects and their versions.
 
+use ctxgate_core::item_key::{self, ItemKey, ItemRange};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use super::Store;
+use super::{Store, prefix_end};
 use crate::IndexerError;
 
-/// A project: a repository known to an organisation. Key: `ORG#{org}` / `PROJECT#{id}`.
+/// A project: a repository known to an organisation. Key: [`ItemKey::project`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProjectItem {
     /// Stable id.
@@ -23,7 +24,7 @@ pub struct ProjectItem {
     pub updated_at_ns: i64,
 }
 
-/// A published version. Key: `PROJECT#{id}` / `VERSION#{version:010}`.
+/// A published version. Key: [`ItemKey::version`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VersionItem {
     /// Project id.
@@ -51,7 +52,8 @@ fn encode<T: Serialize>(item: &T) -> Result<String, IndexerError> {
 impl Store {
     /// The project `id` of `org`.
     pub fn project(&self, org: &str, id: &str) -> Result<Option<ProjectItem>, IndexerError> {
-        self.get_item(&format!("ORG#{org}"), &format!("PROJECT#{id}"))?
+        let key = ItemKey::project(org, id);
+        self.get_item(&key.pk, &key.sk)?
             .map(|d| decode(&d))
             .transpose()
     }
@@ -59,10 +61,12 @@ impl Store {
     /// Every project of every organisation (garbage collection's work list).
     pub fn all_projects(&self) -> Result<Vec<ProjectItem>, IndexerError> {
         let mut stmt = self.db.prepare_cached(
-            "SELECT data FROM items WHERE pk >= 'ORG#' AND pk < 'ORG$' \
-             AND sk >= 'PROJECT#' AND sk < 'PROJECT$' ORDER BY pk, sk",
+            "SELECT data FROM items WHERE pk >= ?1 AND pk < ?2 \
+             AND sk >= ?3 AND sk < ?4 ORDER BY pk, sk",
         )?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        let (org, project) = (item_key::ORG_PREFIX, item_key::PROJECT_PREFIX);
+        let bounds = params![org, prefix_end(org), project, prefix_end(project)];
+        let rows = stmt.query_map(bounds, |r| r.get::<_, String>(0))?;
         rows.map(|d| decode(&d?)).collect()
     }
 
@@ -77,7 +81,8 @@ impl Store {
 
     /// All projects of `org`.
     pub fn projects(&self, org: &str) -> Result<Vec<ProjectItem>, IndexerError> {
-        self.query_items(&format!("ORG#{org}"), "PROJECT#")?
+        let range = ItemRange::projects_of(org);
+        self.query_items(&range.pk, range.sk_prefix)?
             .iter()
             .map(|d| decode(d))
             .collect()
@@ -85,8 +90,7 @@ impl Store {
 
     /// Creates or updates a project's description (never its current version).
     pub fn upsert_project(&self, item: &ProjectItem) -> Result<(), IndexerError> {
-        let pk = format!("ORG#{}", item.org);
-        let sk = format!("PROJECT#{}", item.id);
+        let ItemKey { pk, sk } = ItemKey::project(&item.org, &item.id);
         let tx = rusqlite::Transaction::new_unchecked(&self.db, TransactionBehavior::Immediate)?;
         let current = tx
             .query_row(
@@ -116,8 +120,7 @@ impl Store {
         version: &VersionItem,
         expected: Option<u64>,
     ) -> Result<bool, IndexerError> {
-        let pk = format!("ORG#{org}");
-        let sk = format!("PROJECT#{}", version.project);
+        let ItemKey { pk, sk } = ItemKey::project(org, &version.project);
         let tx = rusqlite::Transaction::new_unchecked(&self.db, TransactionBehavior::Immediate)?;
         let data: String = tx.query_row(
             "SELECT data FROM items WHERE pk = ?1 AND sk = ?2",
@@ -130,13 +133,10 @@ impl Store {
         }
         project.current_version = Some(version.version);
         project.updated_at_ns = version.created_at_ns;
+        let record = ItemKey::version(&version.project, version.version);
         tx.execute(
             "INSERT INTO items (pk, sk, data) VALUES (?1, ?2, ?3)",
-            params![
-                format!("PROJECT#{}", version.project),
-                format!("VERSION#{:010}", version.version),
-                encode(version)?
-            ],
+            params![record.pk, record.sk, encode(version)?],
         )?;
         tx.execute(
             "UPDATE items SET data = ?3 WHERE pk = ?1 AND sk = ?2",
@@ -152,17 +152,16 @@ impl Store {
         project: &str,
         version: u64,
     ) -> Result<Option<VersionItem>, IndexerError> {
-        self.get_item(
-            &format!("PROJECT#{project}"),
-            &format!("VERSION#{version:010}"),
-        )?
-        .map(|d| decode(&d))
-        .transpose()
+        let key = ItemKey::version(project, version);
+        self.get_item(&key.pk, &key.sk)?
+            .map(|d| decode(&d))
+            .transpose()
     }
 
     /// All versions of a project, oldest first.
     pub fn versions(&self, project: &str) -> Result<Vec<VersionItem>, IndexerError> {
-        self.query_items(&format!("PROJECT#{project}"), "VERSION#")?
+        let range = ItemRange::versions_of(project);
+        self.query_items(&range.pk, range.sk_prefix)?
             .iter()
             .map(|d| decode(d))
             .collect()

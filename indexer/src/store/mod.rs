@@ -107,10 +107,16 @@ impl Store {
         let mut stmt = self.db.prepare_cached(
             "SELECT data FROM items WHERE pk = ?1 AND sk >= ?2 AND sk < ?3 ORDER BY sk",
         )?;
-        let end = format!("{prefix}\u{10FFFF}");
+        let end = prefix_end(prefix);
         let rows = stmt.query_map(params![pk, prefix, end], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
+}
+
+/// The first string after every string that starts with `prefix`: the open end of a prefix
+/// range in SQL.
+pub(crate) fn prefix_end(prefix: &str) -> String {
+    format!("{prefix}\u{10FFFF}")
 }
 
 fn setup(db: &Connection) -> rusqlite::Result<()> {

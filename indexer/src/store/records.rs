@@ -4,7 +4,7 @@
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::Store;
+use super::{Store, prefix_end};
 use crate::IndexerError;
 
 impl Store {
@@ -80,7 +80,7 @@ impl Store {
         let mut stmt = self.db.prepare_cached(&format!(
             "SELECT data FROM items WHERE pk = ?1 AND sk >= ?2 AND sk < ?3 ORDER BY sk {order} LIMIT ?4"
         ))?;
-        let end = format!("{prefix}\u{10FFFF}");
+        let end = prefix_end(prefix);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![pk, prefix, end, limit], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
