@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use ctxgate_core::catalog::{BudgetError, CatalogError};
 use ctxgate_indexer::IndexerError;
-use ctxgate_indexer::error::{budget_code, catalog_code};
 
 use crate::args::Format;
 
@@ -62,7 +61,7 @@ impl From<IndexerError> for Failure {
 
 impl From<CatalogError> for Failure {
     fn from(e: CatalogError) -> Self {
-        Failure::input(catalog_code(&e), e.to_string())
+        Failure::input(e.code(), e.to_string())
     }
 }
 
@@ -90,6 +89,6 @@ impl From<ctxgate_core::history::CompactError> for Failure {
 
 impl From<BudgetError> for Failure {
     fn from(e: BudgetError) -> Self {
-        Failure::input(budget_code(&e), e.to_string())
+        Failure::input(e.code(), e.to_string())
     }
 }

@@ -117,12 +117,7 @@ impl From<BackendError> for ApiError {
 
 impl From<ctxgate_core::catalog::CatalogError> for ApiError {
     fn from(e: ctxgate_core::catalog::CatalogError) -> Self {
-        use ctxgate_core::catalog::CatalogError as C;
-        let code = match e {
-            C::UnknownModel { .. } => "unknown_model",
-            _ => "invalid_catalog",
-        };
-        ApiError::bad_request(code, e.to_string())
+        ApiError::bad_request(e.code(), e.to_string())
             .with_details(json!({"hint": "GET /v1/models lists the known models"}))
     }
 }
@@ -130,12 +125,6 @@ impl From<ctxgate_core::catalog::CatalogError> for ApiError {
 impl From<ctxgate_core::catalog::BudgetError> for ApiError {
     fn from(e: ctxgate_core::catalog::BudgetError) -> Self {
         use ctxgate_core::catalog::BudgetError as B;
-        let code = match &e {
-            B::Missing => "budget_missing",
-            B::Zero => "budget_zero",
-            B::ExceedsWindow { .. } => "budget_exceeds_window",
-            B::NothingUsable { .. } => "budget_nothing_usable",
-        };
         let details = match &e {
             B::ExceedsWindow {
                 budget,
@@ -145,40 +134,30 @@ impl From<ctxgate_core::catalog::BudgetError> for ApiError {
             } => json!({"budget": budget, "model": model, "window": window, "usable": usable}),
             _ => Value::Null,
         };
-        ApiError::bad_request(code, e.to_string()).with_details(details)
+        ApiError::bad_request(e.code(), e.to_string()).with_details(details)
     }
 }
 
 impl From<ctxgate_core::continuation::TokenError> for ApiError {
     fn from(e: ctxgate_core::continuation::TokenError) -> Self {
-        use ctxgate_core::continuation::TokenError as T;
-        let code = match e {
-            T::Malformed => "continuation_malformed",
-            T::BadSignature => "continuation_invalid",
-            T::Expired => "continuation_expired",
-            T::Mismatch(_) => "continuation_mismatch",
-        };
-        ApiError::bad_request(code, e.to_string())
+        ApiError::bad_request(e.code(), e.to_string())
     }
 }
 
 impl From<ctxgate_core::assemble::AssembleError> for ApiError {
     fn from(e: ctxgate_core::assemble::AssembleError) -> Self {
         use ctxgate_core::assemble::AssembleError as A;
+        let code = e.code();
         match e {
-            A::EmptyQuery => ApiError::bad_request("query_empty", e.to_string()),
-            A::Compose(_) => ApiError::bad_request("query_too_large", e.to_string()),
-            A::ErrorOutputMissing => ApiError::bad_request("error_output_missing", e.to_string()),
-            A::Source(_) => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "index_corrupt",
-                e.to_string(),
-            ),
+            A::EmptyQuery | A::Compose(_) | A::ErrorOutputMissing => {
+                ApiError::bad_request(code, e.to_string())
+            }
+            A::Source(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, code, e.to_string()),
             // The fetch loop gives up after a bounded number of rounds (texts evicted as fast
             // as they are read, a source that never holds them).
             A::TextsNeeded(_) | A::PostingsNeeded(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "storage_unavailable",
+                code,
                 format!("{e} after several rounds of reading; retry the request"),
             ),
         }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use ctxgate_core::assemble::AssembleError;
 use ctxgate_core::catalog::{BudgetError, CatalogError};
 use ctxgate_core::compose::ComposeError;
 use ctxgate_core::index::PackError;
@@ -100,9 +101,9 @@ pub enum IndexerError {
     },
 }
 
-impl From<ctxgate_core::assemble::AssembleError> for IndexerError {
-    fn from(e: ctxgate_core::assemble::AssembleError) -> Self {
-        use ctxgate_core::assemble::AssembleError as A;
+impl From<AssembleError> for IndexerError {
+    fn from(e: AssembleError) -> Self {
+        use AssembleError as A;
         match e {
             A::EmptyQuery => IndexerError::EmptyQuery,
             A::Compose(c) => IndexerError::Compose(c),
@@ -138,13 +139,12 @@ impl IndexerError {
             IndexerError::Io { .. } => "io_error",
             IndexerError::Db(_) => "store_error",
             IndexerError::Corrupt(_) => "store_corrupt",
-            IndexerError::Pack(PackError::Version { .. }) => "index_version_mismatch",
-            IndexerError::Pack(_) => "index_corrupt",
-            IndexerError::Catalog(c) => catalog_code(c),
-            IndexerError::Budget(b) => budget_code(b),
-            IndexerError::Compose(ComposeError::QueryTooLarge { .. }) => "query_too_large",
-            IndexerError::EmptyQuery => "query_empty",
-            IndexerError::ErrorOutputMissing => "error_output_missing",
+            IndexerError::Pack(p) => p.code(),
+            IndexerError::Catalog(c) => c.code(),
+            IndexerError::Budget(b) => b.code(),
+            IndexerError::Compose(c) => c.code(),
+            IndexerError::EmptyQuery => AssembleError::EmptyQuery.code(),
+            IndexerError::ErrorOutputMissing => AssembleError::ErrorOutputMissing.code(),
             IndexerError::InvalidStore(_) => "invalid_store",
             IndexerError::Remote { .. } => "remote_store_error",
             IndexerError::Busy { .. } => "project_busy",
@@ -172,24 +172,6 @@ impl IndexerError {
                 | IndexerError::InvalidRequest(_)
                 | IndexerError::Pack(PackError::Version { .. })
         ) || matches!(self, IndexerError::Source(e) if e.is_user_error())
-    }
-}
-
-/// The code of a catalog error.
-pub fn catalog_code(e: &CatalogError) -> &'static str {
-    match e {
-        CatalogError::UnknownModel { .. } => "unknown_model",
-        _ => "invalid_catalog",
-    }
-}
-
-/// The code of a budget error.
-pub fn budget_code(e: &BudgetError) -> &'static str {
-    match e {
-        BudgetError::Missing => "budget_missing",
-        BudgetError::Zero => "budget_zero",
-        BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
-        BudgetError::NothingUsable { .. } => "budget_nothing_usable",
     }
 }
 

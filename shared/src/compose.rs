@@ -171,6 +171,15 @@ pub enum ComposeError {
     },
 }
 
+impl ComposeError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ComposeError::QueryTooLarge { .. } => "query_too_large",
+        }
+    }
+}
+
 /// The header above one piece.
 pub fn piece_header(p: &Piece) -> String {
     let mut what = match &p.symbol {

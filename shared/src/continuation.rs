@@ -45,6 +45,18 @@ pub enum TokenError {
     Mismatch(&'static str),
 }
 
+impl TokenError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TokenError::Malformed => "continuation_malformed",
+            TokenError::BadSignature => "continuation_invalid",
+            TokenError::Expired => "continuation_expired",
+            TokenError::Mismatch(_) => "continuation_mismatch",
+        }
+    }
+}
+
 /// The query's fingerprint as stored in claims.
 pub fn query_fingerprint(query: &str) -> [u8; 16] {
     let d = crate::hash::Sha256Digest::of(query.trim().as_bytes());

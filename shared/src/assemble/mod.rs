@@ -78,6 +78,22 @@ pub enum AssembleError {
     ErrorOutputMissing,
 }
 
+impl AssembleError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AssembleError::EmptyQuery => "query_empty",
+            AssembleError::Compose(c) => c.code(),
+            AssembleError::ErrorOutputMissing => "error_output_missing",
+            AssembleError::Source(_) => "index_corrupt",
+            // A host's read loop gave up on texts or postings it could not keep.
+            AssembleError::TextsNeeded(_) | AssembleError::PostingsNeeded(_) => {
+                "storage_unavailable"
+            }
+        }
+    }
+}
+
 /// How to search and rank: the tuned defaults unless an experiment overrides them.
 #[derive(Clone, Debug, Default)]
 pub struct QueryOptions {

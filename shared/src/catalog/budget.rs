@@ -120,6 +120,18 @@ pub enum BudgetError {
     },
 }
 
+impl BudgetError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            BudgetError::Missing => "budget_missing",
+            BudgetError::Zero => "budget_zero",
+            BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
+            BudgetError::NothingUsable { .. } => "budget_nothing_usable",
+        }
+    }
+}
+
 /// Turns a request's model and budget into the limit its prompt is held to.
 ///
 /// Without a model, counts are exact `default_encoding` counts.

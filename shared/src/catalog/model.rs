@@ -162,6 +162,16 @@ pub enum CatalogError {
     },
 }
 
+impl CatalogError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CatalogError::UnknownModel { .. } => "unknown_model",
+            _ => "invalid_catalog",
+        }
+    }
+}
+
 fn suggest(s: &[String]) -> String {
     if s.is_empty() {
         String::new()

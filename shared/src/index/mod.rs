@@ -205,6 +205,16 @@ pub enum PackError {
     Corrupt(String),
 }
 
+impl PackError {
+    /// The machine-readable code every host reports for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PackError::Version { .. } => "index_version_mismatch",
+            _ => "index_corrupt",
+        }
+    }
+}
+
 impl IndexPack {
     /// Serializes the pack with its header.
     pub fn encode(&self) -> Result<Vec<u8>, PackError> {
