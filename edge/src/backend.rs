@@ -110,42 +110,7 @@ pub struct ProjectInfo {
     pub current_version: Option<u64>,
 }
 
-/// Where a new project's files come from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ProjectSource {
-    /// A folder on the server (only on servers started with local paths allowed).
-    Local {
-        /// The folder.
-        path: String,
-    },
-    /// A git repository.
-    Git {
-        /// Clone URL.
-        url: String,
-        /// A commit or branch to pin.
-        #[serde(default)]
-        rev: Option<String>,
-    },
-    /// A tarball over HTTP(S).
-    Tarball {
-        /// Download URL.
-        url: String,
-    },
-}
-
-impl ProjectSource {
-    /// How the source is shown: the path, the URL, or `url#rev` for a pinned git rev (as the
-    /// indexer shows it).
-    pub fn describe(&self) -> String {
-        match self {
-            ProjectSource::Local { path } => path.clone(),
-            ProjectSource::Git { url, rev: None } => url.clone(),
-            ProjectSource::Git { url, rev: Some(r) } => format!("{url}#{r}"),
-            ProjectSource::Tarball { url } => url.clone(),
-        }
-    }
-}
+pub use ctxgate_core::source::SourceSpec;
 
 /// One call, as audited: ids and counts, never content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -319,7 +284,7 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         org: &str,
         name: &str,
-        source: &ProjectSource,
+        source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError>;
     /// Indexes `project` again from where it was registered, publishing a new version when
     /// its files changed, while readers keep the current one. Hosts that index answer with

@@ -39,5 +39,6 @@ pub mod route;
 
 pub mod secrets;
 pub mod select;
+pub mod source;
 pub mod summary;
 pub mod tokens;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::host::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_core::quota::Limits;
-use ctxgate_edge::backend::ProjectSource;
+use ctxgate_edge::backend::SourceSpec;
 use ctxgate_edge::{AppState, Config, admin};
 use ctxgate_indexer::pipeline::Progress;
 use ctxgate_indexer::publish::{WorkerTarget, publish_to_worker};
@@ -245,7 +245,7 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
                 format!("no organisation `{}`", a.org),
             ));
         }
-        let source = ProjectSource::Local {
+        let source = SourceSpec::Local {
             path: dir.to_string_lossy().into_owned(),
         };
         Ok(st.backend.create_project(&a.org, &a.name, &source).await?)

@@ -21,8 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use ctxgate_edge::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
-    SourceFault,
+    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, SourceFault,
 };
 use ctxgate_edge::dense::DenseRetrieval;
 
@@ -89,15 +88,8 @@ impl EmbeddedBackend {
     }
 
     /// The indexer's form of `source`, if this server may index it.
-    fn admit(&self, source: &ProjectSource) -> Result<SourceSpec, BackendError> {
-        let spec = match source {
-            ProjectSource::Local { path } => SourceSpec::Local { path: path.clone() },
-            ProjectSource::Git { url, rev } => SourceSpec::Git {
-                url: url.clone(),
-                rev: rev.clone(),
-            },
-            ProjectSource::Tarball { url } => SourceSpec::Tarball { url: url.clone() },
-        };
+    fn admit(&self, source: &SourceSpec) -> Result<SourceSpec, BackendError> {
+        let spec = source.clone();
         // A folder or a `file://` git URL reads this machine's disk.
         if !spec.is_remote() && !self.access.local_paths {
             return Err(BackendError::Refused(
@@ -148,7 +140,7 @@ impl EmbeddedBackend {
 
     /// Where `project`'s files come from. Projects registered before sources were remembered
     /// fall back to their shown source when it is a folder on this machine.
-    fn registered_source(&self, project: &ProjectInfo) -> Result<ProjectSource, BackendError> {
+    fn registered_source(&self, project: &ProjectInfo) -> Result<SourceSpec, BackendError> {
         let key = ItemKey::source(&project.id);
         if let Some(data) = self.with(|s| s.item(&key.pk, &key.sk))? {
             let r: RegisteredSource = decode(&data).map_err(storage)?;
@@ -156,7 +148,7 @@ impl EmbeddedBackend {
         }
         let path = std::path::Path::new(&project.source);
         if path.is_absolute() && path.is_dir() {
-            return Ok(ProjectSource::Local {
+            return Ok(SourceSpec::Local {
                 path: project.source.clone(),
             });
         }
@@ -176,7 +168,7 @@ impl EmbeddedBackend {
         let mut out = Vec::new();
         for data in registered {
             let r: RegisteredSource = decode(&data).map_err(storage)?;
-            let ProjectSource::Local { path } = &r.source else {
+            let SourceSpec::Local { path } = &r.source else {
                 continue;
             };
             if let Some(p) = self.with(|s| s.project(&r.org, &r.id))? {
@@ -236,7 +228,7 @@ struct RegisteredSource {
     org: String,
     id: String,
     name: String,
-    source: ProjectSource,
+    source: SourceSpec,
 }
 
 fn info(p: ProjectItem) -> ProjectInfo {
@@ -462,7 +454,7 @@ impl Backend for EmbeddedBackend {
         &self,
         org: &str,
         name: &str,
-        source: &ProjectSource,
+        source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
         let spec = self.admit(source)?;
         let target = ProjectTarget::named(org, name);

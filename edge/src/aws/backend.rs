@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
 use crate::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, ProjectSource,
+    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, SourceSpec,
 };
 
 /// An answer: status and body.
@@ -205,7 +205,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
     /// Starts the indexer on a registered project at once, when one is configured. The
     /// registration is already durable, so a failure here only delays indexing to the
     /// scheduled pass: it is logged, not answered.
-    async fn start_indexing(&self, project: &ProjectInfo, source: &ProjectSource) {
+    async fn start_indexing(&self, project: &ProjectInfo, source: &SourceSpec) {
         let Some(function) = &self.config.indexer_function else {
             return;
         };
@@ -317,7 +317,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
         &self,
         org: &str,
         name: &str,
-        source: &ProjectSource,
+        source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
         let r = registration(&self.config.table, org, name, source, self.inner.now_ms())?;
         match self.dynamodb("TransactWriteItems", r.transaction).await {
@@ -387,7 +387,7 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
-    use crate::backend::{AuditRecord, KeyRecord, OrgRecord, ProjectInfo, ProjectSource};
+    use crate::backend::{AuditRecord, KeyRecord, OrgRecord, ProjectInfo, SourceSpec};
     use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 
     /// The accounts half of a published backend, which these tests of the S3/DynamoDB half never
@@ -452,7 +452,7 @@ mod tests {
             &self,
             _: &str,
             _: &str,
-            _: &ProjectSource,
+            _: &SourceSpec,
         ) -> Result<ProjectInfo, BackendError> {
             strayed()
         }

@@ -12,7 +12,7 @@ use ctxgate_core::index::layout::project_id;
 use ctxgate_core::item_key::ItemKey;
 use serde_json::{Value, json};
 
-use crate::backend::{BackendError, ProjectInfo, ProjectSource};
+use crate::backend::{BackendError, ProjectInfo, SourceSpec};
 
 /// What the registration writes, and what the caller is told.
 #[derive(Debug)]
@@ -26,18 +26,6 @@ pub struct Registration {
 /// Whether `url` names a host on the network rather than this machine's disk: the indexer
 /// refuses the rest anyway, but the caller should hear it now, not never. The indexer applies
 /// its network policy (public https hosts by default) when it fetches.
-fn network_url(url: &str, schemes: &[&str]) -> bool {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-        return schemes.contains(&scheme.to_ascii_lowercase().as_str()) && !host.is_empty();
-    }
-    // git's scp-like form, `user@host:path` (a Windows drive letter is not a host).
-    schemes.contains(&"ssh")
-        && url
-            .split_once(':')
-            .is_some_and(|(host, path)| host.contains('@') && !path.is_empty())
-}
-
 fn refused(what: &str) -> BackendError {
     BackendError::Refused(format!(
         "{what}: this deployment indexes network sources only (git over https, ssh or git://; \
@@ -52,18 +40,15 @@ pub fn registration(
     table: &str,
     org: &str,
     name: &str,
-    source: &ProjectSource,
+    source: &SourceSpec,
     now_ms: u64,
 ) -> Result<Registration, BackendError> {
-    match source {
-        ProjectSource::Local { .. } => return Err(refused("a folder on the server")),
-        ProjectSource::Git { url, .. } if !network_url(url, &["https", "http", "ssh", "git"]) => {
-            return Err(refused(&format!("git URL `{url}`")));
-        }
-        ProjectSource::Tarball { url } if !network_url(url, &["https", "http"]) => {
-            return Err(refused(&format!("tarball URL `{url}`")));
-        }
-        _ => {}
+    if !source.is_remote() {
+        return Err(refused(&match source {
+            SourceSpec::Local { .. } => "a folder on the server".to_owned(),
+            SourceSpec::Git { url, .. } => format!("git URL `{url}`"),
+            SourceSpec::Tarball { url } => format!("tarball URL `{url}`"),
+        }));
     }
     let shown = source.describe();
     let id = project_id(org, name);
@@ -115,8 +100,8 @@ pub fn registration(
 mod tests {
     use super::*;
 
-    fn git(url: &str) -> ProjectSource {
-        ProjectSource::Git {
+    fn git(url: &str) -> SourceSpec {
+        SourceSpec::Git {
             url: url.into(),
             rev: None,
         }
@@ -129,24 +114,24 @@ mod tests {
             git("ssh://git@host/a/b.git"),
             git("git@github.com:a/b.git"),
             git("git://host/a"),
-            ProjectSource::Tarball {
+            SourceSpec::Tarball {
                 url: "https://host/a.tar.gz".into(),
             },
         ] {
             assert!(registration("t", "acme", "x", &ok, 1).is_ok(), "{ok:?}");
         }
         for bad in [
-            ProjectSource::Local {
+            SourceSpec::Local {
                 path: "/etc".into(),
             },
             git("file:///etc"),
             git("/srv/repo"),
             git("C:/repo"),
             git("https:///nohost"),
-            ProjectSource::Tarball {
+            SourceSpec::Tarball {
                 url: "file:///etc/passwd".into(),
             },
-            ProjectSource::Tarball {
+            SourceSpec::Tarball {
                 url: "ftp://host/a.tar".into(),
             },
         ] {
@@ -162,7 +147,7 @@ mod tests {
 
     #[test]
     fn the_transaction_writes_both_items_and_guards_published_projects() {
-        let source = ProjectSource::Git {
+        let source = SourceSpec::Git {
             url: "https://host/r.git".into(),
             rev: Some("v1".into()),
         };

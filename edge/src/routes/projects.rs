@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::backend::{ProjectInfo, ProjectSource, pick_project};
+use crate::backend::{ProjectInfo, SourceSpec, pick_project};
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
 use crate::state::AppState;
@@ -19,7 +19,7 @@ pub struct CreateProject {
     /// Unique within the org: letters, digits, `-`, `_`, `.`.
     name: String,
     /// Where its files come from.
-    source: ProjectSource,
+    source: SourceSpec,
 }
 
 /// The org's project named or numbered `key`. Another org's project is "not found", exactly

@@ -17,7 +17,7 @@ use worker::{Bucket, Env, KvStore, Method, ObjectNamespace, Request, RequestInit
 use super::org_object::{CONFLICT, OrgCommand};
 use crate::backend::{
     AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectAdmission, ProjectInfo,
-    ProjectSource,
+    SourceSpec,
 };
 use crate::recent::Recent;
 use ctxgate_core::index::gc::StoredObject;
@@ -260,7 +260,7 @@ impl Backend for CloudflareBackend {
         &self,
         _org: &str,
         _name: &str,
-        _source: &ProjectSource,
+        _source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
         // No parser for source files runs in wasm (tree-sitter is C): an indexer publishes
         // projects to the Worker instead (objects, then `PUT /v1/admin/orgs/{org}/projects/{name}`).

@@ -28,19 +28,6 @@ use super::{Fetched, SourceError, SourceLimits};
 /// Where the fetched commit is kept in the throwaway repository.
 const FETCHED_REF: &str = "refs/ctxgate/fetched";
 
-/// Whether `url` reaches another machine (not a `file://` URL or a plain path).
-pub(super) fn is_network_url(url: &str) -> bool {
-    gix::url::parse(url.as_bytes().as_bstr()).is_ok_and(|u| {
-        matches!(
-            u.scheme,
-            gix::url::Scheme::Http
-                | gix::url::Scheme::Https
-                | gix::url::Scheme::Ssh
-                | gix::url::Scheme::Git
-        )
-    })
-}
-
 /// Fetches `rev` (or `HEAD`) of `url` and writes its files into a new folder in `work_dir`.
 pub(super) fn fetch(
     url: &str,

@@ -22,60 +22,10 @@ mod git;
 mod network;
 mod tarball;
 
+pub use ctxgate_core::source::SourceSpec;
 pub use network::{NetworkPolicy, is_public};
 
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
-
-/// Where a project's files come from.
-///
-/// JSON shape: `{"kind":"local","path":..}` | `{"kind":"git","url":..,"rev":null|".."}` |
-/// `{"kind":"tarball","url":..}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SourceSpec {
-    /// A folder on this machine (the CLI).
-    Local {
-        /// The folder.
-        path: String,
-    },
-    /// A git repository.
-    Git {
-        /// Any URL git understands: `https://`, `ssh://` or `user@host:path`, `git://`, `file://`.
-        url: String,
-        /// A full commit id, a branch or a tag; `None` is the remote's `HEAD`.
-        #[serde(default)]
-        rev: Option<String>,
-    },
-    /// A `.tar` or `.tar.gz` over HTTP(S), such as a forge's archive download.
-    Tarball {
-        /// The archive's URL.
-        url: String,
-    },
-}
-
-impl SourceSpec {
-    /// How the source is shown to users: the path, the URL, or `url#rev` for a pinned git rev.
-    pub fn describe(&self) -> String {
-        match self {
-            SourceSpec::Local { path } => path.clone(),
-            SourceSpec::Git { url, rev: None } => url.clone(),
-            SourceSpec::Git { url, rev: Some(r) } => format!("{url}#{r}"),
-            SourceSpec::Tarball { url } => url.clone(),
-        }
-    }
-
-    /// Whether the source is fetched over the network rather than read from this machine's disk:
-    /// the hosted service refuses the others, which would let a caller read the host's files.
-    pub fn is_remote(&self) -> bool {
-        match self {
-            SourceSpec::Local { .. } => false,
-            SourceSpec::Tarball { .. } => true,
-            SourceSpec::Git { url, .. } => git::is_network_url(url),
-        }
-    }
-}
 
 /// How much a source may bring in. The download (git pack or tarball) and the unpacked files are
 /// each held to `max_bytes`; every file, folder and link counts towards `max_files`.
@@ -387,30 +337,6 @@ mod tests {
             }
         );
         assert!(serde_json::from_str::<SourceSpec>(r#"{"kind":"svn","url":"x"}"#).is_err());
-    }
-
-    #[test]
-    fn source_remote_or_local() {
-        let git = |url: &str| SourceSpec::Git {
-            url: url.into(),
-            rev: None,
-        };
-        assert!(git("https://example.com/r.git").is_remote());
-        assert!(git("git@example.com:o/r.git").is_remote());
-        assert!(!git("file:///srv/r.git").is_remote());
-        assert!(!git("/srv/r.git").is_remote());
-        assert!(
-            !SourceSpec::Local {
-                path: "/srv".into()
-            }
-            .is_remote()
-        );
-        assert!(
-            SourceSpec::Tarball {
-                url: "https://e/a.tgz".into()
-            }
-            .is_remote()
-        );
     }
 
     #[test]
