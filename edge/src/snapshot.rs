@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use ctxgate_core::index::layout::{Manifest, keys};
+use ctxgate_core::index::layout::keys;
+use ctxgate_core::index::open::{self, OpenError};
 use ctxgate_core::index::{IndexPack, PackError};
 
 use crate::backend::{Backend, BackendError, ProjectInfo};
@@ -131,29 +132,12 @@ impl SnapshotCache {
         let manifest_bytes = self
             .object(backend, &keys::manifest(org, &project.id, version))
             .await?;
-        let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-            .map_err(|e| BackendError::Corrupt(format!("manifest: {e}")))?;
-        // A manifest may only name objects of its own project: never another org's.
-        let own = format!("{}/", keys::project(org, &project.id));
-        let foreign = std::iter::once(&manifest.pack_key)
-            .chain(&manifest.segment_keys)
-            .find(|k| !k.starts_with(&own));
-        if let Some(k) = foreign {
-            return Err(BackendError::Corrupt(format!(
-                "manifest names `{k}` outside its project"
-            )));
-        }
+        let manifest = open::read_manifest(org, &project.id, version, &manifest_bytes)
+            .map_err(|e| BackendError::Corrupt(e.to_string()))?;
         let bytes = self.object(backend, &manifest.pack_key).await?;
-        if bytes.len() as u64 != manifest.pack_bytes {
-            return Err(BackendError::Corrupt(format!(
-                "pack has {} bytes, its manifest says {}",
-                bytes.len(),
-                manifest.pack_bytes
-            )));
-        }
         let read = (manifest_bytes.len() + bytes.len()) as u64;
-        let pack = IndexPack::decode(&bytes).map_err(|e| match e {
-            PackError::Version { found, expected } => BackendError::Outdated(format!(
+        let pack = open::open_pack(&manifest, &bytes).map_err(|e| match e {
+            OpenError::Pack(PackError::Version { found, expected }) => BackendError::Outdated(format!(
                 "version {version} of project `{}` is in index format {found}; this server reads format {expected}",
                 project.name
             )),

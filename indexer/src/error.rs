@@ -6,6 +6,7 @@ use ctxgate_core::assemble::AssembleError;
 use ctxgate_core::catalog::{BudgetError, CatalogError};
 use ctxgate_core::compose::ComposeError;
 use ctxgate_core::index::PackError;
+use ctxgate_core::index::open::OpenError;
 
 /// Everything that can stop indexing or assembling.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +100,15 @@ pub enum IndexerError {
         /// Who holds it.
         holder: String,
     },
+}
+
+impl From<OpenError> for IndexerError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Pack(p) => IndexerError::Pack(p),
+            e => IndexerError::Corrupt(e.to_string()),
+        }
+    }
 }
 
 impl From<AssembleError> for IndexerError {

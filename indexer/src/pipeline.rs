@@ -15,6 +15,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use ctxgate_core::chunk::{ChunkOptions, FileClass, FilterOptions, Language, chunk_text, classify};
 use ctxgate_core::graph::{ImportGraph, import_specs};
 use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::index::open;
 use ctxgate_core::index::{
     ChunkRecord, FORMAT_VERSION, FileEntry, FileStat, IndexPack, PackError, PackMeta, Recency,
     References, chunk_id,
@@ -202,18 +203,8 @@ pub fn open_current(
         return Ok(None);
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
-    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| IndexerError::Corrupt(format!("manifest: {e}")))?;
-    let bytes = store.get_object(&manifest.pack_key)?;
-    if bytes.len() as u64 != manifest.pack_bytes {
-        return Err(IndexerError::Corrupt(format!(
-            "pack `{}` has {} bytes, its manifest says {}",
-            manifest.pack_key,
-            bytes.len(),
-            manifest.pack_bytes
-        )));
-    }
-    let pack = IndexPack::decode(&bytes)?;
+    let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
+    let pack = open::open_pack(&manifest, &store.get_object(&manifest.pack_key)?)?;
     Ok(Some(OpenVersion {
         version,
         manifest,

@@ -43,6 +43,7 @@
 pub mod derived;
 pub mod gc;
 pub mod layout;
+pub mod open;
 pub mod raw_bytes;
 pub mod recency;
 pub mod references;

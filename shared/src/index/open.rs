@@ -1,0 +1,133 @@
+//! Opening a published version: the checks every reader makes, in one place.
+//!
+//! A version is opened in two reads, the manifest and then the pack it names; the hosts do the
+//! reading (file, S3, R2) and hand the bytes here. The checks protect a reader from a damaged or
+//! hostile store: a manifest may only name objects of its own project (never another org's), and
+//! a pack must have exactly the size its manifest records before it is decoded.
+
+use super::layout::{Manifest, keys};
+use super::{IndexPack, PackError};
+
+/// Why a published version could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The manifest is not valid JSON of the expected shape.
+    #[error("manifest of version {version}: {reason}")]
+    Manifest {
+        /// The version.
+        version: u64,
+        /// What the parser said.
+        reason: String,
+    },
+    /// The manifest names an object outside its own project.
+    #[error("manifest names `{0}` outside its project")]
+    Foreign(String),
+    /// The pack's size differs from the manifest's record.
+    #[error("pack `{key}` has {found} bytes, its manifest says {expected}")]
+    PackSize {
+        /// The pack's key.
+        key: String,
+        /// Bytes read.
+        found: u64,
+        /// Bytes recorded.
+        expected: u64,
+    },
+    /// The pack could not be decoded.
+    #[error(transparent)]
+    Pack(#[from] PackError),
+}
+
+/// Parses version `version`'s manifest of `org`'s `project` and checks that every object it
+/// names belongs to that project.
+pub fn read_manifest(
+    org: &str,
+    project: &str,
+    version: u64,
+    bytes: &[u8],
+) -> Result<Manifest, OpenError> {
+    let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| OpenError::Manifest {
+        version,
+        reason: e.to_string(),
+    })?;
+    let own = format!("{}/", keys::project(org, project));
+    let foreign = std::iter::once(&manifest.pack_key)
+        .chain(&manifest.segment_keys)
+        .find(|k| !k.starts_with(&own));
+    match foreign {
+        Some(k) => Err(OpenError::Foreign(k.clone())),
+        None => Ok(manifest),
+    }
+}
+
+/// Decodes the pack `manifest` names from its `bytes`, after checking their size.
+pub fn open_pack(manifest: &Manifest, bytes: &[u8]) -> Result<IndexPack, OpenError> {
+    if bytes.len() as u64 != manifest.pack_bytes {
+        return Err(OpenError::PackSize {
+            key: manifest.pack_key.clone(),
+            found: bytes.len() as u64,
+            expected: manifest.pack_bytes,
+        });
+    }
+    Ok(IndexPack::decode(bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(pack_key: &str, segments: &[&str]) -> Vec<u8> {
+        serde_json::to_vec(&Manifest {
+            format_version: super::super::FORMAT_VERSION,
+            org: "acme".into(),
+            project: "p1".into(),
+            version: 1,
+            pack_key: pack_key.into(),
+            pack_bytes: 3,
+            pack_sha256: String::new(),
+            segment_keys: segments.iter().map(|s| s.to_string()).collect(),
+            created_at_ns: 0,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_manifest_names_only_its_own_objects() {
+        let own = keys::project("acme", "p1");
+        let ok = manifest(
+            &format!("{own}/v1.pack"),
+            &[&format!("{own}/segments/a.seg")],
+        );
+        assert!(read_manifest("acme", "p1", 1, &ok).is_ok());
+        let other = keys::project("evil", "p1");
+        let stolen = manifest(
+            &format!("{own}/v1.pack"),
+            &[&format!("{other}/segments/a.seg")],
+        );
+        assert!(matches!(
+            read_manifest("acme", "p1", 1, &stolen),
+            Err(OpenError::Foreign(k)) if k.starts_with(&other)
+        ));
+        // A sibling project whose id extends this one's is not this project.
+        let sibling = manifest(&format!("{own}x/v1.pack"), &[]);
+        assert!(read_manifest("acme", "p1", 1, &sibling).is_err());
+        assert!(matches!(
+            read_manifest("acme", "p1", 1, b"{"),
+            Err(OpenError::Manifest { version: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_pack_of_the_wrong_size_is_refused_before_decoding() {
+        let own = keys::project("acme", "p1");
+        let m = read_manifest("acme", "p1", 1, &manifest(&format!("{own}/v1.pack"), &[])).unwrap();
+        assert!(matches!(
+            open_pack(&m, b"abcd"),
+            Err(OpenError::PackSize {
+                found: 4,
+                expected: 3,
+                ..
+            })
+        ));
+        assert!(matches!(open_pack(&m, b"abc"), Err(OpenError::Pack(_))));
+    }
+}
