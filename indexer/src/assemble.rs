@@ -248,7 +248,6 @@ fn dense_hits(
     query: &str,
     progress: &dyn Progress,
 ) -> Result<Vec<(u32, f32)>, IndexerError> {
-    use crate::embed::EmbedError;
     let embedder = dense.embedder(store.root())?;
     let (table, _) = crate::embed::pack_vectors(
         store.root(),
@@ -258,14 +257,7 @@ fn dense_hits(
         embedder.as_ref(),
         progress,
     )?;
-    let q = embedder
-        .embed(&[query])?
-        .pop()
-        .ok_or_else(|| EmbedError::Inference("no vector for the query".into()))?;
-    let nearest = table
-        .nearest(&q, crate::embed::DENSE_CANDIDATES)
-        .map_err(|e| EmbedError::Inference(e.to_string()))?;
-    Ok(ctxgate_core::dense::scaled_hits(&nearest))
+    Ok(crate::embed::query_hits(embedder.as_ref(), &table, query)?)
 }
 
 /// Chunk texts read from their segments in the embedded store.

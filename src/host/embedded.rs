@@ -12,7 +12,7 @@ use ctxgate_core::dense::VectorTable;
 use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
-use ctxgate_indexer::embed::{DENSE_CANDIDATES, EmbedError, Embedder, pack_vectors};
+use ctxgate_indexer::embed::{EmbedError, Embedder, pack_vectors, query_hits};
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
 pub use ctxgate_indexer::source::NetworkPolicy;
 use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
@@ -273,7 +273,7 @@ impl DenseRetrieval for EmbeddedBackend {
         };
         let query = query.to_string();
         // Embedding is CPU work (a whole version's chunks the first time): off the async threads.
-        let (table, vector) = tokio::task::spawn_blocking(move || {
+        let (table, hits) = tokio::task::spawn_blocking(move || {
             let table = match cached {
                 Some(t) => t,
                 None => {
@@ -288,11 +288,8 @@ impl DenseRetrieval for EmbeddedBackend {
                     std::sync::Arc::new(t)
                 }
             };
-            let vector = embedder
-                .embed(&[query.as_str()])?
-                .pop()
-                .ok_or_else(|| EmbedError::Inference("no vector for the query".into()))?;
-            Ok::<_, EmbedError>((table, vector))
+            let hits = query_hits(embedder.as_ref(), &table, &query)?;
+            Ok::<_, EmbedError>((table, hits))
         })
         .await
         .map_err(|e| BackendError::Storage(format!("embedding task failed: {e}")))?
@@ -305,10 +302,7 @@ impl DenseRetrieval for EmbeddedBackend {
             }
             tables.push((key, table.clone()));
         }
-        let nearest = table
-            .nearest(&vector, DENSE_CANDIDATES)
-            .map_err(|e| embed_error(EmbedError::Inference(e.to_string())))?;
-        Ok(ctxgate_core::dense::scaled_hits(&nearest))
+        Ok(hits)
     }
 }
 

@@ -129,6 +129,23 @@ impl DenseConfig {
 /// How many nearest chunks become candidates.
 pub const DENSE_CANDIDATES: usize = 100;
 
+/// The chunks of `table` nearest to `query`, scaled for ranking: the one way every host turns a
+/// query into dense hits (the CLI per call, the server with its tables cached).
+pub fn query_hits(
+    embedder: &dyn Embedder,
+    table: &VectorTable,
+    query: &str,
+) -> Result<Vec<(u32, f32)>, EmbedError> {
+    let vector = embedder
+        .embed(&[query])?
+        .pop()
+        .ok_or_else(|| EmbedError::Inference("no vector for the query".into()))?;
+    let nearest = table
+        .nearest(&vector, DENSE_CANDIDATES)
+        .map_err(|e| EmbedError::Inference(e.to_string()))?;
+    Ok(ctxgate_core::dense::scaled_hits(&nearest))
+}
+
 /// The text embedded for a chunk: its path and symbol, then its code, so that a chunk whose
 /// body never names its purpose is still found by where it lives. `code` is a stored chunk
 /// text, already redacted by the indexer (`secrets::redact_source`): no secret reaches a model
