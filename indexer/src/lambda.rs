@@ -27,7 +27,6 @@ use std::sync::Arc;
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Diagnostic, LambdaEvent, service_fn};
-use serde::Deserialize;
 use serde_json::Value;
 
 use ctxgate_core::index::gc::GcPolicy;
@@ -36,6 +35,8 @@ use crate::IndexerError;
 use crate::aws::{AwsStore, S3Location};
 use crate::jobs::{JobState, Trigger};
 use crate::pipeline::IndexOptions;
+use ctxgate_core::host_wire::IndexerEvent;
+
 use crate::reindex::{IndexRequest, JobContext, index_now, reindex_due};
 use crate::source::{NetworkPolicy, SourceLimits};
 
@@ -46,13 +47,6 @@ pub enum Command {
     Index(IndexRequest),
     /// The scheduled pass.
     ReindexDue,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-enum Explicit {
-    Index(IndexRequest),
-    ReindexDue {},
 }
 
 /// Reads an event: explicit actions, or EventBridge's scheduled event.
@@ -71,9 +65,9 @@ pub fn parse_event(event: Value) -> Result<Command, Diagnostic> {
             ),
         ));
     }
-    match serde_json::from_value::<Explicit>(event) {
-        Ok(Explicit::Index(req)) => Ok(Command::Index(req)),
-        Ok(Explicit::ReindexDue {}) => Ok(Command::ReindexDue),
+    match serde_json::from_value::<IndexerEvent>(event) {
+        Ok(IndexerEvent::Index(req)) => Ok(Command::Index(req)),
+        Ok(IndexerEvent::ReindexDue {}) => Ok(Command::ReindexDue),
         Err(e) => Err(failure(
             "invalid_event",
             format!(

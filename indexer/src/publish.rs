@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use ctxgate_core::host_wire::{GcAnswer, GcRequest, PublishedProject};
 use ctxgate_core::index::layout::{Manifest, keys, project_id};
 use serde::Serialize;
 
@@ -182,13 +183,15 @@ pub fn publish_to_worker(
         }
         progress(i + 1, order.len());
     }
-    let record = serde_json::json!({
-        "id": id, "source": project.source, "current_version": version
-    });
+    let record = PublishedProject {
+        id: id.clone(),
+        source: project.source.clone(),
+        current_version: Some(version),
+    };
     send(
         reqwest::Method::PUT,
         format!("{base}/v1/admin/orgs/{org}/projects/{name}"),
-        record.to_string().into_bytes(),
+        serde_json::to_vec(&record).map_err(|e| IndexerError::Corrupt(e.to_string()))?,
         true,
     )?;
     Ok(Published {
@@ -215,26 +218,18 @@ pub fn collect_on_worker(
         "{}/v1/admin/orgs/{org}/gc",
         target.url.trim_end_matches('/')
     );
-    let body = serde_json::json!({
-        "keep_last": policy.keep_last,
-        "keep_younger_than_seconds": policy.keep_younger_than_ms / 1000,
-        "grace_seconds": policy.grace_ms / 1000,
-        "dry_run": dry_run,
-    });
+    let body = serde_json::to_vec(&GcRequest::of(policy, dry_run))
+        .map_err(|e| IndexerError::Corrupt(e.to_string()))?;
     let bearer = format!("Bearer {}", target.admin_secret);
     let text = call(
         &client,
         reqwest::Method::POST,
         &url,
         &bearer,
-        body.to_string().into_bytes(),
+        body,
         "application/json",
     )?;
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        projects: Vec<ctxgate_core::index::gc::GcReport>,
-    }
-    serde_json::from_str::<Answer>(&text)
+    serde_json::from_str::<GcAnswer>(&text)
         .map(|a| a.projects)
         .map_err(|e| IndexerError::Remote {
             action: format!("POST {url}"),

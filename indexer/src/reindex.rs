@@ -14,8 +14,10 @@
 
 use std::path::Path;
 
+pub use ctxgate_core::host_wire::IndexRequest;
 use ctxgate_core::item_key::{ItemKey, ItemRange};
-use serde::{Deserialize, Serialize};
+pub use ctxgate_core::records::ScheduleItem;
+use serde::Serialize;
 
 use crate::IndexerError;
 use crate::jobs::{self, JobRecord, JobState, Trigger, now_ms};
@@ -26,77 +28,12 @@ use crate::store::IndexStore;
 /// Job ids remembered per project for idempotency (Lambda retries within hours, not weeks).
 const RECENT_JOBS: usize = 64;
 
-/// A request to index one project.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IndexRequest {
-    /// The owning organisation.
-    pub org: String,
-    /// The project's name within it.
-    pub project: String,
-    /// Where its files come from.
-    pub source: SourceSpec,
-    /// Re-read and re-chunk everything (ignore the previous version).
-    #[serde(default)]
-    pub full: bool,
-}
-
-impl IndexRequest {
-    /// Checks names before anything is written (they become parts of keys), and that the source
-    /// is fetched over the network unless local sources are allowed: a hosted indexer must not
-    /// index its own disk (`/proc/self/environ` holds its credentials).
-    pub fn validate(&self, allow_local: bool) -> Result<(), IndexerError> {
-        if !allow_local && !self.source.is_remote() {
-            return Err(IndexerError::InvalidRequest(
-                "this indexer only fetches network sources (git over https/ssh/git, tarballs over \
-                 http/https); local folders and file:// URLs are refused"
-                    .into(),
-            ));
-        }
-        for (what, v) in [("org", &self.org), ("project", &self.project)] {
-            let ok = !v.is_empty()
-                && v.len() <= 64
-                && v.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-                && v != "."
-                && v != "..";
-            if !ok {
-                return Err(IndexerError::InvalidRequest(format!(
-                    "{what} `{v}` must be 1-64 letters, digits, `-`, `_` or `.`"
-                )));
-            }
-        }
-        Ok(())
+/// Checks an index request before anything is written ([`IndexRequest::refusal`]).
+pub fn validate(req: &IndexRequest, allow_local: bool) -> Result<(), IndexerError> {
+    match req.refusal(allow_local) {
+        Some(why) => Err(IndexerError::InvalidRequest(why)),
+        None => Ok(()),
     }
-}
-
-/// A registered project, as the schedule keeps it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ScheduleItem {
-    /// The owning organisation.
-    pub org: String,
-    /// Project id.
-    pub id: String,
-    /// Project name.
-    pub name: String,
-    /// Where its files come from.
-    pub source: SourceSpec,
-    /// What a probe of the source answered when it was last indexed.
-    #[serde(default)]
-    pub last_probe: Option<String>,
-    /// The revision last indexed (a commit id, a tarball's sha256).
-    #[serde(default)]
-    pub last_revision: Option<String>,
-    /// The newest jobs applied to this item, newest last (so a retried job, even one retried
-    /// after later jobs ran, does not count twice).
-    #[serde(default)]
-    pub recent_jobs: Vec<String>,
-    /// Jobs that indexed this project successfully.
-    #[serde(default)]
-    pub runs: u64,
-    /// When it was last indexed, milliseconds since the epoch.
-    #[serde(default)]
-    pub last_indexed_ms: u64,
 }
 
 fn decode(data: &str) -> Result<ScheduleItem, IndexerError> {
@@ -129,7 +66,7 @@ pub fn index_now(
     job_id: &str,
     trigger: Trigger,
 ) -> Result<JobRecord, IndexerError> {
-    req.validate(ctx.allow_local)?;
+    validate(req, ctx.allow_local)?;
     // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
     // registered, so the schedule never carries it.
     probe_revision(&req.source, ctx.limits.network)?;
@@ -363,11 +300,7 @@ mod tests {
             url: url.into(),
             rev: None,
         };
-        assert!(
-            req("acme", git("https://example.com/r.git"))
-                .validate(false)
-                .is_ok()
-        );
+        assert!(validate(&req("acme", git("https://example.com/r.git")), false).is_ok());
         for refused in [
             req(
                 "acme",
@@ -379,9 +312,9 @@ mod tests {
             req("../etc", git("https://example.com/r.git")),
             req("", git("https://example.com/r.git")),
         ] {
-            let e = refused.validate(false).unwrap_err();
+            let e = validate(&refused, false).unwrap_err();
             assert_eq!(e.code(), "invalid_request", "{refused:?}");
         }
-        assert!(req("acme", git("file:///tmp/r")).validate(true).is_ok());
+        assert!(validate(&req("acme", git("file:///tmp/r")), true).is_ok());
     }
 }

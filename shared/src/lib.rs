@@ -26,6 +26,7 @@ pub mod dense;
 pub mod graph;
 pub mod hash;
 pub mod history;
+pub mod host_wire;
 pub mod index;
 pub mod intent;
 pub mod item_key;
@@ -35,6 +36,7 @@ pub mod order;
 pub mod profile;
 pub mod quota;
 pub mod rank;
+pub mod records;
 pub mod route;
 
 pub mod secrets;

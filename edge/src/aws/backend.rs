@@ -2,9 +2,10 @@
 
 use async_trait::async_trait;
 use ctxgate_core::backoff::{Backoff, retryable};
+use ctxgate_core::host_wire::{IndexRequest, IndexerEvent};
 use ctxgate_core::item_key::ItemRange;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
-use serde::Deserialize;
+use ctxgate_core::records::ProjectItem;
 use serde_json::{Value, json};
 
 use super::register::registration;
@@ -59,15 +60,6 @@ pub struct PublishedBackend<B, C> {
     inner: B,
     client: C,
     config: AwsConfig,
-}
-
-/// A project item's `data`, as the indexer writes it (fields the API does not show ignored).
-#[derive(Deserialize)]
-struct ProjectData {
-    id: String,
-    org: String,
-    name: String,
-    source: String,
 }
 
 fn attr_s<'a>(item: &'a Value, name: &str) -> Option<&'a str> {
@@ -179,7 +171,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
             for item in page["Items"].as_array().into_iter().flatten() {
                 let data = attr_s(item, "data")
                     .ok_or_else(|| BackendError::Corrupt("project item without data".into()))?;
-                let p: ProjectData = serde_json::from_str(data)
+                let p: ProjectItem = serde_json::from_str(data)
                     .map_err(|e| BackendError::Corrupt(format!("project item: {e}")))?;
                 // Only the org's own items, whatever the table holds.
                 if p.org != org {
@@ -209,9 +201,12 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         let Some(function) = &self.config.indexer_function else {
             return;
         };
-        let event = json!({
-            "action": "index", "org": project.org, "project": project.name, "source": source
-        });
+        let event = json!(IndexerEvent::Index(IndexRequest {
+            org: project.org.clone(),
+            project: project.name.clone(),
+            source: source.clone(),
+            full: false,
+        }));
         let sent = match self
             .config
             .lambda_invoke_async(function, &event, self.inner.now_ms())

@@ -3,13 +3,14 @@
 //! scheduled pass reads — the org's project item and the schedule item — and the pass fetches
 //! and indexes it.
 //!
-//! The items are the indexer's (`indexer/src/store/items.rs` `ProjectItem`,
-//! `indexer/src/reindex.rs` `ScheduleItem`): `pk`, `sk`, `data` (JSON) and `rev` (the counter the
-//! indexer's optimistic writes compare). The AWS end-to-end test has the real Lambda binary
-//! index what the Worker registered, which is what keeps the two in step.
+//! The items are the core's records ([`ProjectItem`], [`ScheduleItem`]), stored as the indexer
+//! stores them: `pk`, `sk`, `data` (JSON) and `rev` (the counter the indexer's optimistic writes
+//! compare). The AWS end-to-end test has the real Lambda binary index what the Worker
+//! registered, which is what keeps the two in step.
 
 use ctxgate_core::index::layout::project_id;
 use ctxgate_core::item_key::ItemKey;
+use ctxgate_core::records::{ProjectItem, ScheduleItem};
 use serde_json::{Value, json};
 
 use crate::backend::{BackendError, ProjectInfo, SourceSpec};
@@ -52,16 +53,28 @@ pub fn registration(
     }
     let shown = source.describe();
     let id = project_id(org, name);
-    let project = json!({
-        "id": id, "org": org, "name": name, "source": shown,
-        "current_version": null,
-        "updated_at_ns": now_ms.saturating_mul(1_000_000),
-    });
-    let schedule = json!({
-        "org": org, "id": id, "name": name, "source": source,
-        "last_probe": null, "last_revision": null, "recent_jobs": [], "runs": 0,
-        "last_indexed_ms": 0,
-    });
+    let project = ProjectItem {
+        id: id.clone(),
+        org: org.to_owned(),
+        name: name.to_owned(),
+        source: shown.clone(),
+        current_version: None,
+        updated_at_ns: i64::try_from(now_ms)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000),
+    };
+    let schedule = ScheduleItem {
+        org: org.to_owned(),
+        id: id.clone(),
+        name: name.to_owned(),
+        source: source.clone(),
+        last_probe: None,
+        last_revision: None,
+        recent_jobs: Vec::new(),
+        runs: 0,
+        last_indexed_ms: 0,
+    };
+    let (project, schedule) = (json!(project), json!(schedule));
     let update = |key: ItemKey, data: &Value, condition: Option<&str>| {
         let mut u = json!({
             "TableName": table,

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use ctxgate_core::host_wire::{GcAnswer, GcRequest, PublishedProject};
 use ctxgate_core::quota::Limits;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -55,16 +56,6 @@ pub async fn set_limits(
     Ok(Json(admin::set_limits(&state, &org, limits).await?))
 }
 
-/// `PUT /v1/admin/orgs/{org}/projects/{name}` body: a version published by an indexer.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PublishedProject {
-    id: String,
-    #[serde(default)]
-    source: String,
-    current_version: Option<u64>,
-}
-
 /// `PUT /v1/admin/orgs/{org}/projects/{name}`: registers a project whose index objects an
 /// indexer has already written to this deployment's object store.
 pub async fn put_project(
@@ -93,21 +84,6 @@ pub async fn put_project(
     Ok(Json(info))
 }
 
-/// `POST /v1/admin/orgs/{org}/gc` body: how much history to keep (each field optional).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcRequest {
-    /// Versions kept before the current one (default 2).
-    keep_last: Option<usize>,
-    /// Versions younger than this are kept (default 0).
-    keep_younger_than_seconds: Option<u64>,
-    /// How long a superseded version or a fresh upload is protected (default 900).
-    grace_seconds: Option<u64>,
-    /// Report what would be deleted, delete nothing.
-    #[serde(default)]
-    dry_run: bool,
-}
-
 /// `POST /v1/admin/orgs/{org}/gc`: deletes the org's old index versions and the objects no
 /// kept version names from this host's store ([`crate::gc`]); what was deleted and the bytes
 /// freed, project by project.
@@ -116,33 +92,18 @@ pub async fn collect_garbage(
     _: Admin,
     Path(org): Path<String>,
     JsonBody(req): JsonBody<GcRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GcAnswer>, ApiError> {
     if state.backend.org(&org).await?.is_none() {
         return Err(ApiError::not_found(
             "org_not_found",
             format!("no organisation `{org}`"),
         ));
     }
-    let defaults = ctxgate_core::index::gc::GcPolicy::default();
-    let policy = ctxgate_core::index::gc::GcPolicy {
-        keep_last: req.keep_last.unwrap_or(defaults.keep_last),
-        keep_younger_than_ms: req
-            .keep_younger_than_seconds
-            .map_or(defaults.keep_younger_than_ms, |s| s.saturating_mul(1000)),
-        grace_ms: req
-            .grace_seconds
-            .map_or(defaults.grace_ms, |s| s.saturating_mul(1000)),
-    };
+    let policy = req.policy();
     let now = state.backend.now_ms();
     let reports =
         crate::gc::collect_org(state.backend.as_ref(), &org, &policy, now, req.dry_run).await?;
-    Ok(Json(json!({
-        "org": org,
-        "applied": !req.dry_run,
-        "deleted_objects": reports.iter().map(|r| r.deleted_objects).sum::<usize>(),
-        "bytes_freed": reports.iter().map(|r| r.bytes_freed).sum::<u64>(),
-        "projects": reports,
-    })))
+    Ok(Json(GcAnswer::new(&org, !req.dry_run, reports)))
 }
 
 /// The object key for `rest` under `org`, if every part of it is a plain name: an upload can

@@ -1,45 +1,12 @@
 //! Metadata items: projects and their versions.
 
 use ctxgate_core::item_key::{self, ItemKey, ItemRange};
+pub use ctxgate_core::records::{ProjectItem, VersionItem};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, prefix_end};
 use crate::IndexerError;
-
-/// A project: a repository known to an organisation. Key: [`ItemKey::project`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProjectItem {
-    /// Stable id.
-    pub id: String,
-    /// Owning organisation.
-    pub org: String,
-    /// Human name (the folder's name).
-    pub name: String,
-    /// Where the source lives (a local path).
-    pub source: String,
-    /// The published version readers see, if any.
-    pub current_version: Option<u64>,
-    /// Last change, nanoseconds since the epoch.
-    pub updated_at_ns: i64,
-}
-
-/// A published version. Key: [`ItemKey::version`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VersionItem {
-    /// Project id.
-    pub project: String,
-    /// Version number, from 1.
-    pub version: u64,
-    /// Object key of the manifest.
-    pub manifest_key: String,
-    /// Files in the version.
-    pub files: u64,
-    /// Chunks in the version.
-    pub chunks: u64,
-    /// Created, nanoseconds since the epoch.
-    pub created_at_ns: i64,
-}
 
 fn decode<T: for<'de> Deserialize<'de>>(data: &str) -> Result<T, IndexerError> {
     serde_json::from_str(data).map_err(|e| IndexerError::Corrupt(e.to_string()))
