@@ -40,6 +40,7 @@
 //! Any change to the body's layout bumps [`FORMAT_VERSION`]; a reader refuses other versions
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
+pub mod build;
 pub mod derived;
 pub mod gc;
 pub mod layout;

@@ -1,0 +1,86 @@
+//! Publishing a built pack: its objects first (pack, then manifest, both never overwritten),
+//! then the project's current version flips in one conditional write, so a reader never sees a
+//! version whose objects are not all there.
+
+use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::index::{FORMAT_VERSION, IndexPack};
+
+use super::crash_point;
+use crate::IndexerError;
+use crate::store::{IndexStore, Manifest, VersionItem, keys};
+
+/// What a publish builds on.
+pub(super) struct Base {
+    /// The previous version's number, if one was opened.
+    pub previous: Option<u64>,
+    /// The current version the project's record must still show at the flip.
+    pub current: Option<u64>,
+    /// When the run started, nanoseconds since the epoch.
+    pub indexed_at_ns: i64,
+}
+
+/// Writes `pack` as the next version of `project_id` and makes it current; its number.
+pub(super) fn publish(
+    store: &dyn IndexStore,
+    org: &str,
+    project_id: &str,
+    pack: &IndexPack,
+    base: &Base,
+) -> Result<u64, IndexerError> {
+    let mut version = base
+        .previous
+        .unwrap_or(0)
+        .max(store.latest_version(project_id)?)
+        + 1;
+    let bytes = pack.encode()?;
+    // Version objects are never overwritten: a number whose pack exists (left by a killed run,
+    // or written by a racing indexer) is skipped, so version numbers may have gaps.
+    let mut skipped_numbers = 0;
+    while !store.put_new_object(&keys::pack(org, project_id, version), &bytes)? {
+        skipped_numbers += 1;
+        if skipped_numbers > 100 {
+            return Err(IndexerError::Corrupt(format!(
+                "100 version numbers after {version} already have packs"
+            )));
+        }
+        version += 1;
+    }
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        org: org.into(),
+        project: project_id.to_owned(),
+        version,
+        pack_key: keys::pack(org, project_id, version),
+        pack_bytes: bytes.len() as u64,
+        pack_sha256: Sha256Digest::of(&bytes).to_hex(),
+        segment_keys: pack
+            .segments
+            .iter()
+            .map(|s| keys::segment(org, project_id, s))
+            .collect(),
+        created_at_ns: base.indexed_at_ns,
+    };
+    let manifest_json =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;
+    if !store.put_new_object(&keys::manifest(org, project_id, version), &manifest_json)? {
+        return Err(IndexerError::Busy {
+            project: project_id.to_owned(),
+            holder: format!("another indexer writing version {version}"),
+        });
+    }
+    let item = VersionItem {
+        project: project_id.to_owned(),
+        version,
+        manifest_key: keys::manifest(org, project_id, version),
+        files: pack.files.len() as u64,
+        chunks: pack.chunks.len() as u64,
+        created_at_ns: base.indexed_at_ns,
+    };
+    crash_point("before_publish");
+    if !store.publish_version(org, &item, base.current)? {
+        return Err(IndexerError::Corrupt(
+            "another indexer published while this one held the lock".into(),
+        ));
+    }
+    Ok(version)
+}

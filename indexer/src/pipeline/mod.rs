@@ -1,0 +1,491 @@
+//! Indexing a repository into a new published version, reusing everything unchanged.
+//!
+//! A file whose size and modification time match the previous version (and which was not
+//! modified in the racy instant around that indexing) is not read at all; a file whose content
+//! hash matches is not re-chunked or re-counted. When nothing changed no version is written.
+//! Otherwise the new version's objects are written first (new chunk texts as one
+//! content-addressed segment, then the pack, then the manifest) and the project's current
+//! version flips last, under a per-project lock so that two indexers of one repository never
+//! race: the second finds the first's version up to date and reuses it.
+
+mod commit;
+mod merge;
+mod previous;
+mod scan;
+mod segments;
+mod terms;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use ctxgate_core::chunk::{ChunkOptions, FilterOptions};
+use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::index::build::{Built, build};
+use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, PackMeta, Recency};
+use ctxgate_core::tokens::Encoding;
+use serde::Serialize;
+
+pub use previous::{OpenVersion, open_current};
+pub use segments::{POSTINGS_INLINE_MAX, SEGMENT_CAP};
+
+use crate::IndexerError;
+use crate::chat::ChatEndpoint;
+use crate::store::{IndexStore, LOCAL_ORG, ProjectItem};
+use crate::summarize::{SummaryReport, summarizer};
+use crate::walk::WalkOptions;
+
+/// How to index.
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// Which skippable files to include, and the size limit.
+    pub filter: FilterOptions,
+    /// Walk settings.
+    pub walk: WalkOptions,
+    /// Chunk sizes.
+    pub chunk: ChunkOptions,
+    /// Encodings whose counts each chunk carries.
+    pub encodings: Vec<Encoding>,
+    /// Re-read and re-chunk every file.
+    pub force: bool,
+    /// A model that writes file summaries instead of the extractive summarizer.
+    pub summarize_llm: Option<ChatEndpoint>,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self {
+            filter: FilterOptions::default(),
+            walk: WalkOptions::default(),
+            chunk: ChunkOptions::default(),
+            encodings: vec![Encoding::O200kBase, Encoding::Cl100kBase],
+            force: false,
+            summarize_llm: None,
+        }
+    }
+}
+
+impl IndexOptions {
+    /// Everything that decides how files become chunks; `rules` changes when the chunker or the
+    /// file classifier changes, so that no file keeps chunks cut by older rules.
+    fn settings(&self) -> String {
+        let c = &self.chunk;
+        let f = &self.filter;
+        format!(
+            "rules=3;secrets={};chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
+            ctxgate_core::secrets::RULES_VERSION,
+            c.max_bytes,
+            c.min_bytes,
+            c.window_lines,
+            c.overlap_lines,
+            f.include_lock,
+            f.include_minified,
+            f.include_generated,
+            f.max_file_bytes,
+            self.walk.hidden,
+            self.walk.follow_links,
+            self.encodings
+                .iter()
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join("+")
+        )
+    }
+}
+
+/// Receives progress while files are processed (a progress bar in the CLI).
+pub trait Progress: Sync {
+    /// Processing of `total` files starts.
+    fn start(&self, total: u64);
+    /// One file is done.
+    fn advance(&self);
+    /// All files are done.
+    fn finish(&self);
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: u64) {}
+    fn advance(&self) {}
+    fn finish(&self) {}
+}
+
+/// Whether indexing produced a new version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexStatus {
+    /// A new version was published.
+    Published,
+    /// Nothing changed; the current version stands.
+    UpToDate,
+}
+
+/// A file that was not chunked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Skipped {
+    /// Repo-relative path.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// What an indexing run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct IndexReport {
+    /// The project.
+    pub project: ProjectItem,
+    /// The current version after the run.
+    pub version: u64,
+    /// Whether it is new.
+    pub status: IndexStatus,
+    /// Files the walk found.
+    pub files_seen: usize,
+    /// Files read and chunked in this run.
+    pub files_chunked: usize,
+    /// Files reused from the previous version.
+    pub files_reused: usize,
+    /// Files not chunked, and why.
+    pub skipped: Vec<Skipped>,
+    /// Chunks in the version.
+    pub chunks: usize,
+    /// Distinct chunk texts.
+    pub unique_chunks: usize,
+    /// Bytes of chunk text stored in this run.
+    pub stored_bytes: u64,
+    /// Total tokens per encoding.
+    pub tokens: BTreeMap<String, u64>,
+    /// Bytes of indexed text.
+    pub text_bytes: u64,
+    /// File, directory and project summaries.
+    pub summaries: SummaryReport,
+    /// Problems met (unreadable files, links, invalid UTF-8).
+    pub warnings: Vec<String>,
+    /// Wall time.
+    pub elapsed_ms: u64,
+}
+
+/// The id of the local project for a repository folder: stable for its canonical path.
+pub fn local_project_id(canonical: &Path) -> String {
+    let digest = Sha256Digest::of(canonical.to_string_lossy().as_bytes());
+    format!("p{}", &digest.to_hex()[..16])
+}
+
+/// Checks that `repo` is an existing folder and returns its canonical path.
+pub fn canonical_repo(repo: &Path) -> Result<PathBuf, IndexerError> {
+    let meta =
+        std::fs::metadata(repo).map_err(|_| IndexerError::RepoMissing(repo.to_path_buf()))?;
+    if !meta.is_dir() {
+        return Err(IndexerError::RepoNotDir(repo.to_path_buf()));
+    }
+    repo.canonicalize()
+        .map_err(IndexerError::io("resolve", repo))
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Which project of which organisation an index run publishes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectTarget {
+    /// The owning organisation.
+    pub org: String,
+    /// The project id (unique across organisations).
+    pub id: String,
+    /// The project's name within its organisation.
+    pub name: String,
+    /// How the project's source is shown (a URL); `None` shows the indexed folder.
+    pub source: Option<String>,
+}
+
+impl ProjectTarget {
+    /// Project `name` of `org`: its id is derived from both, so names never collide across orgs.
+    pub fn named(org: &str, name: &str) -> Self {
+        Self {
+            org: org.into(),
+            id: ctxgate_core::index::layout::project_id(org, name),
+            name: name.into(),
+            source: None,
+        }
+    }
+}
+
+/// Indexes the local folder `repo` for the local organisation (the CLI's default), publishing a
+/// new version when anything changed.
+pub fn index_repo(
+    store: &dyn IndexStore,
+    repo: &Path,
+    opts: &IndexOptions,
+    progress: &dyn Progress,
+) -> Result<IndexReport, IndexerError> {
+    let root = canonical_repo(repo)?;
+    let target = ProjectTarget {
+        org: LOCAL_ORG.into(),
+        id: local_project_id(&root),
+        name: root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "root".into()),
+        source: None,
+    };
+    index_project(store, &target, &root, opts, progress)
+}
+
+/// Indexes the folder `repo` as project `target`, publishing a new version when anything
+/// changed.
+pub fn index_project(
+    store: &dyn IndexStore,
+    target: &ProjectTarget,
+    repo: &Path,
+    opts: &IndexOptions,
+    progress: &dyn Progress,
+) -> Result<IndexReport, IndexerError> {
+    let started = Instant::now();
+    let root = canonical_repo(repo)?;
+    refuse_data_dir_inside(store, &root)?;
+    let org = target.org.as_str();
+    let project_id = target.id.as_str();
+    store.upsert_project(&ProjectItem {
+        id: project_id.to_owned(),
+        org: org.into(),
+        name: target.name.clone(),
+        source: target
+            .source
+            .clone()
+            .unwrap_or_else(|| root.to_string_lossy().into_owned()),
+        current_version: None,
+        updated_at_ns: now_ns(),
+    })?;
+    let _lock = store.lock_project(project_id, &format!("pid {}", std::process::id()))?;
+    let indexed_at_ns = now_ns();
+    let settings = opts.settings();
+    let mut warnings = Vec::new();
+
+    let current_version = store
+        .project(org, project_id)?
+        .and_then(|p| p.current_version);
+    let previous = previous::read(store, org, project_id, &mut warnings)?;
+    let reusable = previous
+        .as_ref()
+        .filter(|p| !opts.force && p.pack.meta.settings == settings)
+        .map(|p| &p.pack);
+    let outcomes = scan::scan(
+        &root,
+        reusable,
+        opts,
+        store.cache_root(),
+        progress,
+        &mut warnings,
+    );
+    let files_seen = outcomes.len();
+    let wanted = summarizer(opts.summarize_llm.as_ref());
+    let model_summaries = opts.summarize_llm.as_ref().map(|_| wanted.as_str());
+    let change = scan::change(&outcomes, previous.is_some(), reusable, model_summaries);
+    if !change.changed
+        && let Some(prev) = &previous
+    {
+        let project = store
+            .project(org, project_id)?
+            .ok_or_else(|| IndexerError::Corrupt("project vanished".into()))?;
+        let mut report = up_to_date(project, prev, files_seen, change.reused, &wanted);
+        report.warnings = warnings;
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        return Ok(report);
+    }
+
+    let merge::Merged {
+        files,
+        mut chunks,
+        texts,
+        skipped,
+        files_chunked,
+        files_reused,
+        fresh_extracts,
+        reused_from,
+    } = merge::merge(outcomes, reusable)?;
+    warnings.extend(merge::utf8_warnings(&files));
+    if chunks.is_empty() {
+        return Err(IndexerError::RepoEmpty {
+            path: root,
+            seen: files_seen,
+        });
+    }
+    let (mut segments, stored_bytes) =
+        segments::place_texts(store, org, project_id, reusable, &mut chunks, &texts)?;
+    let reused_texts =
+        segments::reused_segments(store, org, project_id, &segments, &chunks, &texts)?;
+    let terms = terms::chunk_terms(&files, &chunks, &texts, &reused_texts)?;
+    drop(reused_texts);
+    let Built {
+        mut lexical,
+        references,
+        graph,
+    } = build(&files, &chunks, terms);
+    // A large index's postings go to segments of their own, read by range per query term.
+    let parts = lexical.split_postings(
+        SEGMENT_CAP,
+        segments::postings_inline_max(),
+        segments.len() as u32,
+    );
+    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
+    drop(parts);
+    let text_bytes = files
+        .iter()
+        .filter(|f| f.skipped.is_none())
+        .map(|f| f.stat.size)
+        .sum();
+    let (summaries, summary_report, summary_warnings) =
+        crate::summarize::build(crate::summarize::Inputs {
+            root: &root,
+            name: &target.name,
+            files: &files,
+            chunks: &chunks,
+            encodings: &opts.encodings,
+            fresh: fresh_extracts,
+            reused: reused_from,
+            previous: previous.as_ref().map(|p| &p.pack),
+            reused_from_previous: reusable.is_some(),
+            llm: opts.summarize_llm.as_ref(),
+        });
+    warnings.extend(summary_warnings);
+    let recency = recency(&root, &files);
+    let pack = IndexPack {
+        meta: PackMeta {
+            project: target.name.clone(),
+            encodings: opts.encodings.clone(),
+            max_chunk_bytes: opts.chunk.max_bytes as u32,
+            text_bytes,
+            indexed_at_ns,
+            settings,
+        },
+        files,
+        chunks,
+        segments,
+        lexical,
+        summaries,
+        graph,
+        references,
+        recency,
+        derived: Default::default(),
+    };
+    let base = commit::Base {
+        previous: previous.as_ref().map(|p| p.version),
+        current: current_version,
+        indexed_at_ns,
+    };
+    let version = commit::publish(store, org, project_id, &pack, &base)?;
+    let project = store
+        .project(org, project_id)?
+        .ok_or_else(|| IndexerError::Corrupt("project vanished".into()))?;
+    Ok(IndexReport {
+        project,
+        version,
+        status: IndexStatus::Published,
+        files_seen,
+        files_chunked,
+        files_reused,
+        skipped,
+        chunks: pack.chunks.len(),
+        unique_chunks: unique(&pack.chunks),
+        stored_bytes,
+        tokens: totals(&pack),
+        text_bytes: pack.meta.text_bytes,
+        summaries: summary_report,
+        warnings,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// ctxgate never writes inside a repository it indexes.
+fn refuse_data_dir_inside(store: &dyn IndexStore, root: &Path) -> Result<(), IndexerError> {
+    match store.local_root() {
+        Some(data) if data.starts_with(root) => Err(IndexerError::DataDirInsideRepo {
+            data: data.to_path_buf(),
+            repo: root.to_path_buf(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The report of a run that found nothing changed: `prev` stands (warnings and time are the
+/// caller's to fill in).
+fn up_to_date(
+    project: ProjectItem,
+    prev: &OpenVersion,
+    files_seen: usize,
+    files_reused: usize,
+    wanted: &str,
+) -> IndexReport {
+    let pack = &prev.pack;
+    let skipped = pack
+        .files
+        .iter()
+        .filter_map(|f| {
+            f.skipped.as_ref().map(|reason| Skipped {
+                path: f.path.clone(),
+                reason: reason.clone(),
+            })
+        })
+        .collect();
+    IndexReport {
+        project,
+        version: prev.version,
+        status: IndexStatus::UpToDate,
+        files_seen,
+        files_chunked: 0,
+        files_reused,
+        skipped,
+        chunks: pack.chunks.len(),
+        unique_chunks: unique(&pack.chunks),
+        stored_bytes: 0,
+        tokens: totals(pack),
+        text_bytes: pack.meta.text_bytes,
+        summaries: SummaryReport::unchanged(&pack.summaries, wanted.to_owned()),
+        warnings: Vec::new(),
+        elapsed_ms: 0,
+    }
+}
+
+/// The files' last changes in the repository's git history, when it has one.
+fn recency(root: &Path, files: &[FileEntry]) -> Recency {
+    match crate::recency::last_changes(root, ctxgate_core::index::recency::WINDOW) {
+        Some((commits, ages)) => Recency::new(
+            commits,
+            files
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| ages.get(&f.path).map(|&age| (i as u32, age)))
+                .collect(),
+        ),
+        None => Recency::default(),
+    }
+}
+
+/// For crash tests: `CTXGATE_CRASH_AT=<point>` aborts the process there, as a kill would, so a
+/// test can show that nothing half-written becomes visible.
+fn crash_point(point: &str) {
+    if std::env::var("CTXGATE_CRASH_AT").is_ok_and(|v| v == point) {
+        tracing::error!("CTXGATE_CRASH_AT={point}: aborting");
+        std::process::abort();
+    }
+}
+
+fn unique(chunks: &[ChunkRecord]) -> usize {
+    let mut shas: Vec<&Sha256Digest> = chunks.iter().map(|c| &c.sha256).collect();
+    shas.sort_unstable();
+    shas.dedup();
+    shas.len()
+}
+
+fn totals(pack: &IndexPack) -> BTreeMap<String, u64> {
+    pack.meta
+        .encodings
+        .iter()
+        .filter_map(|e| Some((e.name().to_string(), pack.total_tokens(*e)?)))
+        .collect()
+}
