@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use ctxgate_core::assemble::ask::{self, Limits};
 use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget};
 use ctxgate_core::compress::Compression;
@@ -24,10 +25,6 @@ use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
-/// Longest accepted query, in bytes.
-const MAX_QUERY_BYTES: usize = 64 * 1024;
-/// Longest accepted error output (`profile: repair`), in bytes.
-const MAX_ERROR_OUTPUT_BYTES: usize = 256 * 1024;
 /// Reply tokens assumed when routing, unless the request says.
 const DEFAULT_REPLY_TOKENS: u32 = 2_048;
 /// Default page size of `/v1/search`, in tokens.
@@ -110,22 +107,6 @@ struct Run {
     already_delivered: Vec<Value>,
     /// Bytes read from storage for this answer.
     read_bytes: u64,
-}
-
-fn check_query(query: &str) -> Result<(), ApiError> {
-    if query.trim().is_empty() {
-        return Err(ApiError::bad_request("query_empty", "the query is empty"));
-    }
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(ApiError::bad_request(
-            "query_too_large",
-            format!(
-                "the query has {} bytes; the limit is {MAX_QUERY_BYTES}",
-                query.len()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// What a call asks for besides the query and budget.
@@ -393,53 +374,6 @@ struct Savings {
     priced_with: Option<String>,
 }
 
-/// The profile a request asks for and the error output it brings: `repair` by default with
-/// `error_output`, which no other profile reads.
-fn profile_of(
-    profile: Option<&str>,
-    error_output: Option<String>,
-) -> Result<(Profile, Option<String>), ApiError> {
-    let profile = match (profile, &error_output) {
-        (Some(p), _) => Profile::from_name(p).map_err(|known| {
-            ApiError::bad_request(
-                "unsupported_option",
-                format!("profile `{p}` is not available; use one of: {known}"),
-            )
-        })?,
-        (None, Some(_)) => Profile::Repair,
-        (None, None) => Profile::Expand,
-    };
-    match (error_output, profile) {
-        (Some(e), Profile::Repair) if e.len() > MAX_ERROR_OUTPUT_BYTES => {
-            Err(ApiError::bad_request(
-                "error_output_too_large",
-                format!(
-                    "the error output has {} bytes; the limit is {MAX_ERROR_OUTPUT_BYTES}",
-                    e.len()
-                ),
-            ))
-        }
-        (Some(e), Profile::Repair) if e.trim().is_empty() => Err(missing_error_output()),
-        (Some(e), Profile::Repair) => Ok((profile, Some(e))),
-        (Some(_), other) => Err(ApiError::bad_request(
-            "error_output_unused",
-            format!(
-                "error_output is read by profile repair only, not `{}`",
-                other.name()
-            ),
-        )),
-        (None, Profile::Repair) => Err(missing_error_output()),
-        (None, other) => Ok((other, None)),
-    }
-}
-
-fn missing_error_output() -> ApiError {
-    ApiError::bad_request(
-        "error_output_missing",
-        "profile repair needs the error output: give error_output",
-    )
-}
-
 /// `POST /v1/context`.
 pub async fn context(
     State(state): State<AppState>,
@@ -512,17 +446,10 @@ async fn answer<T>(
     req: ContextRequest,
     finish: impl FnOnce(ContextAnswer<'_>) -> T,
 ) -> Result<T, ApiError> {
-    check_query(&req.query)?;
-    let compression = match req.compression.as_deref() {
-        None => Compression::None,
-        Some(c) => Compression::from_name(c).map_err(|known| {
-            ApiError::bad_request(
-                "unsupported_option",
-                format!("compression `{c}` is not available; use one of: {known}"),
-            )
-        })?,
-    };
-    let (profile, error_output) = profile_of(req.profile.as_deref(), req.error_output)?;
+    ask::check_query(&req.query, &Limits::SERVED)?;
+    let compression = ask::parse_compression(req.compression.as_deref())?;
+    let (profile, error_output) =
+        ask::profile_and_error_output(req.profile.as_deref(), req.error_output, &Limits::SERVED)?;
     check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let budget = resolved.budget;
@@ -749,7 +676,7 @@ pub async fn search(
     caller: Caller,
     JsonBody(req): JsonBody<SearchRequest>,
 ) -> Result<Json<SearchAnswer>, ApiError> {
-    check_query(&req.query)?;
+    ask::check_query(&req.query, &Limits::SERVED)?;
     let page = req.page_tokens.unwrap_or(DEFAULT_PAGE_TOKENS);
     let resolved = resolve(&state, &caller, req.model.as_deref(), Some(page))?;
     let run = run(

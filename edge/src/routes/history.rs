@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use ctxgate_core::assemble::ask::{self, Limits};
 use ctxgate_core::history::{
     CompactError, CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, compact,
     message::messages_from_values,
@@ -17,8 +18,6 @@ use crate::state::AppState;
 
 /// Most rounds a request may protect (more is the same as keeping everything).
 const MAX_KEEP_ROUNDS: usize = 10_000;
-/// Longest accepted query, in bytes.
-const MAX_QUERY_BYTES: usize = 64 * 1024;
 
 /// `POST /v1/history/compact` body.
 #[derive(Deserialize)]
@@ -104,15 +103,8 @@ pub async fn compact_history(
             format!("keep_rounds is at most {MAX_KEEP_ROUNDS}"),
         ));
     }
-    if req
-        .query
-        .as_ref()
-        .is_some_and(|q| q.len() > MAX_QUERY_BYTES)
-    {
-        return Err(ApiError::bad_request(
-            "query_too_large",
-            format!("the query is over {MAX_QUERY_BYTES} bytes"),
-        ));
+    if let Some(q) = &req.query {
+        ask::check_query_size(q, &Limits::SERVED)?;
     }
     let resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let opts = CompactOptions {
