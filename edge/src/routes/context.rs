@@ -10,6 +10,7 @@ use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget};
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::route::{RouteDecision, route};
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::budget::resolve;
+use super::conversation::compact_for_context;
 use super::projects::no_project;
 use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
@@ -198,10 +200,13 @@ async fn run(
         .continuation
         .map(|token| continuation::verify(token, secret, now))
         .transpose()?;
-    let history_tokens = asked.history_tokens;
     // History was compacted before: its tokens are part of the same reservation and settlement.
-    let history = u64::from(history_tokens);
-    let tokens = u64::from(resolved.budget) + history;
+    let history = u64::from(asked.history_tokens);
+    let tokens = BudgetSplit {
+        history: asked.history_tokens,
+        code: resolved.budget,
+    }
+    .total();
     // The project and the reservation come in one round trip where the host allows (the
     // Worker's Durable Object holds both).
     let lease = meter::new_id(state);
@@ -453,21 +458,15 @@ async fn answer<T>(
     check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let budget = resolved.budget;
-    let history = match req.messages {
-        None => None,
-        Some(m) => {
-            let h = super::history::compact_for_context(
-                m,
-                &resolved.tokenizer,
-                budget,
-                req.keep_rounds,
-                &req.query,
-            )?;
-            resolved.budget = budget - h.report.tokens_total;
-            Some(h)
-        }
-    };
-    let history_tokens = history.as_ref().map_or(0, |h| h.report.tokens_total);
+    let history = req
+        .messages
+        .map(|m| compact_for_context(m, &resolved.tokenizer, budget, req.keep_rounds, &req.query))
+        .transpose()?;
+    let split = BudgetSplit::after_history(
+        budget,
+        history.as_ref().map_or(0, |h| h.report.tokens_total),
+    );
+    resolved.budget = split.code;
     let run = run(
         &state,
         &caller,
@@ -479,7 +478,7 @@ async fn answer<T>(
             hot_paths: req.hot_paths,
             continuation: req.continuation.as_deref(),
             session: req.session.as_deref(),
-            history_tokens,
+            history_tokens: split.history,
             compression,
             profile,
             error_output,
