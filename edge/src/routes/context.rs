@@ -13,7 +13,7 @@ use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
-use ctxgate_core::route::{RouteDecision, route};
+use ctxgate_core::route::{RouteDecision, named, route};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -488,10 +488,7 @@ async fn answer<T>(
     .await?;
     let reply = req.reply_tokens.unwrap_or(DEFAULT_REPLY_TOKENS);
     let routing = routing(&state, &caller, &run, reply);
-    let priced = routing
-        .as_ref()
-        .and_then(|r| state.catalog.get(&r.model))
-        .map(|m| (m.id.clone(), m.input_price_per_mtok));
+    let priced = routing.as_ref().and_then(|r| state.catalog.get(&r.model));
     let saved = run
         .done
         .repo_tokens
@@ -505,12 +502,10 @@ async fn answer<T>(
         } else {
             (saved as f64 * 1000.0 / run.done.repo_tokens as f64).round() / 10.0
         },
-        usd_saved: priced.as_ref().map(|(_, p)| saved as f64 * p / 1_000_000.0),
+        usd_saved: priced.map(|m| m.input_cost(saved)),
         compression_tokens_saved: run.done.compression_saved_tokens,
-        compression_usd_saved: priced
-            .as_ref()
-            .map(|(_, p)| f64::from(run.done.compression_saved_tokens) * p / 1_000_000.0),
-        priced_with: priced.map(|(id, _)| id),
+        compression_usd_saved: priced.map(|m| m.input_cost(run.done.compression_saved_tokens)),
+        priced_with: priced.map(|m| m.id.clone()),
     };
     let d = &run.done;
     Ok(finish(ContextAnswer {
@@ -648,16 +643,8 @@ fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<Value> {
 fn routing(state: &AppState, caller: &Caller, run: &Run, reply: u32) -> Option<RouteDecision> {
     if let Some(id) = &run.resolved.model {
         let m = state.catalog.get(id)?;
-        let cost = (f64::from(run.done.tokens_total) * m.input_price_per_mtok
-            + f64::from(reply) * m.output_price_per_mtok)
-            / 1_000_000.0;
-        return Some(RouteDecision {
-            model: m.id.clone(),
-            reason: "the request named this model".into(),
-            required_tier: ctxgate_core::route::required_tier(run.done.intent.complexity),
-            estimated_cost_usd: cost,
-            alternatives: Vec::new(),
-        });
+        let d = &run.done;
+        return Some(named(m, d.tokens_total, reply, d.intent.complexity));
     }
     route(
         &state.catalog,
