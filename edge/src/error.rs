@@ -144,6 +144,13 @@ impl From<ctxgate_core::continuation::TokenError> for ApiError {
     }
 }
 
+impl From<ctxgate_core::assemble::ask::AskError> for ApiError {
+    /// Every refused ask is the caller's to fix: 400 with the core's code and message.
+    fn from(e: ctxgate_core::assemble::ask::AskError) -> Self {
+        ApiError::bad_request(e.code(), e.to_string())
+    }
+}
+
 impl From<ctxgate_core::assemble::AssembleError> for ApiError {
     fn from(e: ctxgate_core::assemble::AssembleError) -> Self {
         use ctxgate_core::assemble::AssembleError as A;

@@ -51,9 +51,23 @@ pub fn required_tier(complexity: f32) -> Tier {
     }
 }
 
-fn cost(m: &Model, prompt: u32, reply: u32) -> f64 {
+/// Estimated USD of one call to `m` with `prompt` input and `reply` output tokens at list
+/// prices: what the router ranks by and what a decision reports.
+pub fn cost(m: &Model, prompt: u32, reply: u32) -> f64 {
     (f64::from(prompt) * m.input_price_per_mtok + f64::from(reply) * m.output_price_per_mtok)
         / 1_000_000.0
+}
+
+/// The decision for a request that named its model: no routing, but the same cost estimate
+/// and required tier a routed decision reports, so a client reads one shape either way.
+pub fn named(m: &Model, prompt_tokens: u32, reply_tokens: u32, complexity: f32) -> RouteDecision {
+    RouteDecision {
+        model: m.id.clone(),
+        reason: "the request named this model".into(),
+        required_tier: required_tier(complexity),
+        estimated_cost_usd: cost(m, prompt_tokens, reply_tokens),
+        alternatives: Vec::new(),
+    }
 }
 
 /// Routes a prompt of about `prompt_tokens` expecting `reply_tokens` back. `allowed` limits the
@@ -125,6 +139,26 @@ pub fn route(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_model_is_priced_like_a_routed_one() {
+        let catalog = Catalog::builtin();
+        let m = catalog.resolve("gpt-4o").unwrap();
+        let d = named(m, 1_431, 2_048, 0.3);
+        assert_eq!(d.model, m.id);
+        assert_eq!(d.required_tier, required_tier(0.3));
+        let by_hand =
+            (1_431.0 * m.input_price_per_mtok + 2_048.0 * m.output_price_per_mtok) / 1_000_000.0;
+        assert_eq!(d.estimated_cost_usd.to_bits(), by_hand.to_bits());
+        assert_eq!(
+            m.input_cost(164_024u64).to_bits(),
+            (164_024.0 * m.input_price_per_mtok / 1_000_000.0).to_bits()
+        );
+        assert_eq!(
+            m.input_cost(235u32).to_bits(),
+            m.input_cost(235u64).to_bits()
+        );
+    }
 
     #[test]
     fn cheapest_fitting_model_of_the_right_tier() {

@@ -3,6 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use ctxgate_core::assemble::ask::{self, AskError, Limits};
 use ctxgate_core::catalog::BudgetPolicy;
 use ctxgate_core::profile::Profile;
 use ctxgate_indexer::assemble::{AssembleReport, AssembleRequest, assemble};
@@ -15,17 +16,36 @@ use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::progress::FileBar;
 
+/// The query from `--query` or `--query-file`, checked by the core's rule ([`ask::check_query`]).
 fn read_query(args: &AssembleArgs) -> Result<String, Failure> {
-    if let Some(q) = &args.query {
-        return Ok(q.clone());
-    }
-    let Some(path) = &args.query_file else {
-        return Err(Failure::input(
-            "query_missing",
-            "give --query TEXT or --query-file FILE",
-        ));
+    let query = match (&args.query, &args.query_file) {
+        (Some(q), _) => q.clone(),
+        (None, Some(path)) => read_text(path, "query", "query_file_unreadable")?,
+        (None, None) => {
+            return Err(Failure::input(
+                "query_missing",
+                "give --query TEXT or --query-file FILE",
+            ));
+        }
     };
-    read_text(path, "query", "query_file_unreadable")
+    ask::check_query(&query, &Limits::LOCAL).map_err(ask_failure)?;
+    Ok(query)
+}
+
+/// A refused ask as a command failure: the core's code, and its message with the flags that
+/// stand for the API's fields here.
+fn ask_failure(e: AskError) -> Failure {
+    let message = match &e {
+        AskError::ErrorOutputMissing => {
+            "--profile repair needs the error output: give --error-file FILE".to_string()
+        }
+        AskError::ErrorOutputUnused { profile } => format!(
+            "--error-file is read by --profile repair only, not `{}`",
+            profile.name()
+        ),
+        other => other.to_string(),
+    };
+    Failure::input(e.code(), message)
 }
 
 /// A UTF-8 file, or stdin for `-`; `what` names it in errors.
@@ -60,36 +80,21 @@ fn read_profile(
 ) -> Result<(Profile, Option<String>), Failure> {
     let asked = args
         .profile
-        .or_else(|| config.and_then(|c| c.profile).map(|n| n.0));
-    let profile = match (asked, &args.error_file) {
-        (Some(p), _) => Profile::from(p),
-        (None, Some(_)) => Profile::Repair,
-        (None, None) => Profile::Expand,
+        .or_else(|| config.and_then(|c| c.profile).map(|n| n.0))
+        .map(Profile::from);
+    let profile = ask::choose_profile(asked, args.error_file.is_some()).map_err(ask_failure)?;
+    let Some(path) = &args.error_file else {
+        return Ok((profile, None));
     };
-    match (&args.error_file, profile) {
-        (Some(path), Profile::Repair) => {
-            if path.as_os_str() == "-" && args.query_file.as_deref() == Some(Path::new("-")) {
-                return Err(Failure::input(
-                    "error_file_unreadable",
-                    "the query and the error output cannot both come from stdin",
-                ));
-            }
-            let text = read_text(path, "error output", "error_file_unreadable")?;
-            Ok((profile, Some(text)))
-        }
-        (Some(_), other) => Err(Failure::input(
-            "error_output_unused",
-            format!(
-                "--error-file is read by --profile repair only, not `{}`",
-                other.name()
-            ),
-        )),
-        (None, Profile::Repair) => Err(Failure::input(
-            "error_output_missing",
-            "--profile repair needs the error output: give --error-file FILE",
-        )),
-        (None, other) => Ok((other, None)),
+    if path.as_os_str() == "-" && args.query_file.as_deref() == Some(Path::new("-")) {
+        return Err(Failure::input(
+            "error_file_unreadable",
+            "the query and the error output cannot both come from stdin",
+        ));
     }
+    let text = read_text(path, "error output", "error_file_unreadable")?;
+    ask::check_error_output(&text, &Limits::LOCAL).map_err(ask_failure)?;
+    Ok((profile, Some(text)))
 }
 
 pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {

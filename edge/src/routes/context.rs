@@ -5,18 +5,21 @@ use std::collections::HashSet;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use ctxgate_core::assemble::ask::{self, Limits};
 use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget};
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
-use ctxgate_core::route::{RouteDecision, route};
+use ctxgate_core::route::{RouteDecision, named, route};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::budget::resolve;
+use super::conversation::compact_for_context;
 use super::projects::no_project;
 use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
@@ -24,10 +27,6 @@ use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
-/// Longest accepted query, in bytes.
-const MAX_QUERY_BYTES: usize = 64 * 1024;
-/// Longest accepted error output (`profile: repair`), in bytes.
-const MAX_ERROR_OUTPUT_BYTES: usize = 256 * 1024;
 /// Reply tokens assumed when routing, unless the request says.
 const DEFAULT_REPLY_TOKENS: u32 = 2_048;
 /// Default page size of `/v1/search`, in tokens.
@@ -110,22 +109,6 @@ struct Run {
     already_delivered: Vec<Value>,
     /// Bytes read from storage for this answer.
     read_bytes: u64,
-}
-
-fn check_query(query: &str) -> Result<(), ApiError> {
-    if query.trim().is_empty() {
-        return Err(ApiError::bad_request("query_empty", "the query is empty"));
-    }
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(ApiError::bad_request(
-            "query_too_large",
-            format!(
-                "the query has {} bytes; the limit is {MAX_QUERY_BYTES}",
-                query.len()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// What a call asks for besides the query and budget.
@@ -217,10 +200,13 @@ async fn run(
         .continuation
         .map(|token| continuation::verify(token, secret, now))
         .transpose()?;
-    let history_tokens = asked.history_tokens;
     // History was compacted before: its tokens are part of the same reservation and settlement.
-    let history = u64::from(history_tokens);
-    let tokens = u64::from(resolved.budget) + history;
+    let history = u64::from(asked.history_tokens);
+    let tokens = BudgetSplit {
+        history: asked.history_tokens,
+        code: resolved.budget,
+    }
+    .total();
     // The project and the reservation come in one round trip where the host allows (the
     // Worker's Durable Object holds both).
     let lease = meter::new_id(state);
@@ -393,53 +379,6 @@ struct Savings {
     priced_with: Option<String>,
 }
 
-/// The profile a request asks for and the error output it brings: `repair` by default with
-/// `error_output`, which no other profile reads.
-fn profile_of(
-    profile: Option<&str>,
-    error_output: Option<String>,
-) -> Result<(Profile, Option<String>), ApiError> {
-    let profile = match (profile, &error_output) {
-        (Some(p), _) => Profile::from_name(p).map_err(|known| {
-            ApiError::bad_request(
-                "unsupported_option",
-                format!("profile `{p}` is not available; use one of: {known}"),
-            )
-        })?,
-        (None, Some(_)) => Profile::Repair,
-        (None, None) => Profile::Expand,
-    };
-    match (error_output, profile) {
-        (Some(e), Profile::Repair) if e.len() > MAX_ERROR_OUTPUT_BYTES => {
-            Err(ApiError::bad_request(
-                "error_output_too_large",
-                format!(
-                    "the error output has {} bytes; the limit is {MAX_ERROR_OUTPUT_BYTES}",
-                    e.len()
-                ),
-            ))
-        }
-        (Some(e), Profile::Repair) if e.trim().is_empty() => Err(missing_error_output()),
-        (Some(e), Profile::Repair) => Ok((profile, Some(e))),
-        (Some(_), other) => Err(ApiError::bad_request(
-            "error_output_unused",
-            format!(
-                "error_output is read by profile repair only, not `{}`",
-                other.name()
-            ),
-        )),
-        (None, Profile::Repair) => Err(missing_error_output()),
-        (None, other) => Ok((other, None)),
-    }
-}
-
-fn missing_error_output() -> ApiError {
-    ApiError::bad_request(
-        "error_output_missing",
-        "profile repair needs the error output: give error_output",
-    )
-}
-
 /// `POST /v1/context`.
 pub async fn context(
     State(state): State<AppState>,
@@ -512,35 +451,22 @@ async fn answer<T>(
     req: ContextRequest,
     finish: impl FnOnce(ContextAnswer<'_>) -> T,
 ) -> Result<T, ApiError> {
-    check_query(&req.query)?;
-    let compression = match req.compression.as_deref() {
-        None => Compression::None,
-        Some(c) => Compression::from_name(c).map_err(|known| {
-            ApiError::bad_request(
-                "unsupported_option",
-                format!("compression `{c}` is not available; use one of: {known}"),
-            )
-        })?,
-    };
-    let (profile, error_output) = profile_of(req.profile.as_deref(), req.error_output)?;
+    ask::check_query(&req.query, &Limits::SERVED)?;
+    let compression = ask::parse_compression(req.compression.as_deref())?;
+    let (profile, error_output) =
+        ask::profile_and_error_output(req.profile.as_deref(), req.error_output, &Limits::SERVED)?;
     check_session(req.session.as_deref())?;
     let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let budget = resolved.budget;
-    let history = match req.messages {
-        None => None,
-        Some(m) => {
-            let h = super::history::compact_for_context(
-                m,
-                &resolved.tokenizer,
-                budget,
-                req.keep_rounds,
-                &req.query,
-            )?;
-            resolved.budget = budget - h.report.tokens_total;
-            Some(h)
-        }
-    };
-    let history_tokens = history.as_ref().map_or(0, |h| h.report.tokens_total);
+    let history = req
+        .messages
+        .map(|m| compact_for_context(m, &resolved.tokenizer, budget, req.keep_rounds, &req.query))
+        .transpose()?;
+    let split = BudgetSplit::after_history(
+        budget,
+        history.as_ref().map_or(0, |h| h.report.tokens_total),
+    );
+    resolved.budget = split.code;
     let run = run(
         &state,
         &caller,
@@ -552,7 +478,7 @@ async fn answer<T>(
             hot_paths: req.hot_paths,
             continuation: req.continuation.as_deref(),
             session: req.session.as_deref(),
-            history_tokens,
+            history_tokens: split.history,
             compression,
             profile,
             error_output,
@@ -562,10 +488,7 @@ async fn answer<T>(
     .await?;
     let reply = req.reply_tokens.unwrap_or(DEFAULT_REPLY_TOKENS);
     let routing = routing(&state, &caller, &run, reply);
-    let priced = routing
-        .as_ref()
-        .and_then(|r| state.catalog.get(&r.model))
-        .map(|m| (m.id.clone(), m.input_price_per_mtok));
+    let priced = routing.as_ref().and_then(|r| state.catalog.get(&r.model));
     let saved = run
         .done
         .repo_tokens
@@ -579,12 +502,10 @@ async fn answer<T>(
         } else {
             (saved as f64 * 1000.0 / run.done.repo_tokens as f64).round() / 10.0
         },
-        usd_saved: priced.as_ref().map(|(_, p)| saved as f64 * p / 1_000_000.0),
+        usd_saved: priced.map(|m| m.input_cost(saved)),
         compression_tokens_saved: run.done.compression_saved_tokens,
-        compression_usd_saved: priced
-            .as_ref()
-            .map(|(_, p)| f64::from(run.done.compression_saved_tokens) * p / 1_000_000.0),
-        priced_with: priced.map(|(id, _)| id),
+        compression_usd_saved: priced.map(|m| m.input_cost(run.done.compression_saved_tokens)),
+        priced_with: priced.map(|m| m.id.clone()),
     };
     let d = &run.done;
     Ok(finish(ContextAnswer {
@@ -722,16 +643,8 @@ fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<Value> {
 fn routing(state: &AppState, caller: &Caller, run: &Run, reply: u32) -> Option<RouteDecision> {
     if let Some(id) = &run.resolved.model {
         let m = state.catalog.get(id)?;
-        let cost = (f64::from(run.done.tokens_total) * m.input_price_per_mtok
-            + f64::from(reply) * m.output_price_per_mtok)
-            / 1_000_000.0;
-        return Some(RouteDecision {
-            model: m.id.clone(),
-            reason: "the request named this model".into(),
-            required_tier: ctxgate_core::route::required_tier(run.done.intent.complexity),
-            estimated_cost_usd: cost,
-            alternatives: Vec::new(),
-        });
+        let d = &run.done;
+        return Some(named(m, d.tokens_total, reply, d.intent.complexity));
     }
     route(
         &state.catalog,
@@ -749,7 +662,7 @@ pub async fn search(
     caller: Caller,
     JsonBody(req): JsonBody<SearchRequest>,
 ) -> Result<Json<SearchAnswer>, ApiError> {
-    check_query(&req.query)?;
+    ask::check_query(&req.query, &Limits::SERVED)?;
     let page = req.page_tokens.unwrap_or(DEFAULT_PAGE_TOKENS);
     let resolved = resolve(&state, &caller, req.model.as_deref(), Some(page))?;
     let run = run(

@@ -2,23 +2,17 @@
 
 use axum::Json;
 use axum::extract::State;
-use ctxgate_core::history::{
-    CompactError, CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, compact,
-    message::messages_from_values,
-};
+use ctxgate_core::assemble::ask::{self, Limits};
+use ctxgate_core::history::{CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, compact};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::budget::resolve;
+use super::conversation::{self, MAX_KEEP_ROUNDS};
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
 use crate::meter::{self, Delivered};
 use crate::state::AppState;
-
-/// Most rounds a request may protect (more is the same as keeping everything).
-const MAX_KEEP_ROUNDS: usize = 10_000;
-/// Longest accepted query, in bytes.
-const MAX_QUERY_BYTES: usize = 64 * 1024;
 
 /// `POST /v1/history/compact` body.
 #[derive(Deserialize)]
@@ -40,63 +34,13 @@ pub struct CompactRequest {
     query: Option<String>,
 }
 
-/// Largest share of a `/v1/context` budget the history may take when it does not fit whole (the
-/// rest is for code); a protected part larger than this is refused.
-const CONTEXT_HISTORY_SHARE: (u32, u32) = (1, 2);
-
-/// Compacts a `/v1/context` request's `messages` into its share of `budget`: whole if the
-/// conversation fits in half the budget, else compacted to half (the code gets the rest).
-pub(super) fn compact_for_context(
-    messages: Value,
-    tok: &ctxgate_core::catalog::TokenizerSpec,
-    budget: u32,
-    keep_rounds: Option<usize>,
-    query: &str,
-) -> Result<ctxgate_core::history::Compacted, ApiError> {
-    let Value::Array(list) = messages else {
-        return Err(ApiError::bad_request(
-            "invalid_conversation",
-            "`messages` must be an array of chat messages",
-        ));
-    };
-    let messages = messages_from_values(list)?;
-    let keep_rounds = keep_rounds
-        .unwrap_or(DEFAULT_KEEP_ROUNDS)
-        .min(MAX_KEEP_ROUNDS);
-    let share = (u64::from(budget) * u64::from(CONTEXT_HISTORY_SHARE.0)
-        / u64::from(CONTEXT_HISTORY_SHARE.1)) as u32;
-    let opts = CompactOptions {
-        budget: share.max(1),
-        keep_rounds,
-        query: Some(query.to_string()),
-        exact_stats: true,
-    };
-    compact(&messages, tok, &opts, &mut NoCache).map_err(|e| match e {
-        CompactError::BudgetTooSmall { needed, .. } => ApiError::bad_request(
-            "budget_too_small",
-            format!(
-                "the history's protected part (system prompt, pinned messages and the last {keep_rounds} rounds) needs {needed} tokens, more than half of the budget ({budget}); raise the budget to at least {} or keep fewer rounds",
-                needed.saturating_mul(2)
-            ),
-        )
-        .with_details(json!({ "needed": needed.saturating_mul(2), "budget": budget, "history_needs": needed, "keep_rounds": keep_rounds })),
-        other => other.into(),
-    })
-}
-
 /// `POST /v1/history/compact`.
 pub async fn compact_history(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<CompactRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let Value::Array(list) = req.messages else {
-        return Err(ApiError::bad_request(
-            "invalid_conversation",
-            "`messages` must be an array of chat messages",
-        ));
-    };
-    let messages = messages_from_values(list)?;
+    let messages = conversation::messages(req.messages)?;
     let keep_rounds = req.keep_rounds.unwrap_or(DEFAULT_KEEP_ROUNDS);
     if keep_rounds > MAX_KEEP_ROUNDS {
         return Err(ApiError::bad_request(
@@ -104,15 +48,8 @@ pub async fn compact_history(
             format!("keep_rounds is at most {MAX_KEEP_ROUNDS}"),
         ));
     }
-    if req
-        .query
-        .as_ref()
-        .is_some_and(|q| q.len() > MAX_QUERY_BYTES)
-    {
-        return Err(ApiError::bad_request(
-            "query_too_large",
-            format!("the query is over {MAX_QUERY_BYTES} bytes"),
-        ));
+    if let Some(q) = &req.query {
+        ask::check_query_size(q, &Limits::SERVED)?;
     }
     let resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let opts = CompactOptions {

@@ -1,10 +1,12 @@
 //! The API's handlers, one module per group of endpoints (the router that maps paths to them is
 //! [`crate::router`]). Handlers import the request plumbing of [`crate::extract`], never the
-//! router; the one helper two groups share (the caller's budget) is a module of its own.
+//! router; the helpers two groups share (the caller's budget, the conversation a request carries) are
+//! modules of their own.
 
 pub(crate) mod admin;
 mod budget;
 pub(crate) mod context;
+mod conversation;
 pub(crate) mod history;
 pub(crate) mod meta;
 pub(crate) mod projects;

@@ -5,6 +5,7 @@
 //! each text lives; the caller decides how to read it (a file range, an object already in
 //! memory). Nothing here counts time or touches storage.
 
+pub mod ask;
 mod estimate;
 mod pieces;
 mod plan;

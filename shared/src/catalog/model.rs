@@ -124,9 +124,11 @@ pub struct Model {
 }
 
 impl Model {
-    /// USD for `tokens` input tokens.
-    pub fn input_cost(&self, tokens: u32) -> f64 {
-        f64::from(tokens) * self.input_price_per_mtok / 1_000_000.0
+    /// USD for `tokens` input tokens at list price: the one formula every cost and saving the
+    /// API and the CLI report is computed with (a prompt's tokens fit a `u32`, a repository's a
+    /// `u64`; both convert to `f64` exactly below 2^53).
+    pub fn input_cost(&self, tokens: impl Into<u64>) -> f64 {
+        tokens.into() as f64 * self.input_price_per_mtok / 1_000_000.0
     }
 }
 

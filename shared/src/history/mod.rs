@@ -23,6 +23,7 @@
 pub mod cache;
 mod compact;
 pub mod message;
+mod share;
 pub mod summarize;
 #[cfg(test)]
 mod tests;
@@ -37,4 +38,5 @@ pub use message::{
     Content, Conversation, Message, ParseError, Role, conversation_tokens, message_tokens, parse,
     parse_bytes,
 };
+pub use share::{BudgetSplit, CONTEXT_HISTORY_SHARE};
 pub use summarize::SUMMARIZER_VERSION;
