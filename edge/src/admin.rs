@@ -42,15 +42,15 @@ pub async fn create_org(
         name: name.to_string(),
         limits,
         allowed_models,
-        created_ms: state.backend.now_ms(),
+        created_ms: state.accounts.now_ms(),
     };
-    state.backend.create_org(&org).await?;
+    state.accounts.create_org(&org).await?;
     Ok(org)
 }
 
 async fn existing(state: &AppState, name: &str) -> Result<OrgRecord, ApiError> {
     state
-        .backend
+        .accounts
         .org(name)
         .await?
         .ok_or_else(|| ApiError::not_found("org_not_found", format!("no organisation `{name}`")))
@@ -60,7 +60,7 @@ async fn existing(state: &AppState, name: &str) -> Result<OrgRecord, ApiError> {
 pub async fn create_key(state: &AppState, org: &str) -> Result<String, ApiError> {
     existing(state, org).await?;
     let secret: String = state
-        .backend
+        .accounts
         .random_bytes(24)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -69,9 +69,9 @@ pub async fn create_key(state: &AppState, org: &str) -> Result<String, ApiError>
     let record = KeyRecord {
         org: org.to_string(),
         prefix: key.chars().take(KEY_PREFIX.len() + 6).collect(),
-        created_ms: state.backend.now_ms(),
+        created_ms: state.accounts.now_ms(),
     };
-    state.backend.put_key(&hash_key(&key), &record).await?;
+    state.accounts.put_key(&hash_key(&key), &record).await?;
     Ok(key)
 }
 
@@ -83,6 +83,6 @@ pub async fn set_limits(
 ) -> Result<OrgRecord, ApiError> {
     let mut record = existing(state, org).await?;
     record.limits = limits;
-    state.backend.update_org(&record).await?;
+    state.accounts.update_org(&record).await?;
     Ok(record)
 }

@@ -1,9 +1,14 @@
-//! The storage and quota interface every host implements.
+//! The storage and quota interfaces every host implements: [`Accounts`] (orgs, keys, quotas,
+//! audit) and [`Projects`] (projects and their index objects), apart, so a host can take each
+//! from a different place (the Worker over AWS: accounts in Durable Objects, projects from
+//! what the Lambda published) without a wrapper that forwards one half by hand.
 //!
 //! The router asks for records and objects by name; it never knows whether they come from the
 //! embedded data directory, Cloudflare bindings or S3 and DynamoDB. Quota arithmetic is the
 //! core's ([`ctxgate_core::quota::Ledger`]); a backend's only duty there is to apply it
 //! atomically per organisation.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
@@ -145,7 +150,7 @@ pub struct AuditRecord {
     pub status: u16,
 }
 
-/// What [`Backend::reserve_for_project`] found: the project, and the reservation for a call on
+/// What [`Admission::reserve_for_project`] found: the project, and the reservation for a call on
 /// its published version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "found", rename_all = "snake_case")]
@@ -194,9 +199,10 @@ pub fn range_of(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
     &bytes[start..end]
 }
 
-/// Storage and quota for the router.
+/// Organisations, keys, quotas and audit: what the edge keeps itself (in the Worker, Durable
+/// Objects, so an atomic quota reservation costs no round trip to a region).
 #[async_trait]
-pub trait Backend: Send + Sync + 'static {
+pub trait Accounts: Send + Sync + 'static {
     /// Milliseconds since the epoch (hosts differ: the system clock, `Date.now()`).
     fn now_ms(&self) -> u64;
     /// `n` random bytes from the host's CSPRNG.
@@ -249,34 +255,14 @@ pub trait Backend: Send + Sync + 'static {
         let audited = self.append_audit(org, record).await;
         settled.and(audited)
     }
-    /// Finds `org`'s project `key` (id or name) and, when it has a published version, reserves
-    /// `tokens` for a call on it ([`Backend::reserve`]): one round trip on hosts where each
-    /// costs one (the Worker's Durable Object holds both), two calls elsewhere.
-    async fn reserve_for_project(
-        &self,
-        org: &str,
-        key: &str,
-        limits: &Limits,
-        lease_id: &str,
-        tokens: u64,
-        now_ms: u64,
-    ) -> Result<ProjectAdmission, BackendError> {
-        let Some(project) = pick_project(self.projects(org).await?, key) else {
-            return Ok(ProjectAdmission::NotFound);
-        };
-        let Some(version) = project.current_version else {
-            return Ok(ProjectAdmission::NotIndexed { project });
-        };
-        let outcome = self.reserve(org, limits, lease_id, tokens, now_ms).await?;
-        Ok(ProjectAdmission::Reserved {
-            project,
-            version,
-            outcome,
-        })
-    }
     /// `org`'s newest audit records, newest first.
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;
+}
 
+/// Projects and the objects of their published indexes: what an indexer writes (the data
+/// directory, R2, or S3 and DynamoDB read through [`crate::aws`]).
+#[async_trait]
+pub trait Projects: Send + Sync + 'static {
     /// `org`'s projects.
     async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError>;
     /// Registers a project for `org` and indexes it (hosts that cannot index refuse).
@@ -341,5 +327,61 @@ pub trait Backend: Send + Sync + 'static {
         Err(BackendError::Unsupported(format!(
             "this host cannot delete `{key}`: collect its store where it is written (`ctxgate gc --store`)"
         )))
+    }
+}
+
+/// Finding a project and reserving quota for a call on it, the first step of every metered
+/// call.
+#[async_trait]
+pub trait Admission: Send + Sync + 'static {
+    /// Finds `org`'s project `key` (id or name) and, when it has a published version, reserves
+    /// `tokens` for a call on it ([`Accounts::reserve`]).
+    async fn reserve_for_project(
+        &self,
+        org: &str,
+        key: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<ProjectAdmission, BackendError>;
+}
+
+/// Admission in two calls, the project list then the ledger: for hosts whose projects and
+/// accounts live apart. A host that holds both in one place (the Worker's Durable Object without
+/// AWS) implements [`Admission`] itself in one round trip.
+pub struct TwoCalls {
+    /// Where the ledger is.
+    pub accounts: Arc<dyn Accounts>,
+    /// Where the projects are.
+    pub projects: Arc<dyn Projects>,
+}
+
+#[async_trait]
+impl Admission for TwoCalls {
+    async fn reserve_for_project(
+        &self,
+        org: &str,
+        key: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<ProjectAdmission, BackendError> {
+        let Some(project) = pick_project(self.projects.projects(org).await?, key) else {
+            return Ok(ProjectAdmission::NotFound);
+        };
+        let Some(version) = project.current_version else {
+            return Ok(ProjectAdmission::NotIndexed { project });
+        };
+        let outcome = self
+            .accounts
+            .reserve(org, limits, lease_id, tokens, now_ms)
+            .await?;
+        Ok(ProjectAdmission::Reserved {
+            project,
+            version,
+            outcome,
+        })
     }
 }

@@ -12,7 +12,7 @@
 use ctxgate_core::index::gc::{GcPolicy, GcReport, VersionFacts, plan};
 use ctxgate_core::index::layout::{Manifest, keys};
 
-use crate::backend::{Backend, BackendError};
+use crate::backend::{BackendError, Projects};
 
 /// The version a manifest key under `prefix` names (`…/version/0000000003/manifest.json`).
 fn manifest_version(prefix: &str, key: &str) -> Option<u64> {
@@ -25,7 +25,7 @@ fn manifest_version(prefix: &str, key: &str) -> Option<u64> {
 
 /// Collects every project of `org` by `policy` at `now_ms`, project by project.
 pub async fn collect_org(
-    backend: &dyn Backend,
+    backend: &dyn Projects,
     org: &str,
     policy: &GcPolicy,
     now_ms: u64,

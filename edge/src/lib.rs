@@ -1,7 +1,7 @@
 //! ctxgate's edge API: one router for the Cloudflare Worker and for `ctxgate serve`.
 //!
 //! Handlers are small functions over typed extractors ([`routes`]); what they read and write goes
-//! through the [`backend::Backend`] trait, so the same request logic runs in every host:
+//! through the [`backend::Accounts`] and [`backend::Projects`] traits, so the same request logic runs in every host:
 //! - natively, the `ctxgate` binary's host (`src/host/`) serves the data directory;
 //! - in the Worker (wasm32), the Cloudflare bindings do.
 //!

@@ -26,7 +26,7 @@ pub struct Admission {
 /// A fresh random id (hex).
 pub fn new_id(state: &AppState) -> String {
     state
-        .backend
+        .accounts
         .random_bytes(12)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -41,9 +41,9 @@ pub async fn admit(
     endpoint: &'static str,
 ) -> Result<Admission, ApiError> {
     let id = new_id(state);
-    let now = state.backend.now_ms();
+    let now = state.accounts.now_ms();
     let outcome = state
-        .backend
+        .accounts
         .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
         .await?;
     admitted(id, tokens, endpoint, outcome)
@@ -108,7 +108,7 @@ pub async fn finish(
     status: u16,
     delivered: Delivered,
 ) {
-    let now = state.backend.now_ms();
+    let now = state.accounts.now_ms();
     let org = &caller.org.name;
     let record = AuditRecord {
         id: admission.id,
@@ -124,7 +124,7 @@ pub async fn finish(
         status,
     };
     let _ = state
-        .backend
+        .accounts
         .settle_and_audit(org, &record.id, used, now, &record)
         .await;
 }

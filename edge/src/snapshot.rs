@@ -8,7 +8,7 @@ use ctxgate_core::index::layout::keys;
 use ctxgate_core::index::open::{self, OpenError};
 use ctxgate_core::index::{IndexPack, PackError};
 
-use crate::backend::{Backend, BackendError, ProjectInfo};
+use crate::backend::{BackendError, ProjectInfo, Projects};
 use crate::text_cache::TextCache;
 
 /// A cache of index objects shared beyond one process — in the Worker, the Workers Cache API of
@@ -103,7 +103,7 @@ impl SnapshotCache {
 
     /// An object of a published version: from the shared cache when it has it, else from the
     /// store (and then offered to the cache).
-    async fn object(&self, backend: &dyn Backend, key: &str) -> Result<Vec<u8>, BackendError> {
+    async fn object(&self, backend: &dyn Projects, key: &str) -> Result<Vec<u8>, BackendError> {
         let Some(shared) = &self.shared else {
             return backend.object(key).await;
         };
@@ -119,7 +119,7 @@ impl SnapshotCache {
     /// bytes read from storage to open it (0 when it was open).
     pub async fn open(
         &self,
-        backend: &dyn Backend,
+        backend: &dyn Projects,
         project: &ProjectInfo,
     ) -> Result<(Arc<Snapshot>, u64), BackendError> {
         let org = &project.org;

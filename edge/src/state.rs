@@ -1,11 +1,11 @@
-//! What every handler shares: the backend, the catalog, the configuration, dense retrieval where
+//! What every handler shares: the accounts and projects stores, the catalog, the configuration, dense retrieval where
 //! the host has it, and the per-process cache of opened index versions ([`crate::snapshot`]).
 
 use std::sync::Arc;
 
 use ctxgate_core::catalog::Catalog;
 
-use crate::backend::Backend;
+use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
 use crate::pointer::PointerCache;
 use crate::snapshot::SnapshotCache;
@@ -41,8 +41,12 @@ impl Default for Config {
 /// The router's state.
 #[derive(Clone)]
 pub struct AppState {
-    /// Storage and quotas.
-    pub backend: Arc<dyn Backend>,
+    /// Organisations, keys, quotas and audit.
+    pub accounts: Arc<dyn Accounts>,
+    /// Projects and their index objects.
+    pub projects: Arc<dyn Projects>,
+    /// Finding a project and reserving quota for a call on it.
+    pub admission: Arc<dyn Admission>,
     /// The model catalog.
     pub catalog: Arc<Catalog>,
     /// Settings.
@@ -56,16 +60,35 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State over `backend`.
-    pub fn new(backend: Arc<dyn Backend>, catalog: Catalog, config: Config) -> Self {
+    /// State over `accounts` and `projects`, admitting calls with two calls to them
+    /// ([`TwoCalls`]).
+    pub fn new(
+        accounts: Arc<dyn Accounts>,
+        projects: Arc<dyn Projects>,
+        catalog: Catalog,
+        config: Config,
+    ) -> Self {
+        let admission = Arc::new(TwoCalls {
+            accounts: accounts.clone(),
+            projects: projects.clone(),
+        });
         Self {
-            backend,
+            accounts,
+            projects,
+            admission,
             catalog: Arc::new(catalog),
             pointers: Arc::new(PointerCache::new(config.pointer_ttl_ms)),
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
             dense: None,
         }
+    }
+
+    /// The same state, admitting calls through `admission` (a host that keeps projects and
+    /// ledger together does it in one round trip).
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = admission;
+        self
     }
 
     /// The same state, ranking with `dense` retrieval too.

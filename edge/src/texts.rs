@@ -21,7 +21,7 @@ use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::index::layout::keys;
 
-use crate::backend::{Backend, BackendError};
+use crate::backend::{BackendError, Projects};
 use crate::snapshot::{ObjectCache, Snapshot};
 use crate::text_cache::{Held, Item};
 
@@ -96,7 +96,7 @@ impl<'a> RequestTexts<'a> {
     /// Reads the texts of `chunks` this request does not hold yet.
     pub async fn fetch(
         &mut self,
-        backend: &dyn Backend,
+        backend: &dyn Projects,
         chunks: &[u32],
     ) -> Result<(), BackendError> {
         let snap = self.snap;
@@ -127,7 +127,7 @@ impl<'a> RequestTexts<'a> {
     /// Reads the postings of `terms` this request does not hold yet.
     pub async fn fetch_postings(
         &mut self,
-        backend: &dyn Backend,
+        backend: &dyn Projects,
         terms: &[u32],
     ) -> Result<(), BackendError> {
         let snap = self.snap;
@@ -157,7 +157,7 @@ impl<'a> RequestTexts<'a> {
     /// keeps it here and in the process's cache.
     async fn read(
         &mut self,
-        backend: &dyn Backend,
+        backend: &dyn Projects,
         mut wanted: Vec<Want>,
     ) -> Result<(), BackendError> {
         let snap = self.snap;
@@ -241,7 +241,7 @@ fn coalesce(sorted: &[Want]) -> Vec<Read> {
 /// Reads one range (from the shared cache when it has it: the flag says so), once more if the
 /// store failed; names the object in every error.
 async fn read_range(
-    backend: &dyn Backend,
+    backend: &dyn Projects,
     shared: Option<&dyn ObjectCache>,
     org: &str,
     project: &str,
@@ -362,7 +362,7 @@ fn warn(message: &str) {
 /// Answers `query` from `snap`: plans, reads the texts the plan wants in one batch, composes,
 /// and reads again what composing found missing. Returns the answer and the bytes read.
 pub async fn answer(
-    backend: &dyn Backend,
+    backend: &dyn Projects,
     shared: Option<&dyn ObjectCache>,
     snap: &Snapshot,
     query: &str,

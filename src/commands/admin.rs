@@ -23,9 +23,13 @@ use crate::progress::FileBar;
 
 /// The admin commands run on the operator's own machine: every source is allowed.
 fn state(global: &Global) -> Result<AppState, Failure> {
-    let backend = EmbeddedBackend::open(&data_dir(global)?, SourceAccess::TRUSTED)?;
+    let backend = Arc::new(EmbeddedBackend::open(
+        &data_dir(global)?,
+        SourceAccess::TRUSTED,
+    )?);
     Ok(AppState::new(
-        Arc::new(backend),
+        backend.clone(),
+        backend,
         catalog(global)?,
         Config::default(),
     ))
@@ -103,7 +107,7 @@ pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
     let st = state(global)?;
     let record = block_on(async {
         let current = st
-            .backend
+            .accounts
             .org(&a.org)
             .await
             .map_err(ctxgate_edge::error::ApiError::from)?;
@@ -143,7 +147,7 @@ fn project_reindex(global: &Global, a: &ProjectReindexArgs) -> CmdResult {
     let st = state(global)?;
     let (before, after) = block_on(async {
         let before = ctxgate_edge::routes::find_project(&st, &a.org, &a.name).await?;
-        let after = st.backend.reindex_project(&before).await?;
+        let after = st.projects.reindex_project(&before).await?;
         Ok::<_, ctxgate_edge::error::ApiError>((before, after))
     })??;
     let changed = after.current_version != before.current_version;
@@ -234,7 +238,7 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
     })?;
     let info = block_on(async {
         if st
-            .backend
+            .accounts
             .org(&a.org)
             .await
             .map_err(ctxgate_edge::error::ApiError::from)?
@@ -248,7 +252,7 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
         let source = SourceSpec::Local {
             path: dir.to_string_lossy().into_owned(),
         };
-        Ok(st.backend.create_project(&a.org, &a.name, &source).await?)
+        Ok(st.projects.create_project(&a.org, &a.name, &source).await?)
     })??;
     match a.format {
         Format::Json => print_json(&info),

@@ -54,4 +54,17 @@ impl HttpClient for NativeHttp {
     async fn pause(&self, ms: u64) {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
+
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+
+    fn random_u64(&self) -> u64 {
+        let mut buf = [0u8; 8];
+        // Jitter only spreads retries; a failed generator leaves them unspread, nothing worse.
+        let _ = getrandom::fill(&mut buf);
+        u64::from_le_bytes(buf)
+    }
 }

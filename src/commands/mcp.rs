@@ -106,7 +106,8 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
     };
     let backend = Arc::new(backend);
     let dense: Arc<dyn DenseRetrieval> = backend.clone();
-    let state = AppState::new(backend, catalog(global)?, config).with_dense(Some(dense));
+    let state =
+        AppState::new(backend.clone(), backend, catalog(global)?, config).with_dense(Some(dense));
     // The local organisation: no key, no limits, every model.
     let caller = Caller {
         org: OrgRecord {

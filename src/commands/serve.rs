@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
 use ctxgate_core::tokens::Encoding;
-use ctxgate_edge::aws::{AwsConfig, PublishedBackend};
-use ctxgate_edge::backend::Backend;
+use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
+use ctxgate_edge::backend::Projects;
 use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
@@ -97,22 +97,22 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let mut watched: Option<Arc<EmbeddedBackend>> = None;
     // Dense retrieval needs the data directory's texts and vectors: the embedded backend only.
     let mut dense: Option<Arc<dyn DenseRetrieval>> = None;
-    let served: Arc<dyn Backend> = match aws_config(&args.store)? {
+    let backend = Arc::new(backend);
+    let projects: Arc<dyn Projects> = match aws_config(&args.store)? {
         // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
         Some(aws) => {
             tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
             let http = super::aws_http::NativeHttp::new()
                 .map_err(|e| Failure::internal("http_client", e.to_string()))?;
-            Arc::new(PublishedBackend::new(backend, http, aws))
+            Arc::new(PublishedProjects::new(http, aws))
         }
         None => {
-            let backend = Arc::new(backend);
             watched = Some(backend.clone());
             dense = Some(backend.clone());
-            backend
+            backend.clone()
         }
     };
-    let state = AppState::new(served, catalog(global)?, config).with_dense(dense);
+    let state = AppState::new(backend, projects, catalog(global)?, config).with_dense(dense);
     let state_pointers = state.pointers.clone();
     let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
     let rt = tokio::runtime::Builder::new_multi_thread()

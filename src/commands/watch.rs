@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::host::embedded::EmbeddedBackend;
-use ctxgate_edge::backend::{Backend, ProjectInfo};
+use ctxgate_edge::backend::{ProjectInfo, Projects};
 use ctxgate_edge::pointer::PointerCache;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;

@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use ctxgate_edge::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, SourceFault,
+    Accounts, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectInfo, Projects, SourceFault,
 };
 use ctxgate_edge::dense::DenseRetrieval;
 
@@ -307,7 +307,7 @@ impl DenseRetrieval for EmbeddedBackend {
 }
 
 #[async_trait]
-impl Backend for EmbeddedBackend {
+impl Accounts for EmbeddedBackend {
     fn now_ms(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -435,7 +435,10 @@ impl Backend for EmbeddedBackend {
                 .collect()
         })
     }
+}
 
+#[async_trait]
+impl Projects for EmbeddedBackend {
     async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         Ok(self
             .with(|s| s.projects(org))?

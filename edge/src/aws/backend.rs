@@ -4,15 +4,12 @@ use async_trait::async_trait;
 use ctxgate_core::backoff::{Backoff, retryable};
 use ctxgate_core::host_wire::{IndexRequest, IndexerEvent};
 use ctxgate_core::item_key::ItemRange;
-use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_core::records::ProjectItem;
 use serde_json::{Value, json};
 
 use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
-use crate::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectInfo, SourceSpec,
-};
+use crate::backend::{BackendError, ProjectInfo, Projects, SourceSpec};
 
 /// An answer: status and body.
 #[derive(Clone, Debug)]
@@ -34,6 +31,12 @@ pub trait HttpClient: Send + Sync + 'static {
 
     /// Waits `ms` milliseconds before a retry (the Worker's timer, tokio's natively).
     async fn pause(&self, ms: u64);
+
+    /// Milliseconds since the epoch, for signing (the host's clock: `Date.now()`, the system's).
+    fn now_ms(&self) -> u64;
+
+    /// A random number for a retry's jitter (the host's CSPRNG).
+    fn random_u64(&self) -> u64;
 }
 
 /// Whether an answer is an accident worth another try ([`retryable`]); a transaction that lost
@@ -54,10 +57,9 @@ fn worth_retrying(res: &HttpResponse) -> bool {
                 .is_some_and(|r| r.iter().any(|r| r["Code"] == "TransactionConflict")))
 }
 
-/// Projects and objects from what the indexer published to S3 and DynamoDB; organisations,
-/// keys, quotas and audit from `inner`.
-pub struct PublishedBackend<B, C> {
-    inner: B,
+/// Projects and objects from what the indexer published to S3 and DynamoDB (organisations,
+/// keys, quotas and audit stay with the host's own [`crate::backend::Accounts`]).
+pub struct PublishedProjects<C> {
     client: C,
     config: AwsConfig,
 }
@@ -85,14 +87,10 @@ fn attr_n(item: &Value, name: &str) -> Option<u64> {
     item.get(name)?.get("N")?.as_str()?.parse().ok()
 }
 
-impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
-    /// Wraps `inner`.
-    pub fn new(inner: B, client: C, config: AwsConfig) -> Self {
-        Self {
-            inner,
-            client,
-            config,
-        }
+impl<C: HttpClient> PublishedProjects<C> {
+    /// Reads through `client` what `config` names.
+    pub fn new(client: C, config: AwsConfig) -> Self {
+        Self { client, config }
     }
 
     /// Sends `req`, again after a jittered pause ([`Backoff::REQUEST`]) while the answer is
@@ -113,12 +111,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
                 return outcome;
             }
             // Randomness only for a retry: a request that succeeds draws none.
-            let random = self
-                .inner
-                .random_bytes(8)
-                .iter()
-                .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
-            match Backoff::REQUEST.delay_ms(attempt, random) {
+            match Backoff::REQUEST.delay_ms(attempt, self.client.random_u64()) {
                 Some(ms) => self.client.pause(ms).await,
                 None => return outcome,
             }
@@ -126,7 +119,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
     }
 
     async fn dynamodb(&self, target: &str, body: Value) -> Result<Value, BackendError> {
-        let req = self.config.dynamodb(target, &body, self.inner.now_ms())?;
+        let req = self.config.dynamodb(target, &body, self.client.now_ms())?;
         let res = self.send(req).await?;
         let value: Value = serde_json::from_slice(&res.body).map_err(|e| {
             BackendError::Storage(format!("DynamoDB {target}: HTTP {}: {e}", res.status))
@@ -209,7 +202,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
         }));
         let sent = match self
             .config
-            .lambda_invoke_async(function, &event, self.inner.now_ms())
+            .lambda_invoke_async(function, &event, self.client.now_ms())
         {
             Ok(req) => self.send(req).await,
             Err(e) => Err(e),
@@ -239,71 +232,7 @@ impl<B: Backend, C: HttpClient> PublishedBackend<B, C> {
 }
 
 #[async_trait]
-impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
-    fn now_ms(&self) -> u64 {
-        self.inner.now_ms()
-    }
-    fn random_bytes(&self, n: usize) -> Vec<u8> {
-        self.inner.random_bytes(n)
-    }
-    async fn create_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.inner.create_org(org).await
-    }
-    async fn org(&self, name: &str) -> Result<Option<OrgRecord>, BackendError> {
-        self.inner.org(name).await
-    }
-    async fn update_org(&self, org: &OrgRecord) -> Result<(), BackendError> {
-        self.inner.update_org(org).await
-    }
-    async fn put_key(&self, key_hash: &str, key: &KeyRecord) -> Result<(), BackendError> {
-        self.inner.put_key(key_hash, key).await
-    }
-    async fn key(&self, key_hash: &str) -> Result<Option<KeyRecord>, BackendError> {
-        self.inner.key(key_hash).await
-    }
-    async fn reserve(
-        &self,
-        org: &str,
-        limits: &Limits,
-        lease_id: &str,
-        tokens: u64,
-        now_ms: u64,
-    ) -> Result<Result<Lease, Refusal>, BackendError> {
-        self.inner
-            .reserve(org, limits, lease_id, tokens, now_ms)
-            .await
-    }
-    async fn settle(
-        &self,
-        org: &str,
-        lease_id: &str,
-        used: u64,
-        now_ms: u64,
-    ) -> Result<(), BackendError> {
-        self.inner.settle(org, lease_id, used, now_ms).await
-    }
-    async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
-        self.inner.ledger(org).await
-    }
-    async fn append_audit(&self, org: &str, record: &AuditRecord) -> Result<(), BackendError> {
-        self.inner.append_audit(org, record).await
-    }
-    async fn settle_and_audit(
-        &self,
-        org: &str,
-        lease_id: &str,
-        used: u64,
-        now_ms: u64,
-        record: &AuditRecord,
-    ) -> Result<(), BackendError> {
-        self.inner
-            .settle_and_audit(org, lease_id, used, now_ms, record)
-            .await
-    }
-    async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
-        self.inner.audit(org, limit).await
-    }
-
+impl<C: HttpClient> Projects for PublishedProjects<C> {
     async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         self.project_items(org).await
     }
@@ -314,7 +243,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
         name: &str,
         source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
-        let r = registration(&self.config.table, org, name, source, self.inner.now_ms())?;
+        let r = registration(&self.config.table, org, name, source, self.client.now_ms())?;
         match self.dynamodb("TransactWriteItems", r.transaction).await {
             Ok(_) => {
                 self.start_indexing(&r.project, source).await;
@@ -333,7 +262,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
     }
 
     async fn object(&self, key: &str) -> Result<Vec<u8>, BackendError> {
-        let req = self.config.s3_get(key, self.inner.now_ms())?;
+        let req = self.config.s3_get(key, self.client.now_ms())?;
         let res = self.send(req).await?;
         match res.status {
             200 => Ok(res.body),
@@ -356,7 +285,7 @@ impl<B: Backend, C: HttpClient> Backend for PublishedBackend<B, C> {
         }
         let req = self
             .config
-            .s3_get_range(key, Some((offset, len)), self.inner.now_ms())?;
+            .s3_get_range(key, Some((offset, len)), self.client.now_ms())?;
         let res = self.send(req).await?;
         match res.status {
             206 => Ok(res.body),
@@ -382,86 +311,6 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
-    use crate::backend::{AuditRecord, KeyRecord, OrgRecord, ProjectInfo, SourceSpec};
-    use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
-
-    /// The accounts half of a published backend, which these tests of the S3/DynamoDB half never
-    /// reach: every call is refused, so a test that strayed there fails on its answer.
-    struct NoAccounts;
-
-    fn strayed<T>() -> Result<T, BackendError> {
-        Err(BackendError::Unsupported(
-            "the accounts backend is not part of these tests".into(),
-        ))
-    }
-
-    #[async_trait]
-    impl Backend for NoAccounts {
-        fn now_ms(&self) -> u64 {
-            0
-        }
-        fn random_bytes(&self, n: usize) -> Vec<u8> {
-            vec![0; n]
-        }
-        async fn create_org(&self, _: &OrgRecord) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn org(&self, _: &str) -> Result<Option<OrgRecord>, BackendError> {
-            strayed()
-        }
-        async fn update_org(&self, _: &OrgRecord) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn put_key(&self, _: &str, _: &KeyRecord) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn key(&self, _: &str) -> Result<Option<KeyRecord>, BackendError> {
-            strayed()
-        }
-        async fn reserve(
-            &self,
-            _: &str,
-            _: &Limits,
-            _: &str,
-            _: u64,
-            _: u64,
-        ) -> Result<Result<Lease, Refusal>, BackendError> {
-            strayed()
-        }
-        async fn settle(&self, _: &str, _: &str, _: u64, _: u64) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn ledger(&self, _: &str) -> Result<Ledger, BackendError> {
-            strayed()
-        }
-        async fn append_audit(&self, _: &str, _: &AuditRecord) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn audit(&self, _: &str, _: usize) -> Result<Vec<AuditRecord>, BackendError> {
-            strayed()
-        }
-        async fn projects(&self, _: &str) -> Result<Vec<ProjectInfo>, BackendError> {
-            strayed()
-        }
-        async fn create_project(
-            &self,
-            _: &str,
-            _: &str,
-            _: &SourceSpec,
-        ) -> Result<ProjectInfo, BackendError> {
-            strayed()
-        }
-        async fn put_project(&self, _: &ProjectInfo) -> Result<(), BackendError> {
-            strayed()
-        }
-        async fn object(&self, _: &str) -> Result<Vec<u8>, BackendError> {
-            strayed()
-        }
-        async fn put_object(&self, _: &str, _: Vec<u8>) -> Result<(), BackendError> {
-            strayed()
-        }
-    }
-
     /// Answers from a script, recording each request and each pause.
     struct Scripted {
         answers: Mutex<Vec<Result<HttpResponse, BackendError>>>,
@@ -478,6 +327,12 @@ mod tests {
         async fn pause(&self, ms: u64) {
             self.pauses.lock().unwrap().push(ms);
         }
+        fn now_ms(&self) -> u64 {
+            0
+        }
+        fn random_u64(&self) -> u64 {
+            0
+        }
     }
 
     fn answer(status: u16, body: &str) -> Result<HttpResponse, BackendError> {
@@ -490,10 +345,9 @@ mod tests {
     fn published(
         answers: Vec<Result<HttpResponse, BackendError>>,
     ) -> (
-        PublishedBackend<NoAccounts, std::sync::Arc<Scripted>>,
+        PublishedProjects<std::sync::Arc<Scripted>>,
         std::sync::Arc<Scripted>,
     ) {
-        let inner = NoAccounts;
         let client = std::sync::Arc::new(Scripted {
             answers: Mutex::new(answers),
             sent: Mutex::new(0),
@@ -510,7 +364,7 @@ mod tests {
             })
         };
         let config = AwsConfig::from_vars(vars).unwrap().unwrap();
-        (PublishedBackend::new(inner, client.clone(), config), client)
+        (PublishedProjects::new(client.clone(), config), client)
     }
 
     #[async_trait]
@@ -520,6 +374,12 @@ mod tests {
         }
         async fn pause(&self, ms: u64) {
             self.as_ref().pause(ms).await
+        }
+        fn now_ms(&self) -> u64 {
+            0
+        }
+        fn random_u64(&self) -> u64 {
+            0
         }
     }
 

@@ -2,10 +2,10 @@
 //! from DynamoDB, over SigV4-signed HTTP (the `aws-sigv4` crate signs; the host sends), so the
 //! Worker needs no SDK, tokio or socket.
 //!
-//! [`PublishedBackend`] wraps a host's backend: projects and objects come from AWS, where the
-//! indexer put them; organisations, keys, quotas and audit stay with the wrapped backend (in the
-//! Worker, Durable Objects: an atomic quota reservation at the edge costs no round trip to a
-//! region). The item layout is the core's ([`ctxgate_core::item_key`]): a project is
+//! [`PublishedProjects`] is the [`crate::backend::Projects`] half: projects and objects come
+//! from AWS, where the indexer put them; organisations, keys, quotas and audit stay with the
+//! host's own [`crate::backend::Accounts`] (in the Worker, Durable Objects: an atomic quota
+//! reservation at the edge costs no round trip to a region). The item layout is the core's ([`ctxgate_core::item_key`]): a project is
 //! [`ItemKey::project`](ctxgate_core::item_key::ItemKey::project) with its JSON in `data` and the published version in the
 //! `current_version` attribute, which the indexer flips in one conditional transaction after
 //! every object is uploaded, so a reader never sees a half-published version. `POST
@@ -16,5 +16,5 @@ mod backend;
 mod register;
 mod request;
 
-pub use backend::{HttpClient, HttpResponse, PublishedBackend};
+pub use backend::{HttpClient, HttpResponse, PublishedProjects};
 pub use request::{AwsConfig, SignedRequest};

@@ -61,12 +61,12 @@ impl FromRequestParts<AppState> for Caller {
         })?;
         let hash = hash_key(key);
         let record = state
-            .backend
+            .accounts
             .key(&hash)
             .await?
             .ok_or_else(|| unauthorized("invalid_api_key", "the API key is not valid"))?;
         let org =
-            state.backend.org(&record.org).await?.ok_or_else(|| {
+            state.accounts.org(&record.org).await?.ok_or_else(|| {
                 unauthorized("invalid_api_key", "the API key's organisation is gone")
             })?;
         Ok(Caller {

@@ -66,7 +66,7 @@ pub async fn put_project(
 ) -> Result<Json<ProjectInfo>, ApiError> {
     super::projects::valid_name(&name)?;
     super::projects::valid_name(&req.id)?;
-    if state.backend.org(&org).await?.is_none() {
+    if state.accounts.org(&org).await?.is_none() {
         return Err(ApiError::not_found(
             "org_not_found",
             format!("no organisation `{org}`"),
@@ -79,7 +79,7 @@ pub async fn put_project(
         source: req.source,
         current_version: req.current_version,
     };
-    state.backend.put_project(&info).await?;
+    state.projects.put_project(&info).await?;
     state.pointers.forget(&info.org, &info.id);
     Ok(Json(info))
 }
@@ -93,16 +93,16 @@ pub async fn collect_garbage(
     Path(org): Path<String>,
     JsonBody(req): JsonBody<GcRequest>,
 ) -> Result<Json<GcAnswer>, ApiError> {
-    if state.backend.org(&org).await?.is_none() {
+    if state.accounts.org(&org).await?.is_none() {
         return Err(ApiError::not_found(
             "org_not_found",
             format!("no organisation `{org}`"),
         ));
     }
     let policy = req.policy();
-    let now = state.backend.now_ms();
+    let now = state.accounts.now_ms();
     let reports =
-        crate::gc::collect_org(state.backend.as_ref(), &org, &policy, now, req.dry_run).await?;
+        crate::gc::collect_org(state.projects.as_ref(), &org, &policy, now, req.dry_run).await?;
     Ok(Json(GcAnswer::new(&org, !req.dry_run, reports)))
 }
 
@@ -144,13 +144,13 @@ pub async fn put_object(
             ApiError::bad_request("invalid_body", e.body_text())
         }
     })?;
-    if state.backend.org(&org).await?.is_none() {
+    if state.accounts.org(&org).await?.is_none() {
         return Err(ApiError::not_found(
             "org_not_found",
             format!("no organisation `{org}`"),
         ));
     }
-    state.backend.put_object(&key, bytes.to_vec()).await?;
+    state.projects.put_object(&key, bytes.to_vec()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -162,7 +162,7 @@ pub async fn has_object(
     Path((org, rest)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let key = object_key(&org, &rest)?;
-    if state.backend.has_object(&key).await? {
+    if state.projects.has_object(&key).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(

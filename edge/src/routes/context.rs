@@ -149,7 +149,7 @@ async fn session_chunks(
     project: &str,
 ) -> Result<(HashSet<String>, HashSet<String>), ApiError> {
     let records = state
-        .backend
+        .accounts
         .audit(&caller.org.name, SESSION_AUDIT_DEPTH)
         .await?;
     let mut whole = HashSet::new();
@@ -192,7 +192,7 @@ async fn run(
     asked: Asked<'_>,
 ) -> Result<Run, ApiError> {
     let org = caller.org.name.clone();
-    let now = state.backend.now_ms();
+    let now = state.accounts.now_ms();
     let secret = &state.config.token_secret;
     // A forged or expired token is refused before any round trip; what it is bound to (org,
     // project, version, query) is checked once the project is known.
@@ -218,14 +218,14 @@ async fn run(
         Some((p, version)) => ProjectAdmission::Reserved {
             version,
             outcome: state
-                .backend
+                .accounts
                 .reserve(&org, &caller.org.limits, &lease, tokens, now)
                 .await?,
             project: p,
         },
         None => {
             let found = state
-                .backend
+                .admission
                 .reserve_for_project(&org, project, &caller.org.limits, &lease, tokens, now)
                 .await?;
             if let ProjectAdmission::Reserved { project: p, .. } = &found {
@@ -262,7 +262,7 @@ async fn run(
         };
         let (snap, opened_bytes) = state
             .snapshots
-            .open(state.backend.as_ref(), &project)
+            .open(state.projects.as_ref(), &project)
             .await?;
         let mut exclude = delivered.clone();
         if !known.is_empty() {
@@ -300,7 +300,7 @@ async fn run(
             ..QueryOptions::default()
         };
         let (done, text_bytes) = crate::texts::answer(
-            state.backend.as_ref(),
+            state.projects.as_ref(),
             state.snapshots.shared(),
             &snap,
             query,

@@ -25,7 +25,7 @@ pub struct CreateProject {
 /// The org's project named or numbered `key`. Another org's project is "not found", exactly
 /// like a project that does not exist, so ids cannot be probed.
 pub async fn find_project(state: &AppState, org: &str, key: &str) -> Result<ProjectInfo, ApiError> {
-    pick_project(state.backend.projects(org).await?, key).ok_or_else(|| no_project(key))
+    pick_project(state.projects.projects(org).await?, key).ok_or_else(|| no_project(key))
 }
 
 /// The answer to a project id or name the caller's org does not have.
@@ -63,7 +63,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<ProjectInfo>), ApiError> {
     valid_name(&req.name)?;
     let p = state
-        .backend
+        .projects
         .create_project(&caller.org.name, &req.name, &req.source)
         .await?;
     state.pointers.forget(&p.org, &p.id);
@@ -80,7 +80,7 @@ pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<ProjectList>, ApiError> {
-    let projects = state.backend.projects(&caller.org.name).await?;
+    let projects = state.projects.projects(&caller.org.name).await?;
     Ok(Json(ProjectList { projects }))
 }
 
@@ -109,7 +109,7 @@ pub async fn reindex(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let before = find_project(&state, &caller.org.name, &id).await?;
-    let after = state.backend.reindex_project(&before).await?;
+    let after = state.projects.reindex_project(&before).await?;
     state.pointers.forget(&after.org, &after.id);
     Ok(Json(json!({
         "changed": after.current_version != before.current_version,

@@ -14,9 +14,9 @@ const RECENT: usize = 50;
 /// `GET /v1/usage`.
 pub async fn usage(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     let org = &caller.org.name;
-    let ledger = state.backend.ledger(org).await?;
-    let summary = ledger.summary(&caller.org.limits, state.backend.now_ms());
-    let recent = state.backend.audit(org, RECENT).await?;
+    let ledger = state.accounts.ledger(org).await?;
+    let summary = ledger.summary(&caller.org.limits, state.accounts.now_ms());
+    let recent = state.accounts.audit(org, RECENT).await?;
     Ok(Json(json!({
         "org": org,
         "usage": summary,

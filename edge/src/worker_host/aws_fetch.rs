@@ -52,6 +52,18 @@ impl HttpClient for WorkerFetch {
     async fn pause(&self, ms: u64) {
         SendFuture::new(worker::Delay::from(std::time::Duration::from_millis(ms))).await;
     }
+
+    fn now_ms(&self) -> u64 {
+        js_sys::Date::now() as u64
+    }
+
+    fn random_u64(&self) -> u64 {
+        // Jitter only spreads retries; a failed generator leaves them unspread, nothing worse.
+        super::random::bytes(8)
+            .unwrap_or_default()
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+    }
 }
 
 /// The AWS settings in the Worker's vars and secrets ([`AwsConfig::from_vars`]).

@@ -1,4 +1,4 @@
-//! [`Backend`] over Cloudflare bindings: index objects in R2, API keys in KV, everything an
+//! [`Accounts`] and [`Projects`] over Cloudflare bindings: index objects in R2, API keys in KV, everything an
 //! organisation owns (record, quota ledger, projects, audit) in its Durable Object.
 //!
 //! Why this split: keys are written once and read on every request, which is what KV is good at
@@ -16,8 +16,8 @@ use worker::{Bucket, Env, KvStore, Method, ObjectNamespace, Request, RequestInit
 
 use super::org_object::{CONFLICT, OrgCommand};
 use crate::backend::{
-    AuditRecord, Backend, BackendError, KeyRecord, OrgRecord, ProjectAdmission, ProjectInfo,
-    SourceSpec,
+    Accounts, Admission, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectAdmission,
+    ProjectInfo, Projects, SourceSpec,
 };
 use crate::recent::Recent;
 use ctxgate_core::index::gc::StoredObject;
@@ -107,7 +107,7 @@ impl CloudflareBackend {
 }
 
 #[async_trait]
-impl Backend for CloudflareBackend {
+impl Accounts for CloudflareBackend {
     fn now_ms(&self) -> u64 {
         js_sys::Date::now() as u64
     }
@@ -186,25 +186,6 @@ impl Backend for CloudflareBackend {
         self.org_call(org, command).await
     }
 
-    async fn reserve_for_project(
-        &self,
-        org: &str,
-        key: &str,
-        limits: &Limits,
-        lease_id: &str,
-        tokens: u64,
-        now_ms: u64,
-    ) -> Result<ProjectAdmission, BackendError> {
-        let command = OrgCommand::ReserveForProject {
-            project: key.to_string(),
-            limits: *limits,
-            lease_id: lease_id.to_string(),
-            tokens,
-            now_ms,
-        };
-        self.org_call(org, command).await
-    }
-
     async fn settle(
         &self,
         org: &str,
@@ -251,7 +232,10 @@ impl Backend for CloudflareBackend {
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError> {
         self.org_call(org, OrgCommand::Audit { limit }).await
     }
+}
 
+#[async_trait]
+impl Projects for CloudflareBackend {
     async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         self.org_call(org, OrgCommand::Projects).await
     }
@@ -369,5 +353,29 @@ impl Backend for CloudflareBackend {
                 .map_err(storage)
         })
         .await
+    }
+}
+
+/// One round trip: the org's Durable Object holds its projects and its ledger (used when
+/// projects are not read from AWS).
+#[async_trait]
+impl Admission for CloudflareBackend {
+    async fn reserve_for_project(
+        &self,
+        org: &str,
+        key: &str,
+        limits: &Limits,
+        lease_id: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> Result<ProjectAdmission, BackendError> {
+        let command = OrgCommand::ReserveForProject {
+            project: key.to_string(),
+            limits: *limits,
+            lease_id: lease_id.to_string(),
+            tokens,
+            now_ms,
+        };
+        self.org_call(org, command).await
     }
 }

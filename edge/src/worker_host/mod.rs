@@ -153,16 +153,16 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
     // published to S3 and DynamoDB; orgs, keys and quotas stay in the Durable Objects.
     let aws = aws_fetch::config(|name| var(env, name))
         .map_err(|e| HostError::BadVar("CTXGATE_STORE", e))?;
-    let backend: Arc<dyn crate::backend::Backend> = match aws {
-        Some(aws) => Arc::new(crate::aws::PublishedBackend::new(
-            backend,
-            aws_fetch::WorkerFetch,
-            aws,
-        )),
-        None => Arc::new(backend),
+    let backend = Arc::new(backend);
+    let state = match aws {
+        Some(aws) => {
+            let projects = crate::aws::PublishedProjects::new(aws_fetch::WorkerFetch, aws);
+            AppState::new(backend, Arc::new(projects), catalog(env)?, config)
+        }
+        None => AppState::new(backend.clone(), backend.clone(), catalog(env)?, config)
+            .with_admission(backend),
     };
-    let state = AppState::new(backend, catalog(env)?, config)
-        .with_object_cache(Arc::new(edge_cache::EdgeCache));
+    let state = state.with_object_cache(Arc::new(edge_cache::EdgeCache));
     Ok((crate::router(state), limits))
 }
 
