@@ -5,11 +5,14 @@
 //! - natively, the `ctxgate` binary's host (`src/host/`) serves the data directory;
 //! - in the Worker (wasm32), the Cloudflare bindings do.
 //!
-//! This crate depends on `ctxgate-core` only, never on the indexer: the native backend, which
-//! needs the indexer's store and pipeline, lives in the binary, where the two sides meet.
+//! This crate depends on `ctxgate-core` only, natively and in wasm32, and must never depend on
+//! the indexer (`scripts/architecture-check.sh` fails the tests if it does): the native backend,
+//! which needs the indexer's store and pipeline, lives in the binary, where the two sides meet.
 //!
 //! Every decision (assembly, quotas, routing, continuation tokens) is `ctxgate-core`'s; this
 //! crate adapts HTTP to it and maps every failure to one error shape ([`error::ApiError`]).
+
+#![deny(missing_docs)]
 
 pub mod admin;
 pub mod aws;

@@ -17,6 +17,12 @@
 //!   OpenAI-compatible API), cached by chunk;
 //! - [`chat`] is the OpenAI-compatible chat client behind optional LLM summaries, and
 //!   [`summarize`] builds each version's file, directory and project summaries.
+//!
+//! Must never depend on `ctxgate-edge` (the API): the two hosts meet only in the `ctxgate`
+//! binary. Every decision (chunking, counting, index layout, item keys, records) is the core's;
+//! this crate does the I/O around it (`scripts/architecture-check.sh` keeps it so).
+
+#![deny(missing_docs)]
 
 pub mod assemble;
 #[cfg(feature = "aws")]

@@ -36,7 +36,9 @@ pub struct WalkOptions {
 /// `**` crosses them. With includes, only files matching one are kept; an exclude always wins.
 #[derive(Clone, Debug, Default)]
 pub struct Globs {
+    /// Patterns a kept file must match (none: every file).
     pub include: Vec<String>,
+    /// Patterns that leave a file out.
     pub exclude: Vec<String>,
 }
 
@@ -44,7 +46,9 @@ pub struct Globs {
 #[derive(Debug, thiserror::Error)]
 #[error("invalid glob `{pattern}`: {reason}")]
 pub struct GlobError {
+    /// The pattern as given.
     pub pattern: String,
+    /// What the parser said.
     pub reason: String,
 }
 

@@ -14,6 +14,16 @@
 //!   whose exact count never exceeds the budget;
 //! - [`summary`]: file, directory and project summaries, and which of them fill what the pieces
 //!   leave.
+//!
+//! What the hosts share as facts also lives here, so neither spells the other's: where metadata
+//! items are keyed ([`item_key`]), the records they hold ([`records`]), where a project's files
+//! come from ([`source`]), the bodies the hosts send each other ([`host_wire`]), and how a
+//! published version is opened and checked ([`index::open`]).
+//!
+//! Must never depend on: `ctxgate-edge`, `ctxgate-indexer`, an async runtime, a socket, a
+//! database or a cloud SDK (`scripts/architecture-check.sh` fails the tests if it does).
+
+#![deny(missing_docs)]
 
 pub mod assemble;
 pub mod backoff;
@@ -30,7 +40,6 @@ pub mod host_wire;
 pub mod index;
 pub mod intent;
 pub mod item_key;
-
 pub mod lexical;
 pub mod order;
 pub mod profile;

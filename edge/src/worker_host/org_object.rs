@@ -6,6 +6,9 @@
 //! [`Ledger::reserve`] never overspend under concurrency, with the core's arithmetic unchanged.
 //! Everything an org owns lives here, so org-scoped reads are strongly consistent too.
 
+// `#[durable_object]` generates the class's JavaScript glue without docs.
+#![allow(missing_docs)]
+
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
