@@ -16,7 +16,7 @@ use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
 use crate::routes::{
     ContextAnswer, ContextRequest, CountAnswer, CountRequest, ProjectList, SearchAnswer,
-    SearchRequest, context_value, count_handler, list_handler, search_handler,
+    SearchRequest, context_value, count_handler, list_handler, search_answer,
 };
 use crate::state::AppState;
 
@@ -263,8 +263,8 @@ async fn call_tool(
         "get_context" => get_context(state, caller, a).await,
         "search_code" => {
             let out = match args::<SearchRequest>(a) {
-                Ok(req) => match search_handler(st(), caller.clone(), JsonBody(req)).await {
-                    Ok(j) => to_value(serde_json::to_value(j.0)),
+                Ok(req) => match search_answer(state, caller, req).await {
+                    Ok(page) => to_value(serde_json::to_value(page)),
                     Err(e) => Err(e),
                 },
                 Err(e) => Err(e),

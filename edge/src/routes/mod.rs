@@ -13,8 +13,7 @@ pub(crate) mod projects;
 pub(crate) mod usage;
 
 pub use context::{
-    ContextAnswer, ContextRequest, SearchAnswer, SearchRequest, context_value,
-    search as search_handler,
+    ContextAnswer, ContextRequest, SearchAnswer, SearchRequest, context_value, search_answer,
 };
 pub use meta::{CountAnswer, CountRequest, count as count_handler};
 pub use projects::find_project;

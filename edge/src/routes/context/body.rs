@@ -1,0 +1,215 @@
+//! The answers of `/v1/context` and `/v1/search` (whose field docs are the OpenAPI and MCP
+//! output schema), built from a run, and the context answer's JSON writer.
+
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use ctxgate_core::history::Compacted;
+use ctxgate_core::route::RouteDecision;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::report::Savings;
+use super::run::Run;
+use crate::error::ApiError;
+
+/// The project and version an answer was read from.
+#[derive(Serialize, JsonSchema)]
+pub struct ProjectRef {
+    /// Stable id.
+    id: String,
+    /// Name within the organisation.
+    name: String,
+    /// The index version read.
+    version: u64,
+}
+
+impl ProjectRef {
+    pub(super) fn of(run: &Run) -> Self {
+        Self {
+            id: run.project.id.clone(),
+            name: run.project.name.clone(),
+            version: run.version,
+        }
+    }
+}
+
+/// The answer of `POST /v1/context`. Serialized straight from the assembled context: building a
+/// `serde_json::Value` first copied the prompt and every piece into maps (a measurable share of
+/// a warm call in the Worker).
+#[derive(Serialize, JsonSchema)]
+pub struct ContextAnswer<'a> {
+    /// The project and version read.
+    project: ProjectRef,
+    /// The code in the prompt, in prompt order, with where each piece comes from.
+    pieces: &'a [ctxgate_core::compose::Piece],
+    /// The summaries in the prompt (project, directories, files).
+    summaries: &'a [ctxgate_core::compose::SummaryPiece],
+    /// Tokens of the prompt, counted by the target's tokenizer (never above `budget`).
+    tokens_total: u32,
+    /// The budget the prompt was held to.
+    budget: u32,
+    /// The target model, when one was named.
+    model: Option<&'a str>,
+    /// The tokenizer that counted.
+    tokenizer: String,
+    /// Whether the count is exact (false: an estimate with a safety margin).
+    exact: bool,
+    /// The assembled prompt. Left out when the caller writes it itself ([`json_response`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    /// Things the caller should know.
+    warnings: &'a [String],
+    /// What the query asks for, as detected.
+    intent: &'a ctxgate_core::intent::QueryAnalysis,
+    /// How the budget was spent and what was weighed.
+    analysis: Value,
+    /// The compacted conversation, when `messages` were given.
+    history: Option<Value>,
+    /// The model the context suits, with the cost estimate.
+    routing: Option<RouteDecision>,
+    /// What the context saved against sending the whole repository.
+    savings: Savings,
+    /// What the profile did.
+    profile: &'a ctxgate_core::profile::ProfileReport,
+    /// The token of the next page, when more pieces qualify.
+    continuation: Option<&'a str>,
+    /// The session's id and the pieces it already had.
+    session: Option<Value>,
+    /// Bytes this answer read from storage (the version's index when this process opened it,
+    /// the chunk texts it had not cached): sent as the `ctxgate-storage-read` header.
+    #[serde(skip)]
+    #[schemars(skip)]
+    read_bytes: u64,
+}
+
+impl<'a> ContextAnswer<'a> {
+    /// The answer of a context run held to `budget` (history and code), with the compacted
+    /// `history`, the `routing` and `savings` reported beside it, and the `session` it was
+    /// asked for.
+    pub(super) fn new(
+        run: &'a Run,
+        budget: u32,
+        history: Option<Compacted>,
+        routing: Option<RouteDecision>,
+        savings: Savings,
+        session: Option<&str>,
+    ) -> Self {
+        let d = &run.done;
+        Self {
+            project: ProjectRef::of(run),
+            pieces: &d.pieces,
+            summaries: &d.summaries,
+            tokens_total: d.tokens_total,
+            budget,
+            model: run.resolved.model.as_deref(),
+            tokenizer: run.resolved.tokenizer.label(),
+            exact: run.resolved.tokenizer.is_exact(),
+            prompt: Some(&d.prompt),
+            warnings: &d.warnings,
+            intent: &d.intent,
+            analysis: json!({
+                "window": run.resolved.window,
+                "repo_tokens": d.repo_tokens,
+                "frame_tokens": d.frame_tokens,
+                "code_tokens": d.code_tokens,
+                "strategy": d.strategy,
+                "size_class": d.size_class,
+                "candidates": d.candidates,
+                "left_out": d.left_out,
+                "code_budget": run.resolved.budget,
+            }),
+            history: history.map(|h| {
+                json!({
+                    "messages": h.messages,
+                    "tokens_total": h.report.tokens_total,
+                    "stats": h.report,
+                })
+            }),
+            routing,
+            savings,
+            profile: &d.profile,
+            continuation: run.continuation.as_deref(),
+            session: session.map(|id| {
+                json!({
+                    "id": id,
+                    "already_delivered": run.already_delivered,
+                })
+            }),
+            read_bytes: run.read_bytes,
+        }
+    }
+}
+
+/// The answer written into one buffer sized for the prompt it carries, the prompt spliced in by
+/// [`crate::json_text`]: axum's `Json` wrote through a small `BytesMut` in many short writes and
+/// serde_json escapes a string a byte at a time, which V8's profiler showed as the largest
+/// shares of a warm call in the Worker (the prompt is 100+ KB at 32k).
+pub(super) fn json_response(mut a: ContextAnswer<'_>) -> Response {
+    let prompt = a.prompt.take().unwrap_or_default();
+    let read = a.read_bytes;
+    let mut body = Vec::with_capacity(prompt.len() + prompt.len() / 8 + 64 * 1024);
+    if let Err(e) = serde_json::to_writer(&mut body, &a) {
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            format!("the answer could not be written: {e}"),
+        )
+        .into_response();
+    }
+    // `{...}` becomes `{...,"prompt":"..."}`.
+    if body.last() == Some(&b'}') {
+        body.pop();
+        if body.len() > 1 {
+            body.push(b',');
+        }
+        body.extend_from_slice(b"\"prompt\":");
+        crate::json_text::push_json_string(&mut body, prompt);
+        body.push(b'}');
+    }
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                HeaderName::from_static("ctxgate-storage-read"),
+                HeaderValue::from(read),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+impl SearchAnswer {
+    /// One page of `page` tokens from a search run.
+    pub(super) fn of(run: Run, page: u32) -> Self {
+        Self {
+            project: ProjectRef::of(&run),
+            pieces: run.done.pieces,
+            tokens_total: run.done.tokens_total,
+            page_tokens: page,
+            left_out: run.done.left_out,
+            continuation: run.continuation,
+        }
+    }
+}
+
+/// The answer of `POST /v1/search`: one page of ranked pieces (where they are, not their text).
+#[derive(Serialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// The project and version read.
+    project: ProjectRef,
+    /// The page's pieces, best first.
+    pieces: Vec<ctxgate_core::compose::Piece>,
+    /// Tokens of the page.
+    tokens_total: u32,
+    /// The page size asked for.
+    page_tokens: u32,
+    /// Candidates not on this page.
+    left_out: usize,
+    /// The token of the next page, when there is one.
+    continuation: Option<String>,
+}

@@ -1,0 +1,291 @@
+//! One metered assembly over a project's current index — the service `/v1/context`,
+//! `/v1/search` and their MCP tools share: the project and the reservation found together, the
+//! core's answer read through the snapshot and text caches, the call settled and audited, and
+//! the next page's token issued.
+
+use std::collections::HashSet;
+
+use axum::http::StatusCode;
+use ctxgate_core::assemble::{Assembled, QueryOptions};
+use ctxgate_core::catalog::ResolvedBudget;
+use ctxgate_core::compress::Compression;
+use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::history::BudgetSplit;
+use ctxgate_core::index::IndexPack;
+use ctxgate_core::profile::Profile;
+use ctxgate_core::quota::{Lease, Refusal};
+use serde_json::Value;
+
+use super::session::{references, session_chunks};
+use crate::backend::{ProjectAdmission, ProjectInfo};
+use crate::error::ApiError;
+use crate::extract::Caller;
+use crate::meter::{self, Admission, Delivered};
+use crate::routes::projects::no_project;
+use crate::state::AppState;
+
+/// What a metered assembly produced.
+pub(super) struct Run {
+    /// The project read.
+    pub(super) project: ProjectInfo,
+    /// Its version read.
+    pub(super) version: u64,
+    /// The model, tokenizer and (code) budget the answer was held to.
+    pub(super) resolved: ResolvedBudget,
+    /// The core's answer.
+    pub(super) done: Assembled,
+    /// The token of the next page, when more pieces qualify.
+    pub(super) continuation: Option<String>,
+    /// Where the chunks a session already holds are, for [`Assembled::already_delivered`].
+    pub(super) already_delivered: Vec<Value>,
+    /// Bytes read from storage for this answer.
+    pub(super) read_bytes: u64,
+}
+
+/// What a call asks for besides the query and budget.
+#[derive(Default)]
+pub(super) struct Asked<'a> {
+    /// Files the client has open or recently edited.
+    pub(super) hot_paths: Vec<String>,
+    /// The previous page's token.
+    pub(super) continuation: Option<&'a str>,
+    /// The client's session: chunks delivered in its earlier calls are named, not sent again.
+    pub(super) session: Option<&'a str>,
+    /// Tokens the compacted history took from the same budget.
+    pub(super) history_tokens: u32,
+    /// How much each piece may be reduced.
+    pub(super) compression: Compression,
+    /// How the budget is spent.
+    pub(super) profile: Profile,
+    /// The error output `repair` answers.
+    pub(super) error_output: Option<String>,
+    /// Pieces only, no summaries (search pages).
+    pub(super) pieces_only: bool,
+}
+
+/// The core's answer, where the chunks the session already holds are, and the bytes read.
+type Answered = (Assembled, Vec<Value>, u64);
+
+/// Resolves, admits, assembles and settles one call.
+pub(super) async fn run(
+    state: &AppState,
+    caller: &Caller,
+    endpoint: &'static str,
+    project: &str,
+    query: &str,
+    resolved: ResolvedBudget,
+    asked: Asked<'_>,
+) -> Result<Run, ApiError> {
+    let org = caller.org.name.clone();
+    let now = state.accounts.now_ms();
+    let secret = &state.config.token_secret;
+    // A forged or expired token is refused before any round trip; what it is bound to (org,
+    // project, version, query) is checked once the project is known.
+    let claims = asked
+        .continuation
+        .map(|token| continuation::verify(token, secret, now))
+        .transpose()?;
+    let session = asked.session;
+    // History was compacted before: its tokens are part of the same reservation and settlement.
+    let history = u64::from(asked.history_tokens);
+    let tokens = BudgetSplit {
+        history: asked.history_tokens,
+        code: resolved.budget,
+    }
+    .total();
+    let lease = meter::new_id(state);
+    let (project, version, outcome) = reserve(state, caller, project, &lease, tokens, now).await?;
+    let admission = meter::admitted(lease, tokens, endpoint, outcome)?;
+    let mut delivered = Vec::new();
+    let result = async {
+        if let Some(claims) = claims {
+            claims.check(&org, &project.id, version, query)?;
+            delivered = claims.delivered;
+        }
+        assemble(state, caller, &project, query, &resolved, asked, &delivered).await
+    }
+    .await;
+    settle(
+        state, caller, admission, &result, history, &project, session,
+    )
+    .await;
+    let (done, already_delivered, read_bytes) = result?;
+    let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
+        delivered.extend(&done.chosen);
+        continuation::issue(
+            &Claims {
+                org,
+                project: project.id.clone(),
+                version,
+                query: query_fingerprint(query),
+                delivered,
+                expires_ms: now + state.config.continuation_ttl_ms,
+            },
+            secret,
+        )
+    });
+    Ok(Run {
+        project,
+        version,
+        resolved,
+        done,
+        continuation,
+        already_delivered,
+        read_bytes,
+    })
+}
+
+/// Finds `project` and reserves `tokens` for the call, in one round trip where the host allows
+/// (the Worker's Durable Object holds both); a warm request whose pointer is cached only asks
+/// the backend for the quota.
+async fn reserve(
+    state: &AppState,
+    caller: &Caller,
+    project: &str,
+    lease: &str,
+    tokens: u64,
+    now: u64,
+) -> Result<(ProjectInfo, u64, Result<Lease, Refusal>), ApiError> {
+    let org = &caller.org.name;
+    let cached = (!caller.fresh)
+        .then(|| state.pointers.get(org, project, now))
+        .flatten();
+    let found = match cached {
+        // A warm request: the pointer is known, only the quota needs the backend.
+        Some((p, version)) => ProjectAdmission::Reserved {
+            version,
+            outcome: state
+                .accounts
+                .reserve(org, &caller.org.limits, lease, tokens, now)
+                .await?,
+            project: p,
+        },
+        None => {
+            let found = state
+                .admission
+                .reserve_for_project(org, project, &caller.org.limits, lease, tokens, now)
+                .await?;
+            if let ProjectAdmission::Reserved { project: p, .. } = &found {
+                state.pointers.put(org, project, p, now);
+            }
+            found
+        }
+    };
+    match found {
+        ProjectAdmission::NotFound => Err(no_project(project)),
+        ProjectAdmission::NotIndexed { project } => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "project_not_indexed",
+            format!("project `{}` has no published index yet", project.name),
+        )),
+        ProjectAdmission::Reserved {
+            project,
+            version,
+            outcome,
+        } => Ok((project, version, outcome)),
+    }
+}
+
+/// The core's answer over the project's opened version: what earlier pages and the session
+/// delivered is left out (or named), dense hits join when the host embeds.
+async fn assemble(
+    state: &AppState,
+    caller: &Caller,
+    project: &ProjectInfo,
+    query: &str,
+    resolved: &ResolvedBudget,
+    asked: Asked<'_>,
+    delivered: &[u32],
+) -> Result<Answered, ApiError> {
+    let (known, known_signatures) = match asked.session {
+        Some(s) => session_chunks(state, caller, s, &project.id).await?,
+        None => (HashSet::new(), HashSet::new()),
+    };
+    let (snap, opened_bytes) = state
+        .snapshots
+        .open(state.projects.as_ref(), project)
+        .await?;
+    let mut exclude = delivered.to_vec();
+    exclude.extend(indices_of(&snap.pack, &known));
+    // A chunk the session saw as a signature may come whole later, not as a signature again.
+    let signatures_sent = indices_of(&snap.pack, &known_signatures);
+    let dense = match &state.dense {
+        Some(d) => d.dense_hits(snap.clone(), query).await?,
+        None => Vec::new(),
+    };
+    let options = QueryOptions {
+        hot_paths: asked.hot_paths,
+        exclude,
+        signatures_sent,
+        compression: asked.compression,
+        profile: asked.profile,
+        error_output: asked.error_output,
+        without_summaries: asked.pieces_only,
+        dense,
+        ..QueryOptions::default()
+    };
+    let (done, text_bytes) = crate::texts::answer(
+        state.projects.as_ref(),
+        state.snapshots.shared(),
+        &snap,
+        query,
+        resolved,
+        &options,
+    )
+    .await?;
+    let referenced = references(&snap.pack, &done.already_delivered);
+    Ok((done, referenced, opened_bytes + text_bytes))
+}
+
+/// The pack indices of the chunks whose ids are in `ids`, in pack order.
+fn indices_of(pack: &IndexPack, ids: &HashSet<String>) -> Vec<u32> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    pack.chunks
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| ids.contains(&c.id))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// Settles the reservation with what the call used (the history's tokens included) and audits
+/// which chunks went out, whole or as signatures; a failed call uses nothing.
+async fn settle(
+    state: &AppState,
+    caller: &Caller,
+    admission: Admission,
+    result: &Result<Answered, ApiError>,
+    history: u64,
+    project: &ProjectInfo,
+    session: Option<&str>,
+) {
+    let (used, chunks, signature_only, status) = match result {
+        Ok((d, _, _)) => (
+            u64::from(d.tokens_total) + history,
+            d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
+            d.pieces
+                .iter()
+                .filter(|p| p.form.is_partial())
+                .map(|p| p.chunk_id.clone())
+                .collect(),
+            200,
+        ),
+        Err(e) => (0, Vec::new(), Vec::new(), e.status.as_u16()),
+    };
+    meter::finish(
+        state,
+        caller,
+        admission,
+        used,
+        status,
+        Delivered {
+            project: Some(project.id.clone()),
+            session: session.map(str::to_string),
+            chunks,
+            signature_only,
+        },
+    )
+    .await;
+}
