@@ -172,43 +172,51 @@ static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 #[event(fetch)]
 async fn fetch(req: HttpRequest, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
     console_error_panic_hook::set_once();
-    let (mut router, limits) = match ROUTER.get() {
-        Some(r) => r.clone(),
-        None => match build(&env) {
-            Ok(r) => ROUTER.get_or_init(|| r).clone(),
-            Err(e) => {
-                worker::console_error!("ctxgate cannot start: {e}");
-                return whole(
-                    ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "server_misconfigured",
-                        e.to_string(),
-                    )
-                    .into_response(),
-                )
-                .await;
-            }
-        },
+    let (mut router, limits) = match router(&env) {
+        Ok(built) => built,
+        Err(refusal) => return whole(refusal).await,
     };
     let req = match buffered(req, &limits).await {
         Ok(req) => req,
         Err(refusal) => return whole(refusal.into_response()).await,
     };
     let health = req.uri().path() == "/healthz";
-    let mut res = match router.call(req).await {
+    let res = match router.call(req).await {
         Ok(res) => res,
         Err(never) => match never {},
     };
-    if health {
-        // The isolate's linear memory, for the memory figure of `benches/worker.rs`: workerd
-        // does not report an isolate's heap from outside.
-        let bytes = core::arch::wasm32::memory_size(0) * 65536;
-        res.headers_mut().insert(
-            "x-ctxgate-wasm-memory-bytes",
-            axum::http::HeaderValue::from(bytes),
-        );
+    whole(if health { with_memory(res) } else { res }).await
+}
+
+/// The isolate's router, built on its first request; a deployment that cannot build one (a
+/// missing binding, a bad var) answers 500 `server_misconfigured` to every request.
+fn router(env: &Env) -> Result<(Router, BodyLimits), axum::response::Response> {
+    if let Some(r) = ROUTER.get() {
+        return Ok(r.clone());
     }
-    whole(res).await
+    match build(env) {
+        Ok(r) => Ok(ROUTER.get_or_init(|| r).clone()),
+        Err(e) => {
+            worker::console_error!("ctxgate cannot start: {e}");
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "server_misconfigured",
+                e.to_string(),
+            )
+            .into_response())
+        }
+    }
+}
+
+/// `res` with the isolate's linear memory in a header, for the memory figure of
+/// `benches/worker.rs`: workerd does not report an isolate's heap from outside.
+fn with_memory(mut res: axum::response::Response) -> axum::response::Response {
+    let bytes = core::arch::wasm32::memory_size(0) * 65536;
+    res.headers_mut().insert(
+        "x-ctxgate-wasm-memory-bytes",
+        axum::http::HeaderValue::from(bytes),
+    );
+    res
 }
 
 /// The response with its body in one buffer. Every answer here is complete JSON held in memory;
