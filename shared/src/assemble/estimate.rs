@@ -1,7 +1,7 @@
 //! What the plan estimates before any text is read: a piece's header cost, the headers of a
 //! whole repository, and whether a signature cut from a chunk declares its symbol. Both halves
-//! of answering ([`super::plan`] and [`super::pieces`]) use these; neither imports the other's
-//! helpers.
+//! of answering (planning in [`super::plan`] and [`super::candidates`], composing in
+//! [`super::pieces`]) use these; neither imports the other's helpers.
 
 use crate::index::IndexPack;
 

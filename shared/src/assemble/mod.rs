@@ -6,9 +6,12 @@
 //! memory). Nothing here counts time or touches storage.
 
 pub mod ask;
+mod candidates;
 mod estimate;
 mod pieces;
 mod plan;
+mod report;
+mod retrieve;
 
 pub use plan::{Plan, plan};
 

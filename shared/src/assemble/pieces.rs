@@ -2,15 +2,16 @@
 //! the room compression gives back, adding signatures and summaries, and composing the prompt
 //! to the budget with an exact count.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet;
 
 use crate::catalog::TokenizerSpec;
 use crate::chunk::{ChunkKind, signature_len};
-use crate::compose::{Piece, PieceForm, fit_with_summaries};
+use crate::compose::{Piece, PieceForm, SummaryPiece, fit_with_summaries};
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
-use crate::profile::{Profile, ProfileReport};
+use crate::profile::Profile;
 use crate::select::Candidate;
+use crate::summary::fill::Filled;
 
 use super::estimate::{declares_its_symbol, header_cost};
 use super::plan::Plan;
@@ -18,8 +19,27 @@ use super::{
     AssembleError, Assembled, ChunkSource, MEDIUM_KEEP_SHARE, MIN_ALTERNATIVE_TOKENS, SHRINK_TRIES,
 };
 
-/// Most excluded chunks named back as already delivered.
-const MAX_ALREADY_DELIVERED: usize = 32;
+/// The pieces going into the prompt so far, while composing.
+struct Draft {
+    pieces: Vec<Piece>,
+    /// Pack indices of the pieces made whole, in the order of `pieces` (the signature
+    /// alternatives, added last, are not among them).
+    keys: Vec<u32>,
+    /// Pack indices of every piece.
+    in_prompt: FxHashSet<u32>,
+    /// What the pieces cost as the plan counts them, headers included.
+    planned: u32,
+}
+
+impl Draft {
+    /// Adds a piece made whole from chunk `key`, which costs `cost` with its header.
+    fn push(&mut self, p: Piece, key: u32, cost: u32) {
+        self.planned += cost;
+        self.pieces.push(p);
+        self.keys.push(key);
+        self.in_prompt.insert(key);
+    }
+}
 
 impl Plan {
     /// Reads the planned pieces through `source` and composes the prompt. The guarantee:
@@ -31,94 +51,107 @@ impl Plan {
         pack: &IndexPack,
         source: &dyn ChunkSource,
     ) -> Result<Assembled, AssembleError> {
-        let Plan {
-            resolved,
-            profile,
-            budget,
-            intent,
-            framed,
-            error_tokens,
-            error_truncated,
-            task,
-            max_pieces,
-            level,
-            keys: key_terms,
-            frame_tokens,
-            slot,
-            repo_tokens,
-            room,
-            piece_room,
-            texts,
-            signatures,
-            candidates_count,
-            cands,
-            chosen,
-            original,
-            piece_tokens,
-            reasons,
-            scores,
-            excluded_ranked,
-            excluded,
-            signatures_sent,
-            alternatives,
-            without_summaries,
-            ..
-        } = self;
-        let (profile, budget, max_pieces, level, frame_tokens, slot, repo_tokens, room, piece_room) = (
-            *profile,
-            *budget,
-            *max_pieces,
-            *level,
-            *frame_tokens,
-            *slot,
-            *repo_tokens,
-            *room,
-            *piece_room,
-        );
-        let spec = &resolved.tokenizer;
-        let mut warnings = self.warnings.clone();
-        let mut strategy = self.strategy.clone();
-        let best = chosen
+        let best = self
+            .chosen
             .iter()
-            .filter_map(|c| original.get(&c.key).copied())
+            .filter_map(|c| self.original.get(&c.key).copied())
             .fold(0.0f32, f32::max);
-        let mut pieces = Vec::with_capacity(chosen.len());
-        let make = |c: &Candidate| -> Result<Piece, AssembleError> {
-            let text = match texts.get(&c.key) {
-                Some(t) => t.clone(),
-                None => source.text(pack, c.key as usize)?,
-            };
-            let score = original.get(&c.key).copied().unwrap_or(c.score);
-            let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
-            let mut p = piece(pack, c.key as usize, text, tokens, score);
-            p.base_tokens = slot.map(|s| pack.chunks[c.key as usize].tokens[s]);
-            if let Some(&n) = signatures.get(&c.key) {
-                p = to_signature(p, n, spec);
-            }
-            // Pieces added because the whole repository fits have no signal: all zeros.
-            let why = reasons.get(&c.key).copied().unwrap_or_default();
-            p.reasoning = Some(why);
-            let named = why.mention > 0.0 || why.symbol >= 1.0;
-            p = compressed(p, piece_level(level, score, best, named), key_terms, spec);
-            Ok(p)
-        };
-        let mut planned = 0u32;
-        let mut in_prompt: rustc_hash::FxHashSet<u32> = Default::default();
-        // Pack indices of `pieces`, in the same order.
-        let mut keys: Vec<u32> = Vec::with_capacity(chosen.len());
-        for c in chosen {
-            let p = make(c)?;
-            planned += p.tokens + header_cost(pack, c.key as usize);
-            pieces.push(p);
-            keys.push(c.key);
-            in_prompt.insert(c.key);
+        let mut draft = self.first_pieces(pack, source, best)?;
+        self.refill(pack, source, best, &mut draft)?;
+        // Not under `plan`/`repair` (their piece counts are fixed) nor when everything is
+        // signatures already.
+        if self.signatures.is_empty() && self.max_pieces.is_none() && self.alternatives >= 1 {
+            self.add_alternatives(pack, source, &mut draft)?;
         }
-        // Room the plan had counted comes free twice over, and is filled with the next best
-        // candidates: compression cuts the pieces, and pieces that continue each other in their file
-        // share one header in the prompt (`compose::joined`), which pieces added here may do too.
-        // Under `medium` and `aggressive` a candidate too large whole may fit once its bodies are
-        // cut: the first [`SHRINK_TRIES`] such candidates are tried.
-        let mut tries = if level >= Compression::Medium {
+        let mut left_out = self.candidates_count.saturating_sub(draft.pieces.len());
+        let (filled, wanted) = self.summaries(pack, &draft);
+        let spec = &self.resolved.tokenizer;
+        let composition = fit_with_summaries(draft.pieces, wanted, &self.task, self.budget, spec)?;
+        let strategy = format!(
+            "{}; {}",
+            self.strategy,
+            filled.describe(composition.summaries.len())
+        );
+        left_out += composition.dropped;
+        Ok(self.assembled(
+            pack,
+            composition,
+            &draft.in_prompt,
+            strategy,
+            left_out,
+            filled.class,
+        ))
+    }
+
+    /// Candidate `c` as a piece: its text (read now unless the plan read it), cut to its
+    /// signature in signatures-only mode, and compressed at the level its score and naming earn.
+    fn made(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        c: &Candidate,
+        best: f32,
+    ) -> Result<Piece, AssembleError> {
+        let spec = &self.resolved.tokenizer;
+        let text = match self.texts.get(&c.key) {
+            Some(t) => t.clone(),
+            None => source.text(pack, c.key as usize)?,
+        };
+        let score = self.original.get(&c.key).copied().unwrap_or(c.score);
+        let tokens = self.piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+        let mut p = piece(pack, c.key as usize, text, tokens, score);
+        p.base_tokens = self.slot.map(|s| pack.chunks[c.key as usize].tokens[s]);
+        if let Some(&n) = self.signatures.get(&c.key) {
+            p = to_signature(p, n, spec);
+        }
+        // Pieces added because the whole repository fits have no signal: all zeros.
+        let why = self.reasons.get(&c.key).copied().unwrap_or_default();
+        p.reasoning = Some(why);
+        let named = why.mention > 0.0 || why.symbol >= 1.0;
+        p = compressed(
+            p,
+            piece_level(self.level, score, best, named),
+            &self.keys,
+            spec,
+        );
+        Ok(p)
+    }
+
+    /// The first selection's pieces, made in its order, and what the plan counts them at.
+    fn first_pieces(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        best: f32,
+    ) -> Result<Draft, AssembleError> {
+        let mut draft = Draft {
+            pieces: Vec::with_capacity(self.chosen.len()),
+            keys: Vec::with_capacity(self.chosen.len()),
+            in_prompt: FxHashSet::default(),
+            planned: 0,
+        };
+        for c in &self.chosen {
+            let p = self.made(pack, source, c, best)?;
+            let cost = p.tokens + header_cost(pack, c.key as usize);
+            draft.push(p, c.key, cost);
+        }
+        Ok(draft)
+    }
+
+    /// Room the plan had counted comes free twice over, and is filled with the next best
+    /// candidates: compression cuts the pieces, and pieces that continue each other in their file
+    /// share one header in the prompt (`compose::joined`), which pieces added here may do too.
+    /// Under `medium` and `aggressive` a candidate too large whole may fit once its bodies are
+    /// cut: the first [`SHRINK_TRIES`] such candidates are tried.
+    fn refill(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        best: f32,
+        draft: &mut Draft,
+    ) -> Result<(), AssembleError> {
+        let cands = &self.cands;
+        let mut tries = if self.level >= Compression::Medium {
             SHRINK_TRIES
         } else {
             0
@@ -132,22 +165,22 @@ impl Plan {
             smallest_after[k] = smallest_after[k + 1].min(cands[k].tokens);
         }
         for round in 0..JOIN_ROUNDS {
-            let room_now = joined_header_room(pack, &pieces, &keys);
+            let room_now = joined_header_room(pack, &draft.pieces, &draft.keys);
             let freed = room_now.saturating_sub(joined_room);
             joined_room = joined_room.max(room_now);
-            planned = planned.saturating_sub(freed);
-            if freed == 0 && !(round == 0 && level != Compression::None) {
+            draft.planned = draft.planned.saturating_sub(freed);
+            if freed == 0 && !(round == 0 && self.level != Compression::None) {
                 break;
             }
             for (k, c) in cands.iter().enumerate() {
-                let left = piece_room.saturating_sub(planned);
+                let left = self.piece_room.saturating_sub(draft.planned);
                 if tries == 0 && smallest_after[k] > left {
                     break;
                 }
-                if in_prompt.contains(&c.key) {
+                if draft.in_prompt.contains(&c.key) {
                     continue;
                 }
-                if max_pieces.is_some_and(|m| pieces.len() >= m) {
+                if self.max_pieces.is_some_and(|m| draft.pieces.len() >= m) {
                     break;
                 }
                 if c.tokens > left {
@@ -156,157 +189,87 @@ impl Plan {
                     }
                     tries -= 1;
                 }
-                let p = make(c)?;
+                let p = self.made(pack, source, c, best)?;
                 let cost = p.tokens + header_cost(pack, c.key as usize);
                 if cost <= left {
-                    planned += cost;
-                    pieces.push(p);
-                    keys.push(c.key);
-                    in_prompt.insert(c.key);
+                    draft.push(p, c.key, cost);
                 }
             }
         }
-        // Smaller alternatives: the best candidates still left out (too large whole for the room
-        // left) go in as their signature, doc comment and declaration, while it fits: a model that
-        // sees a relevant function's signature knows it exists and how to call it. Not under
-        // `plan`/`repair` (their piece counts are fixed) nor when everything is signatures already.
-        if signatures.is_empty() && max_pieces.is_none() && *alternatives >= 1 {
-            let sent = signatures_sent;
-            let rest: Vec<&Candidate> = cands
-                .iter()
-                .filter(|c| !in_prompt.contains(&c.key) && !sent.contains(&c.key))
-                .collect();
-            for c in rest.into_iter().take(*alternatives) {
-                let i = c.key as usize;
-                let left = piece_room.saturating_sub(planned);
-                let header = header_cost(pack, i);
-                if left <= header + MIN_ALTERNATIVE_TOKENS {
-                    break;
-                }
-                if matches!(
-                    pack.chunks[i].kind,
-                    ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
-                ) {
-                    continue;
-                }
-                let text = source.text(pack, i)?;
-                let Some(n) = signature_len(&text)
-                    .filter(|&n| declares_its_symbol(&text[..n], &pack.chunks[i]))
-                else {
-                    continue;
-                };
-                let score = original.get(&c.key).copied().unwrap_or(c.score);
-                let tokens = piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
-                let mut p = piece(pack, i, text, tokens, score);
-                p.base_tokens = slot.map(|s| pack.chunks[i].tokens[s]);
-                p = to_signature(p, n, spec);
-                p.reasoning = Some(reasons.get(&c.key).copied().unwrap_or_default());
-                let cost = p.tokens + header;
-                if cost <= left {
-                    planned += cost;
-                    pieces.push(p);
-                    in_prompt.insert(c.key);
-                }
+        Ok(())
+    }
+
+    /// Smaller alternatives: the best candidates still left out (too large whole for the room
+    /// left) go in as their signature, doc comment and declaration, while it fits: a model that
+    /// sees a relevant function's signature knows it exists and how to call it.
+    fn add_alternatives(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        draft: &mut Draft,
+    ) -> Result<(), AssembleError> {
+        let spec = &self.resolved.tokenizer;
+        let sent = &self.signatures_sent;
+        let rest: Vec<&Candidate> = self
+            .cands
+            .iter()
+            .filter(|c| !draft.in_prompt.contains(&c.key) && !sent.contains(&c.key))
+            .collect();
+        for c in rest.into_iter().take(self.alternatives) {
+            let i = c.key as usize;
+            let left = self.piece_room.saturating_sub(draft.planned);
+            let header = header_cost(pack, i);
+            if left <= header + MIN_ALTERNATIVE_TOKENS {
+                break;
+            }
+            if matches!(
+                pack.chunks[i].kind,
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+            ) {
+                continue;
+            }
+            let text = source.text(pack, i)?;
+            let Some(n) =
+                signature_len(&text).filter(|&n| declares_its_symbol(&text[..n], &pack.chunks[i]))
+            else {
+                continue;
+            };
+            let score = self.original.get(&c.key).copied().unwrap_or(c.score);
+            let tokens = self.piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+            let mut p = piece(pack, i, text, tokens, score);
+            p.base_tokens = self.slot.map(|s| pack.chunks[i].tokens[s]);
+            p = to_signature(p, n, spec);
+            p.reasoning = Some(self.reasons.get(&c.key).copied().unwrap_or_default());
+            let cost = p.tokens + header;
+            if cost <= left {
+                draft.planned += cost;
+                draft.pieces.push(p);
+                draft.in_prompt.insert(c.key);
             }
         }
-        let mut left_out = candidates_count.saturating_sub(pieces.len());
-        // Summaries fill what the pieces left; a continuation page (the caller has the first) or a
-        // caller that wants pieces only gets none.
+        Ok(())
+    }
+
+    /// Summaries fill what the pieces left; a continuation page (the caller has the first) or a
+    /// caller that wants pieces only gets none. The summaries chosen, and those to compose.
+    fn summaries(&self, pack: &IndexPack, draft: &Draft) -> (Filled, Vec<SummaryPiece>) {
         let mut filled = crate::summary::fill(&crate::summary::fill::FillInput {
             pack,
-            pieces: &pieces,
-            scores,
-            intent,
-            repo_tokens,
-            room,
-            left: room.saturating_sub(planned),
-            tokenizer: spec,
-            project_first: profile == Profile::Plan,
+            pieces: &draft.pieces,
+            scores: &self.scores,
+            intent: &self.intent,
+            repo_tokens: self.repo_tokens,
+            room: self.room,
+            left: self.room.saturating_sub(draft.planned),
+            tokenizer: &self.resolved.tokenizer,
+            project_first: self.profile == Profile::Plan,
         });
-        let wanted = if *without_summaries || !excluded.is_empty() {
+        let wanted = if self.without_summaries || !self.excluded.is_empty() {
             Vec::new()
         } else {
             std::mem::take(&mut filled.summaries)
         };
-        let composition = fit_with_summaries(pieces, wanted, task, budget, spec)?;
-        strategy = format!(
-            "{strategy}; {}",
-            filled.describe(composition.summaries.len())
-        );
-        left_out += composition.dropped;
-        // The pieces' pack indices, by chunk id (only the pieces made here: hashing every chunk id
-        // of a large index cost more than the rest of this mapping).
-        let key_of: HashMap<&str, u32> = in_prompt
-            .iter()
-            .map(|&i| (pack.chunks[i as usize].id.as_str(), i))
-            .collect();
-        let chosen: Vec<u32> = composition
-            .pieces
-            .iter()
-            .filter_map(|p| key_of.get(p.chunk_id.as_str()).copied())
-            .collect();
-        let floor = chosen
-            .iter()
-            .filter_map(|i: &u32| original.get(i).copied())
-            .fold(f32::INFINITY, f32::min);
-        let already_delivered = excluded_ranked
-            .iter()
-            .filter(|(_, score)| chosen.is_empty() || *score >= floor)
-            .take(MAX_ALREADY_DELIVERED)
-            .map(|(chunk, _)| *chunk)
-            .collect();
-        let summary_tokens: u32 = composition.summaries.iter().map(|s| s.tokens).sum();
-        let code_tokens = composition
-            .tokens
-            .saturating_sub(frame_tokens)
-            .saturating_sub(summary_tokens);
-        let compression_saved_tokens = composition
-            .pieces
-            .iter()
-            .filter_map(|p| p.original_tokens.map(|o| o.saturating_sub(p.tokens)))
-            .sum();
-        if profile == Profile::Repair && framed.is_empty() {
-            warnings.push(
-                "no stack frame of the error output names a line in the repository; pieces were chosen by its words"
-                    .into(),
-            );
-        }
-        let profile = ProfileReport {
-            name: profile,
-            budget,
-            max_pieces,
-            project_summary: composition
-                .summaries
-                .iter()
-                .find(|s| s.kind == crate::summary::SummaryKind::Project)
-                .map(|s| s.text.clone()),
-            frame_pieces: (profile == Profile::Repair).then_some(framed.len()),
-            error_frames: match profile {
-                Profile::Repair => intent.entities.frames.clone(),
-                _ => Vec::new(),
-            },
-            error_tokens: *error_tokens,
-            error_truncated: *error_truncated,
-        };
-        Ok(Assembled {
-            tokens_total: composition.tokens,
-            prompt: composition.prompt,
-            pieces: composition.pieces,
-            warnings,
-            intent: intent.clone(),
-            repo_tokens,
-            frame_tokens,
-            code_tokens,
-            strategy,
-            summaries: composition.summaries,
-            size_class: filled.class,
-            candidates: *candidates_count,
-            left_out,
-            compression_saved_tokens,
-            profile,
-            chosen,
-            already_delivered,
-        })
+        (filled, wanted)
     }
 }
 
