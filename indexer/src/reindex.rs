@@ -81,17 +81,7 @@ pub fn index_now(
         let mut item = match old.as_deref().map(decode).transpose()? {
             Some(item) if item.source == source => return Ok(None),
             Some(item) => item,
-            None => ScheduleItem {
-                org: org.clone(),
-                id: id.clone(),
-                name: name.clone(),
-                source: source.clone(),
-                last_probe: None,
-                last_revision: None,
-                recent_jobs: Vec::new(),
-                runs: 0,
-                last_indexed_ms: 0,
-            },
+            None => ScheduleItem::new(&org, &id, &name, source.clone()),
         };
         // A new source: whatever was probed before says nothing about it.
         item.source = source.clone();

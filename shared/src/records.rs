@@ -71,3 +71,20 @@ pub struct ScheduleItem {
     #[serde(default)]
     pub last_indexed_ms: u64,
 }
+
+impl ScheduleItem {
+    /// A project just registered: never probed, never indexed.
+    pub fn new(org: &str, id: &str, name: &str, source: SourceSpec) -> Self {
+        Self {
+            org: org.to_owned(),
+            id: id.to_owned(),
+            name: name.to_owned(),
+            source,
+            last_probe: None,
+            last_revision: None,
+            recent_jobs: Vec::new(),
+            runs: 0,
+            last_indexed_ms: 0,
+        }
+    }
+}

@@ -63,17 +63,7 @@ pub fn registration(
             .unwrap_or(i64::MAX)
             .saturating_mul(1_000_000),
     };
-    let schedule = ScheduleItem {
-        org: org.to_owned(),
-        id: id.clone(),
-        name: name.to_owned(),
-        source: source.clone(),
-        last_probe: None,
-        last_revision: None,
-        recent_jobs: Vec::new(),
-        runs: 0,
-        last_indexed_ms: 0,
-    };
+    let schedule = ScheduleItem::new(org, &id, name, source.clone());
     let (project, schedule) = (json!(project), json!(schedule));
     let update = |key: ItemKey, data: &Value, condition: Option<&str>| {
         let mut u = json!({
