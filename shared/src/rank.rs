@@ -24,8 +24,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::index::IndexPack;
-use crate::index::references::{defined_names, name_key};
-use crate::intent::{Intent, QueryAnalysis};
+use crate::intent::QueryAnalysis;
+
+mod signals;
 
 /// Per-signal scores of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -306,185 +307,38 @@ pub fn rank(
     analysis: &QueryAnalysis,
     weights: &Weights,
 ) -> Vec<Ranked> {
-    let files = pack.files.len();
     let derived = pack.derived();
-    let chunk_file = &derived.chunk_file;
-    let mut touched = Touched::new(chunk_file);
-    let best = hits.iter().map(|h| h.1).fold(0.0f32, f32::max);
-    // File evidence: best chunk plus a share of the others.
-    let mut file_best = vec![0.0f32; files];
-    let mut file_sum = vec![0.0f32; files];
-    for &(c, s) in hits {
-        let Some(&file) = chunk_file.get(c as usize) else {
-            continue;
-        };
-        let sig = touched.touch(c, file);
-        if best > 0.0 {
-            sig.lexical = s / best;
-        }
-        let f = file as usize;
-        file_best[f] = file_best[f].max(s);
-        file_sum[f] += s;
-    }
-    for &(c, v) in dense {
-        if let Some(&file) = chunk_file.get(c as usize) {
-            touched.touch(c, file).dense = v;
-        }
-    }
-    let file_raw = |f: usize| file_best[f] + weights.file_spread * (file_sum[f] - file_best[f]);
-    let file_max = (0..files).map(file_raw).fold(0.0f32, f32::max);
-    // The file signal goes to chunks with evidence of their own (not to those touched below
-    // only because their file or symbol is named).
-    if file_max > 0.0 {
-        for (k, &f) in touched.files.iter().enumerate() {
-            touched.signals[k].file = file_raw(f as usize) / file_max;
-        }
-    }
-    let mentioned: Vec<u32> = if analysis.entities.paths.is_empty() {
-        Vec::new()
-    } else {
-        (0..files as u32)
-            .filter(|&f| {
-                let path = &pack.files[f as usize].path;
-                analysis
-                    .entities
-                    .paths
-                    .iter()
-                    .any(|p| path_matches(path, p))
-            })
-            .collect()
-    };
-    for &f in &mentioned {
-        let entry = &pack.files[f as usize];
-        for c in entry.first_chunk..entry.first_chunk + entry.chunk_count {
-            if (c as usize) < chunk_file.len() {
-                touched.touch(c, f).mention = 1.0;
-            }
-        }
-    }
-    let wanted: Vec<String> = analysis
-        .entities
-        .symbols
-        .iter()
-        .map(|s| name_key(s))
-        .filter(|s| s.len() >= 3)
-        .collect();
-    if !wanted.is_empty() {
-        for (i, chunk) in pack.chunks.iter().enumerate() {
-            if chunk.symbol.is_none() {
-                continue;
-            }
-            let names: Vec<String> = defined_names(chunk).collect();
-            if names.iter().any(|n| wanted.contains(n)) {
-                touched.touch(i as u32, chunk.file).symbol = 1.0;
-            } else if names
-                .iter()
-                .any(|n| wanted.iter().any(|w| n.contains(w.as_str())))
-            {
-                touched.touch(i as u32, chunk.file).symbol = 0.5;
-            }
-        }
-    }
-    let prior = |f: usize| -> f32 {
-        if mentioned.binary_search(&(f as u32)).is_ok() {
-            1.0
-        } else if derived.test_file[f] && analysis.intent != Intent::Test {
-            weights.test_prior
-        } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
-            weights.doc_prior
-        } else {
-            1.0
-        }
-    };
+    let mut touched = Touched::new(&derived.chunk_file);
+    let evidence = signals::touch_lexical(&mut touched, pack, hits);
+    signals::touch_dense(&mut touched, &derived.chunk_file, dense);
+    signals::set_file(&mut touched, &evidence, weights);
+    let mentioned = signals::mentioned_files(pack, analysis);
+    signals::touch_mentioned(&mut touched, pack, &mentioned);
+    let wanted = signals::wanted_symbols(analysis);
+    signals::touch_symbols(&mut touched, pack, &wanted);
     // References: the most relevant users of each named symbol.
     if weights.reference != 0.0 {
-        for name in &wanted {
-            // Users with some lexical evidence of their own, best first (a pack from elsewhere
-            // may list chunks it does not have: skipped, not indexed).
-            let lexical = |u: u32| touched.get(u).map_or(0.0, |s| s.lexical);
-            let mut users: Vec<u32> = pack
-                .references
-                .users(name)
-                .iter()
-                .copied()
-                .filter(|&u| lexical(u) > 0.0)
-                .collect();
-            users.sort_by(|a, b| lexical(*b).total_cmp(&lexical(*a)).then(a.cmp(b)));
-            for &u in users.iter().take(REFERENCE_USERS) {
-                touched.touch(u, chunk_file[u as usize]).reference = 1.0;
-            }
-        }
+        signals::touch_references(&mut touched, pack, &wanted);
     }
-    // Every candidate is known now: the per-file signals below are read for their files only.
-    for (k, &f) in touched.files.iter().enumerate() {
-        touched.signals[k].prior = prior(f as usize);
-    }
+    signals::set_priors(&mut touched, derived, &mentioned, analysis, weights);
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
-        let idf: Vec<(u32, f32)> = terms
-            .iter()
-            .filter_map(|(t, _)| {
-                let id = pack.lexical.term_id(t)?;
-                pack.lexical.idf(t).map(|w| (id as u32, w))
-            })
-            // A word in most chunks says nothing about a path (BM25's idf can go negative).
-            .filter(|(_, w)| *w > 0.0)
-            .collect();
-        let total: f32 = idf.iter().map(|t| t.1).sum();
-        if total > 0.0 {
-            let mut file_path = vec![f32::NAN; files];
-            for (k, &f) in touched.files.iter().enumerate() {
-                let f = f as usize;
-                if file_path[f].is_nan() {
-                    let path = derived.path_terms(f);
-                    // The query's terms in query order, as before: the sum is the same float.
-                    file_path[f] = idf
-                        .iter()
-                        .filter(|(id, _)| path.contains(id))
-                        .map(|(_, w)| *w)
-                        .sum::<f32>()
-                        / total;
-                }
-                touched.signals[k].path = file_path[f];
-            }
-        }
+        signals::set_path(&mut touched, pack, terms);
     }
     // Recency of the file, for chunks that already have evidence (reported even when its
     // weight is 0).
     if pack.recency.files() > 0 {
-        for (k, &f) in touched.files.iter().enumerate() {
-            touched.signals[k].recency = pack.recency.score(f);
-        }
+        signals::set_recency(&mut touched, pack);
     }
     // Graph: files next to a strong file share its best score.
     if weights.graph != 0.0 && !pack.graph.imports.is_empty() {
-        let mut file_strength = vec![0.0f32; files];
-        for (k, &f) in touched.files.iter().enumerate() {
-            let f = f as usize;
-            file_strength[f] = file_strength[f].max(weights.base(&touched.signals[k]));
-        }
-        let top = file_strength.iter().copied().fold(0.0f32, f32::max);
-        if top > 0.0 {
-            let neighbours = &derived.neighbours;
-            let mut near = vec![f32::NAN; files];
-            for (k, &f) in touched.files.iter().enumerate() {
-                if touched.signals[k].lexical <= 0.0 {
-                    continue;
-                }
-                let f = f as usize;
-                if near[f].is_nan() {
-                    near[f] = neighbours.get(f).map_or(0.0, |ns| {
-                        ns.iter()
-                            .filter_map(|&g| file_strength.get(g as usize))
-                            .copied()
-                            .fold(0.0f32, f32::max)
-                            / top
-                    });
-                }
-                touched.signals[k].graph = near[f];
-            }
-        }
+        signals::set_graph(&mut touched, pack, weights);
     }
+    best_first(&touched, weights)
+}
+
+/// The candidates with a positive score, best first (ties by chunk index).
+fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
     // Sorted as small keys, then built in order: moving whole candidates about in the sort was
     // a tenth of a warm query on a large repository.
     let mut order: Vec<(u64, f32)> = touched
@@ -606,6 +460,7 @@ fn path_matches(repo_path: &str, named: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::references::name_key;
 
     #[test]
     fn paths_match_by_suffix_only_at_component_boundaries() {

@@ -15,13 +15,15 @@
 //! otherwise it comes last, if room is left. Summaries are only ever added after the pieces were
 //! chosen, and the composer drops them before any piece when the exact count is over the budget.
 
+use std::cell::OnceCell;
+
 use rustc_hash::FxHashSet as HashSet;
 
 use serde::Serialize;
 
 use crate::catalog::TokenizerSpec;
 use crate::compose::{Piece, PieceForm, SummaryPiece};
-use crate::index::IndexPack;
+use crate::index::{ChunkRecord, IndexPack};
 use crate::intent::{Intent, QueryAnalysis, Scope};
 
 use super::{Summary, SummaryKind};
@@ -140,60 +142,108 @@ pub struct FillInput<'a> {
 /// summary is copied only once it fits.
 pub fn fill(input: &FillInput<'_>) -> Filled {
     let (class, ratio) = SizeClass::of(input.repo_tokens, input.room);
-    let pack = input.pack;
-    let sums = &pack.summaries;
-    let file_of = |path: &str| -> Option<u32> {
-        pack.files
-            .binary_search_by(|f| f.path.as_str().cmp(path))
-            .ok()
-            .map(|i| i as u32)
-    };
-    let mut piece_files: Vec<u32> = Vec::new();
-    for p in input.pieces {
-        if let Some(f) = file_of(&p.path)
-            && !piece_files.contains(&f)
-        {
-            piece_files.push(f);
+    let walk = Walk::new(input);
+    let broad = input.project_first
+        || input.intent.intent == Intent::Explain
+        || input.intent.scope == Scope::RepoWide;
+    let parts = parts_for(input.pieces.len() >= input.pack.chunks.len(), class);
+    let first = broad.then_some(Want::Project);
+    let last = (!broad).then_some(Want::Project);
+    let order = first
+        .into_iter()
+        .chain(parts.iter().flat_map(|&part| walk.part(part)))
+        .chain(last);
+    let summaries = take_fitting(input, &walk, order);
+    Filled {
+        summaries,
+        class,
+        ratio,
+    }
+}
+
+/// What the walk over the order of wants reads, computed once from the pieces or on first use.
+struct Walk<'a> {
+    /// The pack answered from.
+    pack: &'a IndexPack,
+    /// Candidate chunks and their scores, best first.
+    scores: &'a [(u32, f32)],
+    /// The chosen pieces' files, in the pieces' order.
+    piece_files: Vec<u32>,
+    /// The pieces' files whose every chunk went in whole.
+    whole_pieces: HashSet<u32>,
+    /// The target tokenizer's base encoding among the pack's counts.
+    slot: Option<usize>,
+    /// Files with a positive score, best first, and whether each file has one.
+    relevant_cell: OnceCell<(Vec<u32>, Vec<bool>)>,
+}
+
+impl<'a> Walk<'a> {
+    /// Decides from the chosen pieces which files are theirs and which of those went in whole.
+    fn new(input: &FillInput<'a>) -> Self {
+        let pack = input.pack;
+        let file_of = |path: &str| -> Option<u32> {
+            pack.files
+                .binary_search_by(|f| f.path.as_str().cmp(path))
+                .ok()
+                .map(|i| i as u32)
+        };
+        let mut piece_files: Vec<u32> = Vec::new();
+        for p in input.pieces {
+            if let Some(f) = file_of(&p.path)
+                && !piece_files.contains(&f)
+            {
+                piece_files.push(f);
+            }
+        }
+        // A signature leaves the rest of its chunk out: only whole (or lightly compressed)
+        // chunks count as included. Only a file with a piece (or with no chunk at all) can be
+        // whole.
+        let included: HashSet<&str> = input
+            .pieces
+            .iter()
+            .filter(|p| p.form != PieceForm::Signature)
+            .map(|p| p.chunk_id.as_str())
+            .collect();
+        let whole_pieces: HashSet<u32> = piece_files
+            .iter()
+            .copied()
+            .filter(|&f| {
+                chunks_of(pack, f)
+                    .iter()
+                    .all(|c| included.contains(c.id.as_str()))
+            })
+            .collect();
+        let slot = pack.encoding_slot(input.tokenizer.base());
+        Self {
+            pack,
+            scores: input.scores,
+            piece_files,
+            whole_pieces,
+            slot,
+            relevant_cell: OnceCell::new(),
         }
     }
-    // A signature leaves the rest of its chunk out: only whole (or lightly compressed) chunks
-    // count as included. Only a file with a piece (or with no chunk at all) can be whole.
-    let included: HashSet<&str> = input
-        .pieces
-        .iter()
-        .filter(|p| p.form != PieceForm::Signature)
-        .map(|p| p.chunk_id.as_str())
-        .collect();
-    let chunks_of = |file: u32| {
-        let f = &pack.files[file as usize];
-        let first = f.first_chunk as usize;
-        &pack.chunks[first..first + f.chunk_count as usize]
-    };
-    let whole_pieces: HashSet<u32> = piece_files
-        .iter()
-        .copied()
-        .filter(|&f| {
-            chunks_of(f)
-                .iter()
-                .all(|c| included.contains(c.id.as_str()))
-        })
-        .collect();
-    let not_whole =
-        |f: u32| -> bool { pack.files[f as usize].chunk_count > 0 && !whole_pieces.contains(&f) };
-    let slot = pack.encoding_slot(input.tokenizer.base());
-    let file_tokens = |file: u32| -> u64 {
-        chunks_of(file)
+
+    /// Whether file `f` has chunks that did not all go in whole.
+    fn not_whole(&self, f: u32) -> bool {
+        self.pack.files[f as usize].chunk_count > 0 && !self.whole_pieces.contains(&f)
+    }
+
+    /// The tokens of `file` whole, in the pack's encoding (or a guess without one).
+    fn file_tokens(&self, file: u32) -> u64 {
+        chunks_of(self.pack, file)
             .iter()
-            .map(|c| u64::from(slot.map_or((c.len() / 3) as u32, |s| c.tokens[s])))
+            .map(|c| u64::from(self.slot.map_or((c.len() / 3) as u32, |s| c.tokens[s])))
             .sum()
-    };
-    // Files with a positive score, best first (by their best chunk's score, then index).
-    let relevant_cell: std::cell::OnceCell<(Vec<u32>, Vec<bool>)> = std::cell::OnceCell::new();
-    let relevant = || {
-        relevant_cell.get_or_init(|| {
+    }
+
+    /// Files with a positive score, best first, and which files have one: ranked on first use.
+    fn relevant(&self) -> &(Vec<u32>, Vec<bool>) {
+        let pack = self.pack;
+        self.relevant_cell.get_or_init(|| {
             let mut best = vec![f32::NEG_INFINITY; pack.files.len()];
             let mut files: Vec<u32> = Vec::new();
-            for &(chunk, score) in input.scores {
+            for &(chunk, score) in self.scores {
                 if score <= 0.0 {
                     continue;
                 }
@@ -212,16 +262,13 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             let scored = best.iter().map(|b| *b != f32::NEG_INFINITY).collect();
             (files, scored)
         })
-    };
-    let everything_whole = input.pieces.len() >= pack.chunks.len();
-    let piece_files = &piece_files;
+    }
 
-    let broad = input.project_first
-        || input.intent.intent == Intent::Explain
-        || input.intent.scope == Scope::RepoWide;
-    let dirs = || -> Vec<Want<'_>> {
+    /// The chosen pieces' directories, deepest first, each once.
+    fn dirs(&self) -> Vec<Want<'a>> {
+        let pack = self.pack;
         let mut out: Vec<Want> = Vec::new();
-        for &f in piece_files {
+        for &f in &self.piece_files {
             let mut path = pack.files[f as usize].path.as_str();
             while let Some((parent, _)) = path.rsplit_once('/') {
                 if !out
@@ -234,101 +281,111 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             }
         }
         out
-    };
-    // Each part of the order is built only when the walk reaches it.
-    let later = |part: Part| -> Box<dyn Iterator<Item = Want<'_>> + '_> {
+    }
+
+    /// One part of the order, built only when the walk reaches it.
+    fn part(&self, part: Part) -> Box<dyn Iterator<Item = Want<'a>> + '_> {
+        let pack = self.pack;
         match part {
             Part::Relevant => Box::new(
-                relevant()
+                self.relevant()
                     .0
                     .iter()
                     .copied()
-                    .filter(move |&f| not_whole(f))
+                    .filter(move |&f| self.not_whole(f))
                     .map(Want::File),
             ),
             Part::Unscored => Box::new(
                 (0..pack.files.len() as u32)
-                    .filter(move |&f| !relevant().1[f as usize] && not_whole(f))
+                    .filter(move |&f| !self.relevant().1[f as usize] && self.not_whole(f))
                     .map(Want::File),
             ),
             Part::Largest => {
-                let mut largest: Vec<(u64, u32)> = relevant()
+                let mut largest: Vec<(u64, u32)> = self
+                    .relevant()
                     .0
                     .iter()
                     .copied()
-                    .filter(|&f| not_whole(f))
-                    .map(|f| (file_tokens(f), f))
+                    .filter(|&f| self.not_whole(f))
+                    .map(|f| (self.file_tokens(f), f))
                     .collect();
                 largest.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
                 Box::new(largest.into_iter().map(|(_, f)| Want::File(f)))
             }
             Part::PieceFiles => Box::new(
-                piece_files
+                self.piece_files
                     .iter()
                     .copied()
-                    .filter(move |&f| not_whole(f))
+                    .filter(move |&f| self.not_whole(f))
                     .map(Want::File),
             ),
-            Part::Dirs => Box::new(dirs().into_iter()),
+            Part::Dirs => Box::new(self.dirs().into_iter()),
         }
-    };
-    let parts: &[Part] = match (everything_whole, class) {
+    }
+}
+
+/// The chunks of `file`, in order.
+fn chunks_of(pack: &IndexPack, file: u32) -> &[ChunkRecord] {
+    let f = &pack.files[file as usize];
+    let first = f.first_chunk as usize;
+    &pack.chunks[first..first + f.chunk_count as usize]
+}
+
+/// The parts of the order the size class prefers (none when every chunk went in whole).
+fn parts_for(everything_whole: bool, class: SizeClass) -> &'static [Part] {
+    match (everything_whole, class) {
         (true, _) => &[],
         (false, SizeClass::Small) => &[Part::Relevant, Part::Unscored, Part::Dirs],
         (false, SizeClass::Medium) => &[Part::Largest, Part::Dirs],
         // The pieces' files come first; when the relevant files follow, those are skipped as
         // already seen.
         (false, SizeClass::Large) => &[Part::PieceFiles, Part::Dirs, Part::Relevant],
-    };
-    let first = broad.then_some(Want::Project);
-    let last = (!broad).then_some(Want::Project);
-    let order = first
-        .into_iter()
-        .chain(parts.iter().flat_map(|&part| later(part)))
-        .chain(last);
+    }
+}
 
+/// A wanted summary found in the pack, with what its piece reports.
+struct Found<'a> {
+    kind: SummaryKind,
+    path: &'a str,
+    summary: &'a Summary,
+    origin: Option<&'a str>,
+    /// The summarized file, for a file summary.
+    file: Option<u32>,
+}
+
+/// Walks `order`, keeping each summary that fits the room left and is smaller than its file.
+fn take_fitting<'a>(
+    input: &FillInput<'a>,
+    walk: &Walk<'a>,
+    order: impl Iterator<Item = Want<'a>>,
+) -> Vec<SummaryPiece> {
     let mut left = input.left;
-    let mut seen_files = vec![false; pack.files.len()];
+    let mut seen_files = vec![false; input.pack.files.len()];
     let mut summaries = Vec::new();
     for want in order {
         if summaries.len() == MAX_SUMMARIES || left < 20 {
             break;
         }
-        let (kind, path, summary, origin, whole_tokens) = match want {
-            Want::Project => match &sums.project {
-                Some(s) => (SummaryKind::Project, ".", s, None, None),
-                None => continue,
-            },
-            Want::Dir(d) => match sums.dir(d) {
-                Some(s) => (SummaryKind::Directory, d, &s.summary, None, None),
-                None => continue,
-            },
-            Want::File(f) => {
-                if std::mem::replace(&mut seen_files[f as usize], true) {
-                    continue;
-                }
-                match sums.file(f) {
-                    Some(s) => (
-                        SummaryKind::File,
-                        pack.files[f as usize].path.as_str(),
-                        &s.summary,
-                        Some(s.origin.as_str()),
-                        Some(f),
-                    ),
-                    None => continue,
-                }
-            }
+        let Some(Found {
+            kind,
+            path,
+            summary,
+            origin,
+            file,
+        }) = find(input.pack, want, &mut seen_files)
+        else {
+            continue;
         };
-        let (tokens, base) = summary_tokens(summary, slot, input.tokenizer);
+        let (tokens, base) = summary_tokens(summary, walk.slot, input.tokenizer);
         let cost = tokens + header_cost(path);
         if cost > left {
             continue;
         }
         // A summary no smaller than its file says less than the file would.
-        let whole_tokens = whole_tokens.map(|f| {
+        let whole_tokens = file.map(|f| {
             input
                 .tokenizer
-                .scale(u32::try_from(file_tokens(f)).unwrap_or(u32::MAX))
+                .scale(u32::try_from(walk.file_tokens(f)).unwrap_or(u32::MAX))
         });
         if whole_tokens.is_some_and(|t| tokens >= t) {
             continue;
@@ -344,11 +401,44 @@ pub fn fill(input: &FillInput<'_>) -> Filled {
             base_tokens: base,
         });
     }
-    Filled {
-        summaries,
-        class,
-        ratio,
-    }
+    summaries
+}
+
+/// The pack's summary for `want`, if it has one and (for a file) it was not wanted before.
+fn find<'a>(pack: &'a IndexPack, want: Want<'a>, seen_files: &mut [bool]) -> Option<Found<'a>> {
+    let sums = &pack.summaries;
+    let (kind, path, summary, origin, file) = match want {
+        Want::Project => match &sums.project {
+            Some(s) => (SummaryKind::Project, ".", s, None, None),
+            None => return None,
+        },
+        Want::Dir(d) => match sums.dir(d) {
+            Some(s) => (SummaryKind::Directory, d, &s.summary, None, None),
+            None => return None,
+        },
+        Want::File(f) => {
+            if std::mem::replace(&mut seen_files[f as usize], true) {
+                return None;
+            }
+            match sums.file(f) {
+                Some(s) => (
+                    SummaryKind::File,
+                    pack.files[f as usize].path.as_str(),
+                    &s.summary,
+                    Some(s.origin.as_str()),
+                    Some(f),
+                ),
+                None => return None,
+            }
+        }
+    };
+    Some(Found {
+        kind,
+        path,
+        summary,
+        origin,
+        file,
+    })
 }
 
 /// The parts of the order of wants, between the project summary's two possible places.

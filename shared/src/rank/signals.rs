@@ -1,0 +1,264 @@
+//! Gathering each candidate's signals for [`super::rank`], one signal per step, in the order
+//! the score depends on them.
+
+use crate::index::IndexPack;
+use crate::index::derived::Derived;
+use crate::index::references::{defined_names, name_key};
+use crate::intent::{Intent, QueryAnalysis};
+
+use super::{REFERENCE_USERS, Touched, Weights, path_matches};
+
+/// Each file's raw BM25 evidence, kept until every hit is in so the best file can scale it.
+pub(super) struct FileEvidence {
+    /// The best chunk score in each file.
+    best: Vec<f32>,
+    /// The sum of the chunk scores in each file.
+    sum: Vec<f32>,
+}
+
+/// Touches the BM25 hits with their scaled lexical score, and sums their scores per file.
+pub(super) fn touch_lexical(
+    touched: &mut Touched,
+    pack: &IndexPack,
+    hits: &[(u32, f32)],
+) -> FileEvidence {
+    let files = pack.files.len();
+    let chunk_file = &pack.derived().chunk_file;
+    let best = hits.iter().map(|h| h.1).fold(0.0f32, f32::max);
+    // File evidence: best chunk plus a share of the others.
+    let mut file_best = vec![0.0f32; files];
+    let mut file_sum = vec![0.0f32; files];
+    for &(c, s) in hits {
+        let Some(&file) = chunk_file.get(c as usize) else {
+            continue;
+        };
+        let sig = touched.touch(c, file);
+        if best > 0.0 {
+            sig.lexical = s / best;
+        }
+        let f = file as usize;
+        file_best[f] = file_best[f].max(s);
+        file_sum[f] += s;
+    }
+    FileEvidence {
+        best: file_best,
+        sum: file_sum,
+    }
+}
+
+/// Touches the dense hits: a near embedding is evidence of its own.
+pub(super) fn touch_dense(touched: &mut Touched, chunk_file: &[u32], dense: &[(u32, f32)]) {
+    for &(c, v) in dense {
+        if let Some(&file) = chunk_file.get(c as usize) {
+            touched.touch(c, file).dense = v;
+        }
+    }
+}
+
+/// Gives the chunks touched so far their file's evidence, scaled by the best file's.
+pub(super) fn set_file(touched: &mut Touched, evidence: &FileEvidence, weights: &Weights) {
+    let files = evidence.best.len();
+    let (file_best, file_sum) = (&evidence.best, &evidence.sum);
+    let file_raw = |f: usize| file_best[f] + weights.file_spread * (file_sum[f] - file_best[f]);
+    let file_max = (0..files).map(file_raw).fold(0.0f32, f32::max);
+    // The file signal goes to chunks with evidence of their own (not to those touched below
+    // only because their file or symbol is named).
+    if file_max > 0.0 {
+        for (k, &f) in touched.files.iter().enumerate() {
+            touched.signals[k].file = file_raw(f as usize) / file_max;
+        }
+    }
+}
+
+/// The files the request names, in index order (so the prior can binary-search them).
+pub(super) fn mentioned_files(pack: &IndexPack, analysis: &QueryAnalysis) -> Vec<u32> {
+    let files = pack.files.len();
+    if analysis.entities.paths.is_empty() {
+        Vec::new()
+    } else {
+        (0..files as u32)
+            .filter(|&f| {
+                let path = &pack.files[f as usize].path;
+                analysis
+                    .entities
+                    .paths
+                    .iter()
+                    .any(|p| path_matches(path, p))
+            })
+            .collect()
+    }
+}
+
+/// Touches every chunk of a named file: the request is about it whatever its words.
+pub(super) fn touch_mentioned(touched: &mut Touched, pack: &IndexPack, mentioned: &[u32]) {
+    let chunk_file = &pack.derived().chunk_file;
+    for &f in mentioned {
+        let entry = &pack.files[f as usize];
+        for c in entry.first_chunk..entry.first_chunk + entry.chunk_count {
+            if (c as usize) < chunk_file.len() {
+                touched.touch(c, f).mention = 1.0;
+            }
+        }
+    }
+}
+
+/// The keys of the symbols the request names, long enough to say something.
+pub(super) fn wanted_symbols(analysis: &QueryAnalysis) -> Vec<String> {
+    analysis
+        .entities
+        .symbols
+        .iter()
+        .map(|s| name_key(s))
+        .filter(|s| s.len() >= 3)
+        .collect()
+}
+
+/// Touches the chunks that define a named symbol (1), or a name containing one (0.5).
+pub(super) fn touch_symbols(touched: &mut Touched, pack: &IndexPack, wanted: &[String]) {
+    if wanted.is_empty() {
+        return;
+    }
+    for (i, chunk) in pack.chunks.iter().enumerate() {
+        if chunk.symbol.is_none() {
+            continue;
+        }
+        let names: Vec<String> = defined_names(chunk).collect();
+        if names.iter().any(|n| wanted.contains(n)) {
+            touched.touch(i as u32, chunk.file).symbol = 1.0;
+        } else if names
+            .iter()
+            .any(|n| wanted.iter().any(|w| n.contains(w.as_str())))
+        {
+            touched.touch(i as u32, chunk.file).symbol = 0.5;
+        }
+    }
+}
+
+/// Touches the most relevant users of each named symbol: a change to it reaches them.
+pub(super) fn touch_references(touched: &mut Touched, pack: &IndexPack, wanted: &[String]) {
+    let chunk_file = &pack.derived().chunk_file;
+    for name in wanted {
+        // Users with some lexical evidence of their own, best first (a pack from elsewhere
+        // may list chunks it does not have: skipped, not indexed).
+        let lexical = |u: u32| touched.get(u).map_or(0.0, |s| s.lexical);
+        let mut users: Vec<u32> = pack
+            .references
+            .users(name)
+            .iter()
+            .copied()
+            .filter(|&u| lexical(u) > 0.0)
+            .collect();
+        users.sort_by(|a, b| lexical(*b).total_cmp(&lexical(*a)).then(a.cmp(b)));
+        for &u in users.iter().take(REFERENCE_USERS) {
+            touched.touch(u, chunk_file[u as usize]).reference = 1.0;
+        }
+    }
+}
+
+/// Sets each candidate's file-kind prior: tests and docs count less unless asked for or named.
+pub(super) fn set_priors(
+    touched: &mut Touched,
+    derived: &Derived,
+    mentioned: &[u32],
+    analysis: &QueryAnalysis,
+    weights: &Weights,
+) {
+    let prior = |f: usize| -> f32 {
+        if mentioned.binary_search(&(f as u32)).is_ok() {
+            1.0
+        } else if derived.test_file[f] && analysis.intent != Intent::Test {
+            weights.test_prior
+        } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
+            weights.doc_prior
+        } else {
+            1.0
+        }
+    };
+    // Every candidate is known now: the per-file signals below are read for their files only.
+    for (k, &f) in touched.files.iter().enumerate() {
+        touched.signals[k].prior = prior(f as usize);
+    }
+}
+
+/// The ids and BM25 idf of the request's terms that say something about a path.
+fn positive_idf(pack: &IndexPack, terms: &[(String, u16)]) -> Vec<(u32, f32)> {
+    terms
+        .iter()
+        .filter_map(|(t, _)| {
+            let id = pack.lexical.term_id(t)?;
+            pack.lexical.idf(t).map(|w| (id as u32, w))
+        })
+        // A word in most chunks says nothing about a path (BM25's idf can go negative).
+        .filter(|(_, w)| *w > 0.0)
+        .collect()
+}
+
+/// Sets each candidate's path signal: the share of the request's term weight in its file's path.
+pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, terms: &[(String, u16)]) {
+    let files = pack.files.len();
+    let derived = pack.derived();
+    let idf = positive_idf(pack, terms);
+    let total: f32 = idf.iter().map(|t| t.1).sum();
+    if total > 0.0 {
+        let mut file_path = vec![f32::NAN; files];
+        for (k, &f) in touched.files.iter().enumerate() {
+            let f = f as usize;
+            if file_path[f].is_nan() {
+                let path = derived.path_terms(f);
+                // The query's terms in query order, as before: the sum is the same float.
+                file_path[f] = idf
+                    .iter()
+                    .filter(|(id, _)| path.contains(id))
+                    .map(|(_, w)| *w)
+                    .sum::<f32>()
+                    / total;
+            }
+            touched.signals[k].path = file_path[f];
+        }
+    }
+}
+
+/// Sets each candidate's recency: how lately its file changed in git history.
+pub(super) fn set_recency(touched: &mut Touched, pack: &IndexPack) {
+    for (k, &f) in touched.files.iter().enumerate() {
+        touched.signals[k].recency = pack.recency.score(f);
+    }
+}
+
+/// The best score without the graph's share in each file, so the graph never feeds on itself.
+fn file_strength(touched: &Touched, files: usize, weights: &Weights) -> Vec<f32> {
+    let mut file_strength = vec![0.0f32; files];
+    for (k, &f) in touched.files.iter().enumerate() {
+        let f = f as usize;
+        file_strength[f] = file_strength[f].max(weights.base(&touched.signals[k]));
+    }
+    file_strength
+}
+
+/// Sets the graph signal of chunks with lexical evidence: a strong file's neighbours share it.
+pub(super) fn set_graph(touched: &mut Touched, pack: &IndexPack, weights: &Weights) {
+    let files = pack.files.len();
+    let derived = pack.derived();
+    let file_strength = file_strength(touched, files, weights);
+    let top = file_strength.iter().copied().fold(0.0f32, f32::max);
+    if top > 0.0 {
+        let neighbours = &derived.neighbours;
+        let mut near = vec![f32::NAN; files];
+        for (k, &f) in touched.files.iter().enumerate() {
+            if touched.signals[k].lexical <= 0.0 {
+                continue;
+            }
+            let f = f as usize;
+            if near[f].is_nan() {
+                near[f] = neighbours.get(f).map_or(0.0, |ns| {
+                    ns.iter()
+                        .filter_map(|&g| file_strength.get(g as usize))
+                        .copied()
+                        .fold(0.0f32, f32::max)
+                        / top
+                });
+            }
+            touched.signals[k].graph = near[f];
+        }
+    }
+}
