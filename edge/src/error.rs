@@ -162,7 +162,7 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
             A::Source(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, code, e.to_string()),
             // The fetch loop gives up after a bounded number of rounds (texts evicted as fast
             // as they are read, a source that never holds them).
-            A::TextsNeeded(_) | A::PostingsNeeded(_) => ApiError::new(
+            A::TextsNeeded(_) | A::ListsNeeded(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 code,
                 format!("{e} after several rounds of reading; retry the request"),

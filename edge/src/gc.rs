@@ -49,8 +49,7 @@ pub async fn collect_org(
                         BackendError::Corrupt(format!("manifest `{}`: {e}", object.key))
                     })?;
                     created_ms = u64::try_from(m.created_at_ns / 1_000_000).unwrap_or(created_ms);
-                    objects.push(m.pack_key);
-                    objects.extend(m.segment_keys);
+                    objects.extend(m.objects().into_iter().map(str::to_owned));
                 }
                 Err(BackendError::NotFound(_)) => {}
                 Err(e) => return Err(e),

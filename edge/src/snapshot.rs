@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ctxgate_core::index::layout::keys;
+use ctxgate_core::index::layout::{Manifest, keys};
 use ctxgate_core::index::open::{self, OpenError};
 use ctxgate_core::index::{IndexPack, PackError};
 
@@ -53,6 +53,9 @@ pub struct SnapshotCache {
 }
 
 const CACHED_VERSIONS: usize = 4;
+
+/// Parts of a pack read at once.
+const PARALLEL_PARTS: usize = 4;
 
 impl Default for SnapshotCache {
     fn default() -> Self {
@@ -115,6 +118,29 @@ impl SnapshotCache {
         Ok(bytes)
     }
 
+    /// The pack `manifest` names: one object, or its parts read a few at a time and joined in
+    /// order (so at most a few parts are held beside the pack being joined).
+    async fn pack_bytes(
+        &self,
+        backend: &dyn Projects,
+        manifest: &Manifest,
+    ) -> Result<Vec<u8>, BackendError> {
+        let objects = manifest.pack_objects();
+        if let [key] = objects.as_slice() {
+            return self.object(backend, key).await;
+        }
+        let mut bytes = Vec::with_capacity(manifest.pack_bytes.min(1 << 30) as usize);
+        for batch in objects.chunks(PARALLEL_PARTS) {
+            let parts =
+                futures_util::future::join_all(batch.iter().map(|key| self.object(backend, key)))
+                    .await;
+            for part in parts {
+                bytes.extend_from_slice(&part?);
+            }
+        }
+        Ok(bytes)
+    }
+
     /// The current version of `project`, opened (from the cache when it is there), and the
     /// bytes read from storage to open it (0 when it was open).
     pub async fn open(
@@ -134,7 +160,7 @@ impl SnapshotCache {
             .await?;
         let manifest = open::read_manifest(org, &project.id, version, &manifest_bytes)
             .map_err(|e| BackendError::Corrupt(e.to_string()))?;
-        let bytes = self.object(backend, &manifest.pack_key).await?;
+        let bytes = self.pack_bytes(backend, &manifest).await?;
         let read = (manifest_bytes.len() + bytes.len()) as u64;
         let pack = open::open_pack(&manifest, &bytes).map_err(|e| match e {
             OpenError::Pack(PackError::Version { found, expected }) => BackendError::Outdated(format!(

@@ -1,21 +1,23 @@
-//! The per-process cache of what a version's queries read from storage: chunk texts and term
-//! postings, within a byte ceiling, least recently used out first. Shared by every open version
+//! The per-process cache of what a version's queries read from storage: chunk texts and the
+//! index's lists (term postings, symbol users), within a byte ceiling, least recently used out first. Shared by every open version
 //! ([`crate::snapshot::SnapshotCache`] holds it; [`crate::texts`] fills it).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use ctxgate_core::index::lists::ListId;
+
 /// What the cache may hold by default: a fifth of the memory an isolate is held to in the
 /// benchmarks (64 MiB), beside the version's resident index.
 pub const DEFAULT_CEILING: usize = 8 << 20;
 
-/// What the cache holds of a version: a chunk's text, or a term's postings.
+/// What the cache holds of a version: a chunk's text, or a list's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Item {
     /// Chunk `i`'s text.
     Text(u32),
-    /// Term `t`'s postings.
-    Postings(u32),
+    /// A list's value (a term's postings, a name's users).
+    List(ListId),
 }
 
 /// Cache key: the version (org/project/version) and the item in it.
@@ -26,20 +28,20 @@ type Key = (Arc<str>, Item);
 pub(crate) enum Held {
     /// A chunk's text.
     Text(Arc<str>),
-    /// A term's postings.
-    Postings(Arc<[u8]>),
+    /// A list's value.
+    List(Arc<[u8]>),
 }
 
 impl Held {
     fn len(&self) -> usize {
         match self {
             Held::Text(t) => t.len(),
-            Held::Postings(p) => p.len(),
+            Held::List(p) => p.len(),
         }
     }
 }
 
-/// Chunk texts and term postings read so far, shared by every open version, within a byte
+/// Chunk texts and list values read so far, shared by every open version, within a byte
 /// ceiling; the least recently used go first.
 pub struct TextCache {
     inner: Mutex<Lru>,
@@ -77,13 +79,13 @@ impl TextCache {
     pub(crate) fn get(&self, version: &Arc<str>, chunk: u32) -> Option<Arc<str>> {
         match self.get_item(version, Item::Text(chunk))? {
             Held::Text(t) => Some(t),
-            Held::Postings(_) => None,
+            Held::List(_) => None,
         }
     }
 
-    pub(crate) fn get_postings(&self, version: &Arc<str>, term: u32) -> Option<Arc<[u8]>> {
-        match self.get_item(version, Item::Postings(term))? {
-            Held::Postings(p) => Some(p),
+    pub(crate) fn get_list(&self, version: &Arc<str>, id: ListId) -> Option<Arc<[u8]>> {
+        match self.get_item(version, Item::List(id))? {
+            Held::List(p) => Some(p),
             Held::Text(_) => None,
         }
     }

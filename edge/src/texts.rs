@@ -1,5 +1,5 @@
-//! Chunk texts and term postings read by byte range, only for the pieces and terms a query
-//! uses.
+//! Chunk texts and the index's lists (term postings, symbol users) read by byte range, only
+//! for the pieces, terms and names a query uses.
 //!
 //! A version's texts live in content-addressed segments of up to 4 MiB; loading every segment
 //! of a large repository would not fit an isolate (deno: 42 MiB of text). A request plans
@@ -20,6 +20,7 @@ use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::index::layout::keys;
+use ctxgate_core::index::lists::ListId;
 
 use crate::backend::{BackendError, Projects};
 use crate::snapshot::{ObjectCache, Snapshot};
@@ -37,14 +38,14 @@ const MAX_ROUNDS: usize = 8;
 /// Candidates read along with one that composing found missing.
 const MISS_BATCH: usize = 64;
 
-/// The texts and postings one request has read, over the shared cache: a request keeps what it
+/// The texts and lists one request has read, over the shared cache: a request keeps what it
 /// read even when the cache evicts it meanwhile.
 pub struct RequestTexts<'a> {
     snap: &'a Snapshot,
     /// The cache beyond this process (the Workers Cache API): ranges are immutable.
     shared: Option<&'a dyn ObjectCache>,
     local: HashMap<u32, Arc<str>>,
-    postings: HashMap<u32, Arc<[u8]>>,
+    lists: HashMap<ListId, Arc<[u8]>>,
     /// Bytes this request read from storage.
     pub read_bytes: u64,
 }
@@ -61,13 +62,13 @@ impl ChunkSource for RequestTexts<'_> {
         }
     }
 
-    fn postings(&self, _pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
-        if let Some(p) = self.postings.get(&term) {
+    fn list(&self, _pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        if let Some(p) = self.lists.get(&id) {
             return Ok(Cow::Borrowed(p));
         }
-        match self.snap.texts.get_postings(&self.snap.id, term) {
+        match self.snap.texts.get_list(&self.snap.id, id) {
             Some(p) => Ok(Cow::Owned(p.to_vec())),
-            None => Err(AssembleError::PostingsNeeded(vec![term])),
+            None => Err(AssembleError::ListsNeeded(vec![id])),
         }
     }
 }
@@ -88,7 +89,7 @@ impl<'a> RequestTexts<'a> {
             snap,
             shared,
             local: HashMap::new(),
-            postings: HashMap::new(),
+            lists: HashMap::new(),
             read_bytes: 0,
         }
     }
@@ -124,27 +125,27 @@ impl<'a> RequestTexts<'a> {
         self.read(backend, wanted).await
     }
 
-    /// Reads the postings of `terms` this request does not hold yet.
-    pub async fn fetch_postings(
+    /// Reads the list values `ids` this request does not hold yet.
+    pub async fn fetch_lists(
         &mut self,
         backend: &dyn Projects,
-        terms: &[u32],
+        ids: &[ListId],
     ) -> Result<(), BackendError> {
         let snap = self.snap;
         let mut wanted: Vec<Want> = Vec::new();
-        for &t in terms {
-            if self.postings.contains_key(&t) {
+        for &id in ids {
+            if self.lists.contains_key(&id) {
                 continue;
             }
-            if let Some(p) = snap.texts.get_postings(&snap.id, t) {
-                self.postings.insert(t, p);
+            if let Some(p) = snap.texts.get_list(&snap.id, id) {
+                self.lists.insert(id, p);
                 continue;
             }
-            let r = snap.pack.lexical.posting_range(t).ok_or_else(|| {
-                BackendError::Corrupt(format!("term #{t} has no postings outside the pack"))
+            let r = snap.pack.lists(id.kind).range(id.key).ok_or_else(|| {
+                BackendError::Corrupt(format!("{id:?} is not stored outside the pack"))
             })?;
             wanted.push(Want {
-                item: Item::Postings(t),
+                item: Item::List(id),
                 segment: r.segment,
                 start: r.start,
                 len: r.len,
@@ -194,8 +195,8 @@ impl<'a> RequestTexts<'a> {
                     (Item::Text(i), Held::Text(t)) => {
                         self.local.insert(i, t);
                     }
-                    (Item::Postings(t), Held::Postings(p)) => {
-                        self.postings.insert(t, p);
+                    (Item::List(id), Held::List(p)) => {
+                        self.lists.insert(id, p);
                     }
                     _ => {}
                 }
@@ -334,11 +335,10 @@ fn check_item(
             })?;
             Ok(Held::Text(Arc::from(text)))
         }
-        Item::Postings(t) => {
-            let slice = slice.ok_or_else(|| {
-                BackendError::Corrupt(format!("the postings of term #{t} are outside `{}`", key()))
-            })?;
-            pack.lexical.verify_postings(t, slice).map_err(|e| {
+        Item::List(id) => {
+            let slice = slice
+                .ok_or_else(|| BackendError::Corrupt(format!("{id:?} is outside `{}`", key())))?;
+            pack.lists(id.kind).verify(id.key, slice).map_err(|e| {
                 BackendError::Corrupt(format!(
                     "{e} in segment `{}` (bytes {}..{})",
                     key(),
@@ -346,7 +346,7 @@ fn check_item(
                     w.start + w.len
                 ))
             })?;
-            Ok(Held::Postings(Arc::from(slice)))
+            Ok(Held::List(Arc::from(slice)))
         }
     }
 }
@@ -378,9 +378,9 @@ pub async fn answer(
                 rounds += 1;
                 texts.fetch(backend, &more).await?;
             }
-            Err(AssembleError::PostingsNeeded(terms)) if rounds < MAX_ROUNDS => {
+            Err(AssembleError::ListsNeeded(ids)) if rounds < MAX_ROUNDS => {
                 rounds += 1;
-                texts.fetch_postings(backend, &terms).await?;
+                texts.fetch_lists(backend, &ids).await?;
             }
             other => break other?,
         }

@@ -16,6 +16,7 @@ use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
 use ctxgate_core::compose::{Piece, SummaryPiece};
 use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::lists::ListId;
 use ctxgate_core::intent::QueryAnalysis;
 use ctxgate_core::profile::{Profile, ProfileReport};
 use ctxgate_core::rank::Weights;
@@ -282,8 +283,8 @@ impl ChunkSource for StoreChunks<'_> {
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
 
-    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
-        stored_postings(pack, term, self.org, self.project, |key, start, len| {
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        stored_list(pack, id, self.org, self.project, |key, start, len| {
             self.store
                 .get_range(key, start, len)
                 .map_err(|e| e.to_string())
@@ -314,8 +315,8 @@ impl ChunkSource for SegmentFiles {
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
 
-    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
-        stored_postings(pack, term, &self.org, &self.project, |key, start, len| {
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        stored_list(pack, id, &self.org, &self.project, |key, start, len| {
             let path = self.objects.join(key);
             crate::store::read_file_range(&path, start, len)
                 .map_err(|e| format!("{}: {e}", path.display()))
@@ -323,24 +324,25 @@ impl ChunkSource for SegmentFiles {
     }
 }
 
-/// Term `term`'s postings read from its segment with `read(key, start, len)` and checked.
-fn stored_postings(
+/// List value `id` read from its segment with `read(key, start, len)` and checked.
+fn stored_list(
     pack: &IndexPack,
-    term: u32,
+    id: ListId,
     org: &str,
     project: &str,
     read: impl FnOnce(&str, u64, usize) -> Result<Vec<u8>, String>,
 ) -> Result<Cow<'static, [u8]>, AssembleError> {
-    let r = pack.lexical.posting_range(term).ok_or_else(|| {
-        AssembleError::Source(format!("term #{term} has no postings outside the pack"))
-    })?;
+    let lists = pack.lists(id.kind);
+    let r = lists
+        .range(id.key)
+        .ok_or_else(|| AssembleError::Source(format!("{id:?} is not stored outside the pack")))?;
     let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
-        AssembleError::Source(format!("postings segment #{} is not listed", r.segment))
+        AssembleError::Source(format!("list segment #{} is not listed", r.segment))
     })?;
     let key = keys::segment(org, project, sha);
     let bytes = read(&key, r.start, r.len as usize).map_err(AssembleError::Source)?;
-    pack.lexical
-        .verify_postings(term, &bytes)
+    lists
+        .verify(id.key, &bytes)
         .map_err(|e| AssembleError::Source(format!("{e} (segment `{key}`)")))?;
     Ok(Cow::Owned(bytes))
 }

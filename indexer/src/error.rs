@@ -119,7 +119,7 @@ impl From<AssembleError> for IndexerError {
             A::Compose(c) => IndexerError::Compose(c),
             A::Source(s) => IndexerError::Corrupt(s),
             // Local sources read every text; a miss means the store lost it.
-            e @ (A::TextsNeeded(_) | A::PostingsNeeded(_)) => IndexerError::Corrupt(e.to_string()),
+            e @ (A::TextsNeeded(_) | A::ListsNeeded(_)) => IndexerError::Corrupt(e.to_string()),
             A::ErrorOutputMissing => IndexerError::ErrorOutputMissing,
         }
     }

@@ -40,8 +40,7 @@ pub fn collect_project(
         if let Ok(bytes) = store.get_object(&manifest_key) {
             let m: Manifest = serde_json::from_slice(&bytes)
                 .map_err(|e| IndexerError::Corrupt(format!("manifest {manifest_key}: {e}")))?;
-            objects.push(m.pack_key);
-            objects.extend(m.segment_keys);
+            objects.extend(m.objects().into_iter().map(str::to_owned));
         }
         versions.push(VersionFacts {
             version: v.version,

@@ -46,8 +46,7 @@ pub struct Published {
 /// The keys of a version's objects, in upload order: what the manifest names first, the
 /// manifest last.
 fn upload_order(manifest: &Manifest, manifest_key: String) -> Vec<String> {
-    let mut keys: Vec<String> = manifest.segment_keys.clone();
-    keys.push(manifest.pack_key.clone());
+    let mut keys: Vec<String> = manifest.objects().into_iter().map(str::to_owned).collect();
     keys.push(manifest_key);
     keys
 }
@@ -255,6 +254,7 @@ mod tests {
                 keys::segment("acme", "p1", "ab"),
                 keys::segment("acme", "p1", "cd"),
             ],
+            pack_parts: Vec::new(),
             created_at_ns: 0,
         };
         let order = upload_order(&m, keys::manifest("acme", "p1", 2));

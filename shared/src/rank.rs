@@ -296,9 +296,15 @@ impl Touched {
     }
 }
 
+/// The symbols a request names, as the symbol and reference signals compare them
+/// ([`crate::index::references::name_key`]).
+pub fn named_symbols(analysis: &QueryAnalysis) -> Vec<String> {
+    signals::wanted_symbols(analysis)
+}
+
 /// Scores the chunks of `pack` for a request with search terms `terms`, BM25 hits `hits`
-/// (chunk, score) and dense hits `dense` (chunk, 0-1 from [`crate::dense::scaled_hits`]), best
-/// first.
+/// (chunk, score), dense hits `dense` (chunk, 0-1 from [`crate::dense::scaled_hits`]) and the
+/// users of each symbol it names (`named`, from [`named_symbols`]), best first.
 pub fn rank(
     pack: &IndexPack,
     hits: &[(u32, f32)],
@@ -306,6 +312,7 @@ pub fn rank(
     terms: &[(String, u16)],
     analysis: &QueryAnalysis,
     weights: &Weights,
+    named: &[(String, Vec<u32>)],
 ) -> Vec<Ranked> {
     let derived = pack.derived();
     let mut touched = Touched::new(&derived.chunk_file);
@@ -318,7 +325,7 @@ pub fn rank(
     signals::touch_symbols(&mut touched, pack, &wanted);
     // References: the most relevant users of each named symbol.
     if weights.reference != 0.0 {
-        signals::touch_references(&mut touched, pack, &wanted);
+        signals::touch_references(&mut touched, pack, named);
     }
     signals::set_priors(&mut touched, derived, &mentioned, analysis, weights);
     // Path: the share of the request's term weight in each file's path.

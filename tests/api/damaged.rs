@@ -115,7 +115,7 @@ fn postings_read_by_range(
         ])
         .arg(dir.path())
         .env("CTXGATE_HOME", host.home.path())
-        .env("CTXGATE_POSTINGS_INLINE_MAX", "0")
+        .env("CTXGATE_LISTS_INLINE_MAX", "0")
         .output()
         .unwrap();
     assert!(

@@ -315,7 +315,7 @@ impl Host for WorkerHost {
             &[
                 "project", "add", "--org", org, "--name", name, "--format", "json", &dir,
             ],
-            &[("CTXGATE_POSTINGS_INLINE_MAX", "0")],
+            &[("CTXGATE_LISTS_INLINE_MAX", "0")],
         );
         let published = ctxgate_with(
             home.path(),

@@ -6,8 +6,29 @@ use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{FORMAT_VERSION, IndexPack};
 
 use super::crash_point;
+use super::segments::{SEGMENT_CAP, store_segments};
 use crate::IndexerError;
 use crate::store::{IndexStore, Manifest, VersionItem, keys};
+
+/// Cut points of a pack in parts are content-defined, so the parts before and after an edit
+/// keep their bytes and names and a re-index does not upload them again: about 1 MiB each,
+/// never more than a segment.
+const PART_MIN: u32 = 256 << 10;
+const PART_AVG: u32 = 1 << 20;
+const PART_MAX: u32 = SEGMENT_CAP as u32;
+
+/// The pack's parts when it is larger than one segment (content-defined cuts, see
+/// [`PART_AVG`]), or `None` when it is stored whole.
+fn cut_parts(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    if bytes.len() <= SEGMENT_CAP {
+        return None;
+    }
+    Some(
+        fastcdc::v2020::FastCDC::new(bytes, PART_MIN, PART_AVG, PART_MAX)
+            .map(|c| &bytes[c.offset..c.offset + c.length])
+            .collect(),
+    )
+}
 
 /// What a publish builds on.
 pub(super) struct Base {
@@ -33,10 +54,35 @@ pub(super) fn publish(
         .max(store.latest_version(project_id)?)
         + 1;
     let bytes = pack.encode()?;
+    let mut segment_keys: Vec<String> = pack
+        .segments
+        .iter()
+        .map(|s| keys::segment(org, project_id, s))
+        .collect();
+    // A large pack goes to content-addressed parts first; the object at the pack's key then
+    // holds only its header, which still claims the version number.
+    let mut pack_parts = Vec::new();
+    let claim: &[u8] = match cut_parts(&bytes) {
+        Some(parts) => {
+            let mut names = Vec::new();
+            store_segments(store, org, project_id, &parts, &mut names)?;
+            pack_parts = names
+                .iter()
+                .map(|s| keys::segment(org, project_id, s))
+                .collect();
+            for key in &pack_parts {
+                if !segment_keys.contains(key) {
+                    segment_keys.push(key.clone());
+                }
+            }
+            &bytes[..12]
+        }
+        None => &bytes,
+    };
     // Version objects are never overwritten: a number whose pack exists (left by a killed run,
     // or written by a racing indexer) is skipped, so version numbers may have gaps.
     let mut skipped_numbers = 0;
-    while !store.put_new_object(&keys::pack(org, project_id, version), &bytes)? {
+    while !store.put_new_object(&keys::pack(org, project_id, version), claim)? {
         skipped_numbers += 1;
         if skipped_numbers > 100 {
             return Err(IndexerError::Corrupt(format!(
@@ -53,11 +99,8 @@ pub(super) fn publish(
         pack_key: keys::pack(org, project_id, version),
         pack_bytes: bytes.len() as u64,
         pack_sha256: Sha256Digest::of(&bytes).to_hex(),
-        segment_keys: pack
-            .segments
-            .iter()
-            .map(|s| keys::segment(org, project_id, s))
-            .collect(),
+        segment_keys,
+        pack_parts,
         created_at_ns: base.indexed_at_ns,
     };
     let manifest_json =

@@ -27,7 +27,7 @@ use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
 pub use previous::{OpenVersion, open_current};
-pub use segments::{POSTINGS_INLINE_MAX, SEGMENT_CAP};
+pub use segments::{LISTS_INLINE_MAX, SEGMENT_CAP};
 
 use crate::IndexerError;
 use crate::chat::ChatEndpoint;
@@ -323,15 +323,15 @@ pub fn index_project(
     drop(reused_texts);
     let Built {
         mut lexical,
-        references,
+        mut references,
         graph,
     } = build(&files, &chunks, terms);
-    // A large index's postings go to segments of their own, read by range per query term.
-    let parts = lexical.split_postings(
-        SEGMENT_CAP,
-        segments::postings_inline_max(),
-        segments.len() as u32,
-    );
+    // A large index's lists go to segments of their own, read by range per query term and
+    // per named symbol.
+    let inline_max = segments::lists_inline_max();
+    let parts = lexical.split_postings(SEGMENT_CAP, inline_max, segments.len() as u32);
+    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
+    let parts = references.split(SEGMENT_CAP, inline_max, segments.len() as u32);
     segments::store_segments(store, org, project_id, &parts, &mut segments)?;
     drop(parts);
     let text_bytes = files

@@ -32,7 +32,11 @@ pub fn open_current(
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
     let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
-    let pack = open::open_pack(&manifest, &store.get_object(&manifest.pack_key)?)?;
+    let mut bytes = Vec::with_capacity(manifest.pack_bytes.min(1 << 30) as usize);
+    for key in manifest.pack_objects() {
+        bytes.extend_from_slice(&store.get_object(key)?);
+    }
+    let pack = open::open_pack(&manifest, &bytes)?;
     Ok(Some(OpenVersion {
         version,
         manifest,

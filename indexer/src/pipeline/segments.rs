@@ -21,10 +21,11 @@ pub(super) fn store_segments(
     store: &dyn IndexStore,
     org: &str,
     project_id: &str,
-    buffers: &[Vec<u8>],
+    buffers: &[impl AsRef<[u8]>],
     segments: &mut Vec<String>,
 ) -> Result<(), IndexerError> {
     for buffer in buffers {
+        let buffer = buffer.as_ref();
         let sha = Sha256Digest::of(buffer).to_hex();
         let key = keys::segment(org, project_id, &sha);
         if !store.has_object(&key)? {
@@ -35,17 +36,18 @@ pub(super) fn store_segments(
     Ok(())
 }
 
-/// Postings up to this size stay in the pack: a small index loads them with it, cheaper than
-/// one more read per query. Larger ones go to segments and are read per query term, so a
-/// reader of a large index holds only its dictionary. `CTXGATE_POSTINGS_INLINE_MAX` (bytes)
-/// overrides it, so tests can take the segment path on a small repository.
-pub const POSTINGS_INLINE_MAX: usize = 1 << 20;
+/// An index's lists (term postings, symbol users) up to this size stay in the pack: a small
+/// index loads them with it, cheaper than one more read per query. Larger ones go to segments
+/// and are read per query term or named symbol, so a reader of a large index holds only their
+/// keys. `CTXGATE_LISTS_INLINE_MAX` (bytes) overrides it, so tests can take the segment path on
+/// a small repository.
+pub const LISTS_INLINE_MAX: usize = 1 << 20;
 
-pub(super) fn postings_inline_max() -> usize {
-    std::env::var("CTXGATE_POSTINGS_INLINE_MAX")
+pub(super) fn lists_inline_max() -> usize {
+    std::env::var("CTXGATE_LISTS_INLINE_MAX")
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(POSTINGS_INLINE_MAX)
+        .unwrap_or(LISTS_INLINE_MAX)
 }
 
 /// Gives every chunk its segment and offset: a text an earlier version stored keeps its place,

@@ -23,6 +23,7 @@ use crate::catalog::ResolvedBudget;
 use crate::compose::{ComposeError, Piece};
 use crate::compress::Compression;
 use crate::index::IndexPack;
+use crate::index::lists::ListId;
 use crate::intent::QueryAnalysis;
 use crate::lexical::Bm25Params;
 use crate::profile::{Profile, ProfileReport};
@@ -51,10 +52,11 @@ pub trait ChunkSource {
     /// the texts fetched so far and not this one.
     fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
 
-    /// The postings of term `term`, checked against the pack
-    /// ([`crate::lexical::Bm25Index::verify_postings`]), or [`AssembleError::PostingsNeeded`]
-    /// when this source holds only what it fetched so far and not these.
-    fn postings(&self, pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError>;
+    /// The value of list key `id` (a term's postings, a name's users) that the pack keeps in
+    /// segments, checked against the pack ([`crate::index::lists::KeyedLists::verify`]), or
+    /// [`AssembleError::ListsNeeded`] when this source holds only what it fetched so far and
+    /// not this.
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError>;
 }
 
 /// Why a query could not be answered.
@@ -70,10 +72,10 @@ pub enum AssembleError {
     /// texts from remote storage fetches them and composes the plan again.
     #[error("the texts of {} chunks are not fetched yet", .0.len())]
     TextsNeeded(Vec<u32>),
-    /// The source has not fetched these terms' postings yet (term ids): a host that reads
-    /// postings from remote storage fetches them and plans again.
-    #[error("the postings of {} terms are not fetched yet", .0.len())]
-    PostingsNeeded(Vec<u32>),
+    /// The source has not fetched these lists yet (postings, references): a host that reads
+    /// them from remote storage fetches them and plans again.
+    #[error("{} lists of the index are not fetched yet", .0.len())]
+    ListsNeeded(Vec<ListId>),
     /// The prompt could not be held to the budget.
     #[error(transparent)]
     Compose(#[from] ComposeError),
@@ -91,9 +93,7 @@ impl AssembleError {
             AssembleError::ErrorOutputMissing => "error_output_missing",
             AssembleError::Source(_) => "index_corrupt",
             // A host's read loop gave up on texts or postings it could not keep.
-            AssembleError::TextsNeeded(_) | AssembleError::PostingsNeeded(_) => {
-                "storage_unavailable"
-            }
+            AssembleError::TextsNeeded(_) | AssembleError::ListsNeeded(_) => "storage_unavailable",
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
 use super::estimate::overhead_total;
-use super::retrieve::{add_hot_paths, error_output, search, understood};
+use super::retrieve::{add_hot_paths, error_output, named_users, search, understood};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
@@ -95,10 +95,19 @@ pub fn plan(
     let (mut intent, search_text) = understood(query, error_output);
     let terms = query_terms(&search_text);
     let hits = search(pack, source, &terms, options)?;
+    let named = named_users(pack, source, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let weights = &options.weights;
     let excluded: HashSet<u32> = options.exclude.iter().copied().collect();
-    let mut ranked = rank(pack, &hits, &options.dense, &terms, &intent, weights);
+    let mut ranked = rank(
+        pack,
+        &hits,
+        &options.dense,
+        &terms,
+        &intent,
+        weights,
+        &named,
+    );
     diversify(pack, &mut ranked, weights.file_decay, budget);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;

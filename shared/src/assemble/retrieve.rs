@@ -1,9 +1,11 @@
 //! Retrieval: what the query asks for (under `repair`, with what its error output names), and
 //! the BM25 hits of its terms, with the postings the pack does not hold read through the source.
 
+use std::borrow::Cow;
+
 use crate::index::IndexPack;
+use crate::index::lists::{ListError, ListId, ListKind};
 use crate::intent::{QueryAnalysis, analyze, entities};
-use crate::lexical::PostingsError;
 use crate::profile::Profile;
 
 use super::{AssembleError, ChunkSource, QueryOptions};
@@ -68,31 +70,96 @@ pub(super) fn add_hot_paths(intent: &mut QueryAnalysis, options: &QueryOptions) 
     }
 }
 
+/// The values of `ids` the pack keeps in segments, from `source`; the ones it lacks make one
+/// [`AssembleError::ListsNeeded`].
+pub(super) fn fetched_lists<'s>(
+    pack: &IndexPack,
+    source: &'s dyn ChunkSource,
+    ids: impl IntoIterator<Item = ListId>,
+) -> Result<Vec<(ListId, Cow<'s, [u8]>)>, AssembleError> {
+    let mut fetched = Vec::new();
+    let mut missing = Vec::new();
+    for id in ids {
+        if !pack.lists(id.kind).must_read(id.key as usize) {
+            continue;
+        }
+        match source.list(pack, id) {
+            Ok(bytes) => fetched.push((id, bytes)),
+            Err(AssembleError::ListsNeeded(more)) => missing.extend(more),
+            Err(e) => return Err(e),
+        }
+    }
+    if missing.is_empty() {
+        Ok(fetched)
+    } else {
+        Err(AssembleError::ListsNeeded(missing))
+    }
+}
+
 /// BM25 hits of `terms`, with the postings the pack does not hold taken from `source`; the
-/// terms it lacks make one [`AssembleError::PostingsNeeded`].
+/// terms it lacks make one [`AssembleError::ListsNeeded`].
 pub(super) fn search(
     pack: &IndexPack,
     source: &dyn ChunkSource,
     terms: &[(String, u16)],
     options: &QueryOptions,
 ) -> Result<Vec<(u32, f32)>, AssembleError> {
-    let mut fetched = Vec::new();
-    let mut missing = Vec::new();
-    for t in pack.lexical.stored_terms(terms) {
-        match source.postings(pack, t) {
-            Ok(bytes) => fetched.push((t, bytes)),
-            Err(AssembleError::PostingsNeeded(more)) => missing.extend(more),
-            Err(e) => return Err(e),
-        }
-    }
-    if !missing.is_empty() {
-        return Err(AssembleError::PostingsNeeded(missing));
-    }
-    let external = |t: u32| fetched.iter().find(|f| f.0 == t).map(|f| &*f.1);
+    let ids = pack
+        .lexical
+        .stored_terms(terms)
+        .into_iter()
+        .map(|key| ListId {
+            kind: ListKind::Postings,
+            key,
+        });
+    let fetched = fetched_lists(pack, source, ids)?;
+    let external = |t: u32| fetched.iter().find(|f| f.0.key == t).map(|f| &*f.1);
     pack.lexical
         .search_with(terms, options.bm25, &external)
         .map_err(|e| match e {
-            PostingsError::Needed(terms) => AssembleError::PostingsNeeded(terms),
+            ListError::Needed(terms) => AssembleError::ListsNeeded(
+                terms
+                    .into_iter()
+                    .map(|key| ListId {
+                        kind: ListKind::Postings,
+                        key,
+                    })
+                    .collect(),
+            ),
             e => AssembleError::Source(e.to_string()),
         })
+}
+
+/// The users of each symbol the request names, for the reference signal (none when its weight
+/// is 0), with the lists the pack keeps in segments taken from `source`.
+pub(super) fn named_users(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    analysis: &QueryAnalysis,
+    options: &QueryOptions,
+) -> Result<Vec<(String, Vec<u32>)>, AssembleError> {
+    if options.weights.reference == 0.0 {
+        return Ok(Vec::new());
+    }
+    let names = crate::rank::named_symbols(analysis);
+    let refs = &pack.references;
+    let ids = names
+        .iter()
+        .filter_map(|n| refs.name_id(n))
+        .map(|key| ListId {
+            kind: ListKind::References,
+            key,
+        });
+    let fetched = fetched_lists(pack, source, ids)?;
+    let external = |k: u32| fetched.iter().find(|f| f.0.key == k).map(|f| &*f.1);
+    names
+        .into_iter()
+        .map(|name| match refs.users_with(&name, &external) {
+            Ok(users) => Ok((name, users)),
+            Err(key) => Err(AssembleError::ListsNeeded(vec![ListId {
+                kind: ListKind::References,
+                key,
+            }])),
+        })
+        .collect()
 }

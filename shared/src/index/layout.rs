@@ -14,16 +14,47 @@ pub struct Manifest {
     pub project: String,
     /// Version number.
     pub version: u64,
-    /// Key of the pack.
+    /// Key of the pack; when the pack is in [`Manifest::pack_parts`], the object here holds
+    /// only its 12-byte header (it is what claims the version number).
     pub pack_key: String,
     /// Size of the pack in bytes (checked on open).
     pub pack_bytes: u64,
     /// sha256 of the pack.
     pub pack_sha256: String,
-    /// Keys of the segments the pack refers to.
+    /// Keys of the segments the version needs: those the pack refers to and its parts.
     pub segment_keys: Vec<String>,
+    /// A pack larger than one segment is stored cut into content-addressed segments, so no
+    /// object of a version nears a store's size limit (the Worker accepts 32 MiB): their keys in
+    /// order, whose concatenation is the pack. Empty: the pack is the object at `pack_key`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pack_parts: Vec<String>,
     /// Created, nanoseconds since the epoch.
     pub created_at_ns: i64,
+}
+
+impl Manifest {
+    /// The objects whose bytes, concatenated in this order, are the pack.
+    pub fn pack_objects(&self) -> Vec<&str> {
+        if self.pack_parts.is_empty() {
+            vec![self.pack_key.as_str()]
+        } else {
+            self.pack_parts.iter().map(String::as_str).collect()
+        }
+    }
+
+    /// Every object the version consists of besides the manifest, each once, in the order a
+    /// writer stores them: every segment (the pack's parts among them), then the pack (or its
+    /// header).
+    pub fn objects(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.segment_keys
+            .iter()
+            .chain(&self.pack_parts)
+            .chain(std::iter::once(&self.pack_key))
+            .map(String::as_str)
+            .filter(|k| seen.insert(*k))
+            .collect()
+    }
 }
 
 /// The id of an organisation's project named `name`: derived, so the indexer and the edge (which
@@ -62,7 +93,22 @@ pub mod keys {
 
 #[cfg(test)]
 mod tests {
-    use super::project_id;
+    use super::{Manifest, project_id};
+
+    #[test]
+    fn a_pack_in_parts_is_read_from_its_parts_and_old_manifests_still_parse() {
+        let old = r#"{"format_version":7,"org":"o","project":"p","version":1,
+            "pack_key":"k/index.pack","pack_bytes":3,"pack_sha256":"","segment_keys":["k/a.seg"],
+            "created_at_ns":0}"#;
+        let mut m: Manifest = serde_json::from_str(old).unwrap();
+        assert_eq!(m.pack_objects(), ["k/index.pack"]);
+        assert_eq!(m.objects(), ["k/a.seg", "k/index.pack"]);
+        assert!(!serde_json::to_string(&m).unwrap().contains("pack_parts"));
+        m.pack_parts = vec!["k/p1.seg".into(), "k/a.seg".into()];
+        m.segment_keys.push("k/p1.seg".into());
+        assert_eq!(m.pack_objects(), ["k/p1.seg", "k/a.seg"]);
+        assert_eq!(m.objects(), ["k/a.seg", "k/p1.seg", "k/index.pack"]);
+    }
 
     #[test]
     fn project_ids_are_stable_and_differ_per_org() {

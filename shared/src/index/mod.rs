@@ -1,6 +1,7 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 7; version 6 kept every index's postings in the pack, version 5 stored
+//! # Format (version 8; version 7 kept the symbol references in the pack whatever their size,
+//! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
 //! summaries, version 1 no ctime or inode in the file stat)
@@ -24,10 +25,11 @@
 //! ids are chunk indexes (its sorted terms in one string, its postings as one byte string of
 //! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]; a large index's
 //! postings are in segments of their own, read by range per query term:
-//! [`crate::lexical::PostingStore`]), the summaries, the import graph between files
+//! [`lists::KeyedLists`]), the summaries, the import graph between files
 //! ([`ImportGraph`]) and
-//! the users of each defined symbol ([`References`]) and how many commits ago each file last
-//! changed ([`Recency`]).
+//! the users of each defined symbol ([`References`], the same keyed lists: a large index's in
+//! segments, read by range per named symbol) and how many commits ago each file last changed
+//! ([`Recency`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
@@ -44,6 +46,7 @@ pub mod build;
 pub mod derived;
 pub mod gc;
 pub mod layout;
+pub mod lists;
 pub mod open;
 pub mod raw_bytes;
 pub mod recency;
@@ -63,7 +66,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -255,6 +258,14 @@ impl IndexPack {
         self.derived.get_or_init(|| {
             derived::Derived::of(&self.files, &self.chunks, &self.lexical, &self.graph)
         })
+    }
+
+    /// The pack's lists of `kind`.
+    pub fn lists(&self, kind: lists::ListKind) -> &lists::KeyedLists {
+        match kind {
+            lists::ListKind::Postings => self.lexical.lists(),
+            lists::ListKind::References => self.references.lists(),
+        }
     }
 
     /// Position of `encoding` among the counted encodings.

@@ -50,16 +50,19 @@ pub fn read_manifest(
         reason: e.to_string(),
     })?;
     let own = format!("{}/", keys::project(org, project));
-    let foreign = std::iter::once(&manifest.pack_key)
-        .chain(&manifest.segment_keys)
-        .find(|k| !k.starts_with(&own));
+    let foreign = manifest
+        .objects()
+        .into_iter()
+        .find(|k| !k.starts_with(&own))
+        .map(str::to_owned);
     match foreign {
-        Some(k) => Err(OpenError::Foreign(k.clone())),
+        Some(k) => Err(OpenError::Foreign(k)),
         None => Ok(manifest),
     }
 }
 
-/// Decodes the pack `manifest` names from its `bytes`, after checking their size.
+/// Decodes the pack `manifest` names from its `bytes` (the concatenation of
+/// [`Manifest::pack_objects`]), after checking their size.
 pub fn open_pack(manifest: &Manifest, bytes: &[u8]) -> Result<IndexPack, OpenError> {
     if bytes.len() as u64 != manifest.pack_bytes {
         return Err(OpenError::PackSize {
@@ -85,6 +88,7 @@ mod tests {
             pack_bytes: 3,
             pack_sha256: String::new(),
             segment_keys: segments.iter().map(|s| s.to_string()).collect(),
+            pack_parts: Vec::new(),
             created_at_ns: 0,
         })
         .unwrap()
@@ -106,6 +110,13 @@ mod tests {
         assert!(matches!(
             read_manifest("acme", "p1", 1, &stolen),
             Err(OpenError::Foreign(k)) if k.starts_with(&other)
+        ));
+        // The pack's parts are checked like every other object.
+        let mut parted: Manifest = serde_json::from_slice(&ok).unwrap();
+        parted.pack_parts = vec![format!("{other}/segments/b.seg")];
+        assert!(matches!(
+            read_manifest("acme", "p1", 1, &serde_json::to_vec(&parted).unwrap()),
+            Err(OpenError::Foreign(k)) if k.ends_with("b.seg")
         ));
         // A sibling project whose id extends this one's is not this project.
         let sibling = manifest(&format!("{own}x/v1.pack"), &[]);

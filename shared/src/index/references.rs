@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ChunkRecord;
+use super::lists::{KeyedLists, decode_ascending, encode_ascending};
 
 /// Names are compared lowercased, by their last path segment (`Store::open` → `open`).
 pub fn name_key(symbol: &str) -> String {
@@ -30,13 +31,13 @@ pub fn defined_names(chunk: &ChunkRecord) -> impl Iterator<Item = String> + '_ {
         .filter(|n| !n.is_empty())
 }
 
-/// Users of each defined name.
+/// Users of each defined name: names to ascending chunk indexes (varint gaps), in the pack for
+/// a small repository and in segments read by range for a large one ([`KeyedLists`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct References {
-    /// Defined names that some other chunk uses, sorted.
-    names: Vec<String>,
-    /// Per name, the chunks that use it without defining it, ascending.
-    users: Vec<Vec<u32>>,
+    /// Defined names that some other chunk uses, and per name the chunks that use it without
+    /// defining it.
+    users: KeyedLists,
 }
 
 impl References {
@@ -56,28 +57,58 @@ impl References {
                 }
             }
         }
-        let (names, users) = table.into_iter().unzip();
-        Self { names, users }
+        let users = KeyedLists::from_sorted(
+            table
+                .iter()
+                .map(|(name, users)| (name, encode_ascending(users))),
+        );
+        Self { users }
     }
 
-    /// The chunks that use `name` (compared as [`name_key`] does), ascending.
-    pub fn users(&self, name: &str) -> &[u32] {
-        let key = name_key(name);
-        match self.names.binary_search(&key) {
-            Ok(i) => self.users.get(i).map_or(&[], Vec::as_slice),
-            Err(_) => &[],
+    /// The names and their users.
+    pub fn lists(&self) -> &KeyedLists {
+        &self.users
+    }
+
+    /// The id of `name` (compared as [`name_key`] does), if some chunk uses it.
+    pub fn name_id(&self, name: &str) -> Option<u32> {
+        self.users.find(&name_key(name)).map(|k| k as u32)
+    }
+
+    /// The chunks that use `name` (compared as [`name_key`] does), ascending, with the users
+    /// lists the pack does not hold taken from `external`; the name's id is the error when it
+    /// lacks them.
+    pub fn users_with<'a>(
+        &'a self,
+        name: &str,
+        external: &dyn Fn(u32) -> Option<&'a [u8]>,
+    ) -> Result<Vec<u32>, u32> {
+        match self.users.find(&name_key(name)) {
+            Some(k) => Ok(decode_ascending(self.users.value(k, external)?)),
+            None => Ok(Vec::new()),
         }
+    }
+
+    /// The chunks that use `name`, when the pack holds its users list (empty when it does not).
+    pub fn users(&self, name: &str) -> Vec<u32> {
+        self.users_with(name, &|_| None).unwrap_or_default()
+    }
+
+    /// Moves the users lists out into parts of at most `cap` bytes ([`KeyedLists::split`]);
+    /// lists of at most `inline_max` bytes in all stay in the pack.
+    pub fn split(&mut self, cap: usize, inline_max: usize, first_segment: u32) -> Vec<Vec<u8>> {
+        self.users.split(cap, inline_max, first_segment)
     }
 
     /// How many names have users.
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.users.len()
     }
 
     /// Whether no name has users (an index built before references, or a project without
     /// definitions).
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.users.is_empty()
     }
 }
 
@@ -120,11 +151,19 @@ mod tests {
         ];
         let r = References::build(&chunks, &used);
         // The definition itself is not a user; each user is listed once.
-        assert_eq!(r.users("open"), &[1, 2]);
-        assert_eq!(r.users("Store::open"), &[1, 2]);
-        assert_eq!(r.users("close"), &[3]);
+        assert_eq!(r.users("open"), [1, 2]);
+        assert_eq!(r.users("Store::open"), [1, 2]);
+        assert_eq!(r.users("close"), [3]);
         assert!(r.users("println").is_empty(), "not defined in the project");
         assert!(r.users("main").is_empty(), "defined, never used");
         assert_eq!(r.len(), 2);
+        // Moved to segments, a name's users are read by id and decode the same.
+        let mut split = r.clone();
+        let parts = split.split(4, 0, 0);
+        let id = split.name_id("open").unwrap();
+        assert_eq!(split.users_with("open", &|_| None), Err(id));
+        let range = split.lists().range(id).unwrap();
+        let bytes = &parts[range.segment as usize][range.start as usize..][..range.len as usize];
+        assert_eq!(split.users_with("open", &|_| Some(bytes)), Ok(vec![1, 2]));
     }
 }

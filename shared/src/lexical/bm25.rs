@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::index::lists::{KeyedLists, ListError, push_varint, read_varint};
+
 /// BM25's two knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Params {
@@ -52,25 +54,18 @@ impl Bm25Builder {
     pub fn finish(self, params: Bm25Params) -> Bm25Index {
         let mut entries: Vec<(String, Vec<(u32, u16)>)> = self.postings.into_iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut terms = String::new();
-        let mut term_ends = Vec::with_capacity(entries.len());
-        let mut posting_ends = Vec::with_capacity(entries.len());
-        let mut df = Vec::with_capacity(entries.len());
-        let mut postings = Vec::new();
-        for (term, list) in entries {
-            terms.push_str(&term);
-            term_ends.push(terms.len() as u32);
-            df.push(list.len() as u32);
+        let df = entries.iter().map(|(_, list)| list.len() as u32).collect();
+        let postings = KeyedLists::from_sorted(entries.iter().map(|(term, list)| {
+            let mut bytes = Vec::with_capacity(list.len() * 2);
             let mut last = 0u32;
-            for (d, tf) in list {
+            for &(d, tf) in list {
                 // Documents are added in id order, so each list is ascending: store the gaps.
-                push_varint(&mut postings, d - last);
-                push_varint(&mut postings, u32::from(tf));
+                push_varint(&mut bytes, d - last);
+                push_varint(&mut bytes, u32::from(tf));
                 last = d;
             }
-            posting_ends.push(postings.len() as u32);
-        }
-        let postings = PostingStore::Inline(postings);
+            (term, bytes)
+        }));
         let n = self.doc_len.len();
         let avg = if n == 0 {
             0.0
@@ -79,11 +74,8 @@ impl Bm25Builder {
         };
         Bm25Index {
             params,
-            terms,
-            term_ends,
-            df,
-            posting_ends,
             postings,
+            df,
             doc_len: self.doc_len,
             avg_len: avg as f32,
         }
@@ -92,80 +84,20 @@ impl Bm25Builder {
 
 /// A frozen BM25 index, laid out for a small resident size and a fast open: the sorted terms
 /// in one string, and each term's postings as LEB128 varints (the gap to the previous document,
-/// then the term frequency) in one byte string. deno's index (116k terms, 4.3M postings) takes
-/// about 12 MiB this way; as vectors of strings, `u32` documents and `u16` frequencies it took
-/// 30 MiB. The postings of a large index live outside the pack ([`PostingStore::Segments`]),
-/// so a reader holds only the dictionary and reads the postings of the query's terms.
+/// then the term frequency) in one byte string ([`KeyedLists`]). deno's index (116k terms,
+/// 4.3M postings) takes about 12 MiB this way; as vectors of strings, `u32` documents and `u16`
+/// frequencies it took 30 MiB. The postings of a large index live outside the pack
+/// ([`crate::index::lists::ListStore::Segments`]), so a reader holds only the dictionary and
+/// reads the postings of the query's terms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Index {
     params: Bm25Params,
-    /// Every term, sorted, concatenated.
-    terms: String,
-    /// End of term `k` in `terms`.
-    term_ends: Vec<u32>,
+    /// Every term and its postings.
+    postings: KeyedLists,
     /// Documents holding term `k`.
     df: Vec<u32>,
-    /// End of term `k`'s postings in the byte string of every term's postings, in term order.
-    posting_ends: Vec<u32>,
-    /// Where that byte string is.
-    postings: PostingStore,
     doc_len: Vec<u32>,
     avg_len: f32,
-}
-
-/// Where an index's postings are kept.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum PostingStore {
-    /// In the pack: a small index, whose postings cost less to load than one more read.
-    Inline(#[serde(with = "crate::index::raw_bytes")] Vec<u8>),
-    /// In segments of the version, each holding whole terms, read by range per query term.
-    Segments {
-        /// The parts, in term order.
-        parts: Vec<PostingPart>,
-        /// The first four bytes (big-endian) of the sha256 of each term's postings: a range
-        /// read is checked against it, so a damaged copy is an error, never a wrong ranking.
-        sums: Vec<u32>,
-    },
-}
-
-/// One segment of postings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PostingPart {
-    /// The segment (an index into the pack's segment list).
-    pub segment: u32,
-    /// Where the part begins in the byte string of every term's postings.
-    pub start: u32,
-}
-
-/// Where one term's postings lie in a segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PostingRange {
-    /// The segment (an index into the pack's segment list).
-    pub segment: u32,
-    /// First byte in the segment.
-    pub start: u64,
-    /// Length in bytes.
-    pub len: u64,
-}
-
-/// Why a term's postings cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PostingsError {
-    /// The reader has not fetched them yet (term ids).
-    #[error("the postings of {} terms are not fetched yet", .0.len())]
-    Needed(Vec<u32>),
-    /// What was read is not what the index recorded.
-    #[error("the postings of term #{term} fail their checksum")]
-    Checksum {
-        /// The term id.
-        term: u32,
-    },
-}
-
-/// The check value [`PostingStore::Segments`] keeps for `bytes`.
-fn sum_of(bytes: &[u8]) -> u32 {
-    let d = crate::hash::Sha256Digest::of(bytes).0;
-    u32::from_be_bytes([d[0], d[1], d[2], d[3]])
 }
 
 impl Bm25Index {
@@ -181,37 +113,17 @@ impl Bm25Index {
 
     /// Number of distinct terms.
     pub fn vocabulary(&self) -> usize {
-        self.term_ends.len()
+        self.postings.len()
     }
 
-    fn term(&self, k: usize) -> &str {
-        let start = if k == 0 {
-            0
-        } else {
-            self.term_ends[k - 1] as usize
-        };
-        self.terms
-            .get(start..self.term_ends[k] as usize)
-            .unwrap_or_default()
+    /// The terms and their postings.
+    pub fn lists(&self) -> &KeyedLists {
+        &self.postings
     }
 
     /// The id of `term` (its rank among the sorted terms), if any document holds it.
     pub fn term_id(&self, term: &str) -> Option<usize> {
-        self.find(term)
-    }
-
-    /// The index of `term` among the sorted terms.
-    fn find(&self, term: &str) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.term_ends.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.term(mid).cmp(term) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        self.postings.find(term)
     }
 
     fn idf_of(&self, df: u32) -> f32 {
@@ -223,121 +135,29 @@ impl Bm25Index {
     /// The inverse document frequency of `term` (as [`Bm25Index::search`] weighs it), if any
     /// document holds it.
     pub fn idf(&self, term: &str) -> Option<f32> {
-        let t = self.find(term)?;
+        let t = self.postings.find(term)?;
         Some(self.idf_of(self.df[t]))
-    }
-
-    /// Term `t`'s bytes in the byte string of every term's postings.
-    fn span(&self, t: usize) -> (usize, usize) {
-        let start = if t == 0 {
-            0
-        } else {
-            self.posting_ends[t - 1] as usize
-        };
-        (start, self.posting_ends[t] as usize)
-    }
-
-    /// Where term `t`'s postings are read from, when they are not in the pack.
-    pub fn posting_range(&self, t: u32) -> Option<PostingRange> {
-        let PostingStore::Segments { parts, .. } = &self.postings else {
-            return None;
-        };
-        let (start, end) = self.span(t as usize);
-        let k = parts
-            .partition_point(|p| p.start as usize <= start)
-            .checked_sub(1)?;
-        let part = parts[k];
-        Some(PostingRange {
-            segment: part.segment,
-            start: (start - part.start as usize) as u64,
-            len: (end - start) as u64,
-        })
-    }
-
-    /// Checks postings read for term `t` against what the index recorded.
-    pub fn verify_postings(&self, t: u32, bytes: &[u8]) -> Result<(), PostingsError> {
-        let ok = match &self.postings {
-            PostingStore::Inline(_) => false,
-            PostingStore::Segments { sums, .. } => {
-                let (start, end) = self.span(t as usize);
-                bytes.len() == end - start && sums.get(t as usize) == Some(&sum_of(bytes))
-            }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(PostingsError::Checksum { term: t })
-        }
     }
 
     /// The ids of the terms of `query` whose postings must be read from segments.
     pub fn stored_terms(&self, query: &[(String, u16)]) -> Vec<u32> {
-        if matches!(self.postings, PostingStore::Inline(_)) {
-            return Vec::new();
-        }
         query
             .iter()
-            .filter_map(|(term, _)| self.find(term))
-            .filter(|&t| self.span(t).1 > self.span(t).0)
+            .filter_map(|(term, _)| self.postings.find(term))
+            .filter(|&t| self.postings.must_read(t))
             .map(|t| t as u32)
             .collect()
     }
 
-    /// Moves the postings out of the index into parts of at most `cap` bytes that hold whole
-    /// terms (a term larger than `cap` gets a part of its own), to be stored as the segments
-    /// `first_segment`, `first_segment + 1`, ... of the pack; returns their bytes. Postings of
-    /// at most `inline_max` bytes stay in the index.
+    /// Moves the postings out of the index into parts of at most `cap` bytes
+    /// ([`KeyedLists::split`]); postings of at most `inline_max` bytes stay in the index.
     pub fn split_postings(
         &mut self,
         cap: usize,
         inline_max: usize,
         first_segment: u32,
     ) -> Vec<Vec<u8>> {
-        let PostingStore::Inline(all) = &self.postings else {
-            return Vec::new();
-        };
-        if all.len() <= inline_max {
-            return Vec::new();
-        }
-        let mut parts = Vec::new();
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        let mut sums = Vec::with_capacity(self.posting_ends.len());
-        let mut part_start = 0usize;
-        for t in 0..self.posting_ends.len() {
-            let (start, end) = self.span(t);
-            let bytes = all.get(start..end).unwrap_or_default();
-            sums.push(sum_of(bytes));
-            if out.is_empty() || (start > part_start && end - part_start > cap) {
-                parts.push(PostingPart {
-                    segment: first_segment + out.len() as u32,
-                    start: start as u32,
-                });
-                out.push(Vec::new());
-                part_start = start;
-            }
-            if let Some(last) = out.last_mut() {
-                last.extend_from_slice(bytes);
-            }
-        }
-        self.postings = PostingStore::Segments { parts, sums };
-        out
-    }
-
-    /// The (document, term frequency) pairs of term `t`, in document order, from the pack or
-    /// from `external` (postings read from segments).
-    fn postings_of<'a>(
-        &'a self,
-        t: usize,
-        external: &dyn Fn(u32) -> Option<&'a [u8]>,
-    ) -> Result<Postings<'a>, u32> {
-        let bytes = match &self.postings {
-            PostingStore::Inline(all) => {
-                let (start, end) = self.span(t);
-                all.get(start..end).unwrap_or_default()
-            }
-            PostingStore::Segments { .. } => external(t as u32).ok_or(t as u32)?,
-        };
-        Ok(Postings { bytes, doc: 0 })
+        self.postings.split(cap, inline_max, first_segment)
     }
 
     /// Documents matching any query term, best first, with their scores, for an index whose
@@ -355,7 +175,7 @@ impl Bm25Index {
         query: &[(String, u16)],
         params: Bm25Params,
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
-    ) -> Result<Vec<(u32, f32)>, PostingsError> {
+    ) -> Result<Vec<(u32, f32)>, ListError> {
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
         let mut scores = vec![0.0f32; self.doc_len.len()];
@@ -365,16 +185,16 @@ impl Bm25Index {
         let mut lists = Vec::with_capacity(query.len());
         let mut missing = Vec::new();
         for (term, qtf) in query {
-            let Some(t) = self.find(term) else {
+            let Some(t) = self.postings.find(term) else {
                 continue;
             };
-            match self.postings_of(t, external) {
-                Ok(list) => lists.push((t, *qtf, list)),
+            match self.postings.value(t, external) {
+                Ok(bytes) => lists.push((t, *qtf, Postings { bytes, doc: 0 })),
                 Err(t) => missing.push(t),
             }
         }
         if !missing.is_empty() {
-            return Err(PostingsError::Needed(missing));
+            return Err(ListError::Needed(missing));
         }
         for (t, qtf, list) in lists {
             let weight = self.idf_of(self.df[t]) * f32::from(qtf).sqrt();
@@ -416,28 +236,6 @@ impl Iterator for Postings<'_> {
     }
 }
 
-fn push_varint(out: &mut Vec<u8>, mut v: u32) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// The next LEB128 value of `bytes`, advancing it; `None` at the end or on a malformed value.
-fn read_varint(bytes: &mut &[u8]) -> Option<u32> {
-    let mut v = 0u32;
-    for shift in (0..35).step_by(7) {
-        let (&byte, rest) = bytes.split_first()?;
-        *bytes = rest;
-        v |= u32::from(byte & 0x7f).checked_shl(shift)?;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,32 +267,6 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
-    }
-
-    #[test]
-    fn varints_round_trip_at_every_width() {
-        let values = [
-            0u32,
-            1,
-            127,
-            128,
-            16_383,
-            16_384,
-            2_097_151,
-            2_097_152,
-            u32::MAX,
-        ];
-        let mut bytes = Vec::new();
-        for v in values {
-            push_varint(&mut bytes, v);
-        }
-        let mut rest = bytes.as_slice();
-        for v in values {
-            assert_eq!(read_varint(&mut rest), Some(v));
-        }
-        assert_eq!(read_varint(&mut rest), None);
-        // A value cut short is no value.
-        assert_eq!(read_varint(&mut &[0x80u8][..]), None);
     }
 
     proptest::proptest! {
@@ -570,34 +342,20 @@ mod tests {
                 .stored_terms(&q)
                 .into_iter()
                 .map(|t| {
-                    let r = split.posting_range(t).unwrap();
+                    let r = split.lists().range(t).unwrap();
                     let part = &parts[(r.segment - 3) as usize];
                     (t, part[r.start as usize..(r.start + r.len) as usize].to_vec())
                 })
                 .collect();
             for (t, bytes) in &read {
-                proptest::prop_assert_eq!(split.verify_postings(*t, bytes), Ok(()));
+                proptest::prop_assert_eq!(split.lists().verify(*t, bytes), Ok(()));
             }
             let external = |t: u32| read.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());
             proptest::prop_assert_eq!(split.search_with(&q, params, &external).unwrap(), got);
-            // Without the postings it names what it lacks; damaged postings fail their check.
-            if let Some((t, bytes)) = read.first() {
+            // Without the postings it names what it lacks.
+            if let Some((t, _)) = read.first() {
                 let missing = split.search_with(&q, params, &|_| None).unwrap_err();
-                proptest::prop_assert!(matches!(missing, PostingsError::Needed(ref v) if v.contains(t)));
-                let mut bad = bytes.clone();
-                bad[0] ^= 1;
-                proptest::prop_assert_eq!(
-                    split.verify_postings(*t, &bad),
-                    Err(PostingsError::Checksum { term: *t })
-                );
-            }
-            // Every part but a lone oversized term keeps to the cap.
-            for p in &parts {
-                let one_term = (0..split.vocabulary()).any(|t| {
-                    let (s, e) = split.span(t);
-                    e - s == p.len()
-                });
-                proptest::prop_assert!(p.len() <= cap || one_term);
+                proptest::prop_assert!(matches!(missing, ListError::Needed(ref v) if v.contains(t)));
             }
         }
     }

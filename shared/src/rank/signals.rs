@@ -103,7 +103,7 @@ pub(super) fn touch_mentioned(touched: &mut Touched, pack: &IndexPack, mentioned
 }
 
 /// The keys of the symbols the request names, long enough to say something.
-pub(super) fn wanted_symbols(analysis: &QueryAnalysis) -> Vec<String> {
+pub(crate) fn wanted_symbols(analysis: &QueryAnalysis) -> Vec<String> {
     analysis
         .entities
         .symbols
@@ -134,19 +134,22 @@ pub(super) fn touch_symbols(touched: &mut Touched, pack: &IndexPack, wanted: &[S
     }
 }
 
-/// Touches the most relevant users of each named symbol: a change to it reaches them.
-pub(super) fn touch_references(touched: &mut Touched, pack: &IndexPack, wanted: &[String]) {
+/// Touches the most relevant users of each named symbol (`named`: each name with its users, as
+/// [`crate::index::References`] lists them): a change to it reaches them.
+pub(super) fn touch_references(
+    touched: &mut Touched,
+    pack: &IndexPack,
+    named: &[(String, Vec<u32>)],
+) {
     let chunk_file = &pack.derived().chunk_file;
-    for name in wanted {
+    for (_, users) in named {
         // Users with some lexical evidence of their own, best first (a pack from elsewhere
         // may list chunks it does not have: skipped, not indexed).
         let lexical = |u: u32| touched.get(u).map_or(0.0, |s| s.lexical);
-        let mut users: Vec<u32> = pack
-            .references
-            .users(name)
+        let mut users: Vec<u32> = users
             .iter()
             .copied()
-            .filter(|&u| lexical(u) > 0.0)
+            .filter(|&u| lexical(u) > 0.0 && (u as usize) < chunk_file.len())
             .collect();
         users.sort_by(|a, b| lexical(*b).total_cmp(&lexical(*a)).then(a.cmp(b)));
         for &u in users.iter().take(REFERENCE_USERS) {
