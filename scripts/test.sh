@@ -42,6 +42,9 @@ step "linters (into target/lint-venv): hadolint on the Dockerfile, openapi-spec-
 bash scripts/container-lint.sh
 bash scripts/openapi-check.sh
 
+step "API contract tool: schemathesis (into target/contract-venv), run by the API suite against both hosts"
+bash scripts/contract-tools-setup.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
 

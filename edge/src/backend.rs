@@ -76,7 +76,7 @@ pub enum SourceFault {
 }
 
 /// An organisation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OrgRecord {
     /// Unique name, also its id.
     pub name: String,
@@ -118,7 +118,7 @@ pub struct ProjectInfo {
 pub use ctxgate_core::source::SourceSpec;
 
 /// One call, as audited: ids and counts, never content.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditRecord {
     /// Request id.
     pub id: String,

@@ -140,13 +140,84 @@ pub fn tools(scope: &ToolScope) -> Value {
     ])
 }
 
+/// A JSON-RPC 2.0 message as `POST /mcp` reads it. The handler reads the body as any JSON, so
+/// it can answer a message that is not one with a JSON-RPC error; this is the message's shape
+/// for the OpenAPI document.
+#[derive(serde::Deserialize, JsonSchema)]
+pub struct RpcRequest {
+    /// Always `2.0`.
+    pub jsonrpc: String,
+    /// The request's id; absent in a notification (answered 202, with no body).
+    #[serde(default)]
+    pub id: Option<RpcId>,
+    /// `initialize`, `ping`, `tools/list`, `tools/call`, or a notification's method.
+    pub method: String,
+    /// The method's parameters (`tools/call`: `name` and `arguments`).
+    #[serde(default)]
+    pub params: Option<serde_json::Map<String, Value>>,
+}
+
+/// A JSON-RPC id: a string or a number (null when the request's could not be read).
+#[derive(serde::Serialize, serde::Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RpcId {
+    /// A string id.
+    Text(String),
+    /// A number id.
+    Number(serde_json::Number),
+}
+
+/// A JSON-RPC 2.0 answer: `result` or `error`.
+#[derive(serde::Serialize, JsonSchema)]
+pub struct RpcAnswer {
+    /// Always `2.0`.
+    jsonrpc: &'static str,
+    /// The request's id.
+    #[schemars(with = "Option<RpcId>")]
+    id: Value,
+    /// What the method returned (`tools/call`: `content`, `structuredContent` and `isError`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
+    result: Option<Value>,
+    /// Why the message could not be answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<RpcError>,
+}
+
+/// A JSON-RPC error.
+#[derive(serde::Serialize, JsonSchema)]
+pub struct RpcError {
+    /// `-32700` parse error, `-32600` invalid request, `-32601` no such method, `-32602` bad
+    /// parameters.
+    code: i64,
+    /// For people.
+    message: String,
+}
+
+fn rpc_answer(answer: RpcAnswer) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
 fn rpc_result(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    rpc_answer(RpcAnswer {
+        jsonrpc: "2.0",
+        id: id.clone(),
+        result: Some(result),
+        error: None,
+    })
 }
 
 /// A JSON-RPC error answer (`-32700` parse error, `-32600` invalid request, ...).
 pub fn rpc_error(id: &Value, code: i64, message: impl Into<String>) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message.into() } })
+    rpc_answer(RpcAnswer {
+        jsonrpc: "2.0",
+        id: id.clone(),
+        result: None,
+        error: Some(RpcError {
+            code,
+            message: message.into(),
+        }),
+    })
 }
 
 fn args<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
@@ -304,6 +375,15 @@ pub async fn handle(
     }
     let method = msg["method"].as_str().unwrap_or_default().to_string();
     let id = msg.get("id").cloned()?;
+    // JSON-RPC 2.0: an id is a string, a number or null; an answer to a request whose id cannot
+    // be one carries null.
+    if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+        return Some(rpc_error(
+            &Value::Null,
+            -32600,
+            "a JSON-RPC id is a string or a number",
+        ));
+    }
     if msg["jsonrpc"] != "2.0" || method.is_empty() {
         return Some(rpc_error(&id, -32600, "not a JSON-RPC 2.0 request"));
     }
@@ -366,6 +446,15 @@ pub async fn mcp(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_carry_a_json_rpc_id() {
+        assert_eq!(rpc_error(&json!(7), -32601, "no")["id"], 7);
+        assert_eq!(
+            rpc_error(&json!("a"), -32600, "no"),
+            json!({ "jsonrpc": "2.0", "id": "a", "error": { "code": -32600, "message": "no" } })
+        );
+    }
 
     #[test]
     fn every_tool_has_object_schemas_and_read_only_hints() {

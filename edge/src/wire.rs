@@ -1,23 +1,26 @@
 //! Wire types shared by every endpoint.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The one error shape of the API: `{ "error": { "code", "message", "details" } }`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
 }
 
 /// What went wrong.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorDetail {
     /// Machine-readable code (`budget_exceeds_window`, `unknown_model`...).
     pub code: String,
     /// For people.
     pub message: String,
-    /// Structured facts (limits, remaining quota).
+    /// Structured facts (limits, remaining quota), depending on the code; absent when there
+    /// are none.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub details: serde_json::Value,
 }
 
@@ -35,7 +38,7 @@ impl ErrorBody {
 }
 
 /// `GET /healthz`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Health {
     /// Always `ok` when the process answers.
     pub status: String,

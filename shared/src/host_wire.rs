@@ -64,6 +64,7 @@ fn plain_name(v: &str) -> bool {
 
 /// `PUT /v1/admin/orgs/{org}/projects/{name}`: a version an indexer published to the
 /// deployment's object store, made known to the API.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PublishedProject {
@@ -78,6 +79,7 @@ pub struct PublishedProject {
 
 /// `POST /v1/admin/orgs/{org}/gc`: how much history to keep (each field optional; the
 /// defaults are [`GcPolicy::default`]'s).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GcRequest {
@@ -122,6 +124,7 @@ impl GcRequest {
 }
 
 /// The answer to [`GcRequest`]: what was (or would be) deleted, project by project.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GcAnswer {
     /// The organisation collected.

@@ -15,6 +15,7 @@ const DAY_MS: u64 = 86_400_000;
 const MINUTE_MS: u64 = 60_000;
 
 /// Limits of one organisation; `None` is unlimited.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Tokens per UTC day.
@@ -116,6 +117,7 @@ pub struct Refusal {
 }
 
 /// What is used and left, for `GET /v1/usage` and refusals.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageSummary {
     /// The limits.

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// JSON shape: `{"kind":"local","path":..}` | `{"kind":"git","url":..,"rev":null|".."}` |
 /// `{"kind":"tarball","url":..}`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SourceSpec {

@@ -5,6 +5,7 @@ mod aws;
 mod cases;
 #[path = "../common/mod.rs"]
 mod common;
+mod contract;
 mod damaged;
 mod dense;
 mod fresh;
@@ -16,12 +17,14 @@ mod worker;
 fn native_api_suite() {
     let host = host::NativeHost::start();
     cases::run_suite(&host, "n");
+    contract::run(&host, "n");
 }
 
 #[test]
 fn worker_api_suite() {
     if let Some(mut host) = worker::WorkerHost::start_or_skip() {
         cases::run_suite(&host, "w");
+        contract::run(&host, "w");
         worker::publishing_refusals(&host, cases::sample_repo());
         worker::garbage_collection_on_r2(&host);
         worker::fresh_isolates_read_index_objects_from_the_cache(&mut host);

@@ -5,8 +5,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use ctxgate_core::host_wire::{GcAnswer, GcRequest, PublishedProject};
 use ctxgate_core::quota::Limits;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::admin;
 use crate::backend::{OrgRecord, ProjectInfo};
@@ -16,14 +16,26 @@ use crate::extract::{Admin, JsonBody};
 use crate::state::AppState;
 
 /// `POST /v1/admin/orgs` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrg {
+    /// Unique name, also the organisation's id.
     name: String,
+    /// Its limits (each absent one is unlimited).
     #[serde(default)]
     limits: Limits,
+    /// Models it may use (ids); empty is all.
     #[serde(default)]
     allowed_models: Vec<String>,
+}
+
+/// The answer of `POST /v1/admin/orgs/{org}/keys`.
+#[derive(Serialize, JsonSchema)]
+pub struct CreatedKey {
+    /// The organisation the key belongs to.
+    org: String,
+    /// The key (`ctxg_...`): shown here once, stored only as its SHA-256.
+    key: String,
 }
 
 /// `POST /v1/admin/orgs`.
@@ -41,9 +53,9 @@ pub async fn create_key(
     State(state): State<AppState>,
     _: Admin,
     Path(org): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
     let key = admin::create_key(&state, &org).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "org": org, "key": key }))))
+    Ok((StatusCode::CREATED, Json(CreatedKey { org, key })))
 }
 
 /// `PUT /v1/admin/orgs/{org}/limits`.

@@ -3,9 +3,11 @@
 use axum::Json;
 use axum::extract::State;
 use ctxgate_core::assemble::ask::{self, Limits};
-use ctxgate_core::history::{CompactOptions, DEFAULT_KEEP_ROUNDS, NoCache, compact};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use ctxgate_core::history::{
+    CompactOptions, CompactReport, DEFAULT_KEEP_ROUNDS, Message, NoCache, compact,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::budget::resolve;
 use super::conversation::{self, MAX_KEEP_ROUNDS};
@@ -15,10 +17,11 @@ use crate::meter::{self, Delivered};
 use crate::state::AppState;
 
 /// `POST /v1/history/compact` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactRequest {
-    /// OpenAI chat messages.
+    /// OpenAI chat messages (read by the core's parser, whose errors name the message).
+    #[schemars(with = "Vec<Message>")]
     messages: Value,
     /// Target model (its tokenizer and window apply).
     #[serde(default)]
@@ -39,7 +42,7 @@ pub async fn compact_history(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<CompactRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CompactAnswer>, ApiError> {
     let messages = conversation::messages(req.messages)?;
     let keep_rounds = req.keep_rounds.unwrap_or(DEFAULT_KEEP_ROUNDS);
     if keep_rounds > MAX_KEEP_ROUNDS {
@@ -80,14 +83,35 @@ pub async fn compact_history(
     )
     .await;
     let done = result?;
-    Ok(Json(json!({
-        "messages": done.messages,
-        "tokens_total": done.report.tokens_total,
-        "budget": resolved.budget,
-        "model": resolved.model,
-        "tokenizer": resolved.tokenizer.label(),
-        "exact": resolved.tokenizer.is_exact(),
-        "warnings": resolved.warnings,
-        "stats": done.report,
-    })))
+    Ok(Json(CompactAnswer {
+        messages: done.messages,
+        tokens_total: done.report.tokens_total,
+        budget: resolved.budget,
+        model: resolved.model,
+        tokenizer: resolved.tokenizer.label(),
+        exact: resolved.tokenizer.is_exact(),
+        warnings: resolved.warnings,
+        stats: done.report,
+    }))
+}
+
+/// The answer of `POST /v1/history/compact`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CompactAnswer {
+    /// The compacted conversation, in order, ready to send.
+    messages: Vec<Message>,
+    /// Its tokens, counted by the target's tokenizer (never above `budget`).
+    tokens_total: u32,
+    /// The budget it was held to.
+    budget: u32,
+    /// The target model, when one was named.
+    model: Option<String>,
+    /// The tokenizer that counted.
+    tokenizer: String,
+    /// Whether the count is exact (false: an estimate with a safety margin).
+    exact: bool,
+    /// Things the caller should know.
+    warnings: Vec<String>,
+    /// Where every token went: tiers, summaries, what was recalled or dropped.
+    stats: CompactReport,
 }

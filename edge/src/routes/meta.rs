@@ -27,19 +27,31 @@ pub async fn openapi() -> impl IntoResponse {
     )
 }
 
-#[derive(Serialize)]
-struct ModelRow<'a> {
+/// One model of the catalog, with what this server makes of it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ModelRow<'a> {
+    /// The catalog's entry.
     #[serde(flatten)]
     model: &'a ctxgate_core::catalog::Model,
+    /// Tokens a prompt may use: the window less the reply's and the safety margin's share.
     usable_context: u32,
+    /// The tokenizer that counts for it, as a label (`o200k_base`, `estimate(...)`).
     tokenizer_label: String,
+    /// Whether its counts are exact (false: an estimate with a safety margin).
     exact: bool,
+}
+
+/// The answer of `GET /v1/models`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ModelList<'a> {
+    /// Every model of the catalog.
+    models: Vec<ModelRow<'a>>,
 }
 
 /// `GET /v1/models`: the catalog with each model's usable budget.
 pub async fn models(State(state): State<AppState>) -> impl IntoResponse {
     let policy = BudgetPolicy::default();
-    let rows: Vec<ModelRow<'_>> = state
+    let models = state
         .catalog
         .models()
         .iter()
@@ -50,7 +62,7 @@ pub async fn models(State(state): State<AppState>) -> impl IntoResponse {
             exact: m.tokenizer.is_exact(),
         })
         .collect();
-    Json(serde_json::json!({ "models": rows })).into_response()
+    Json(ModelList { models }).into_response()
 }
 
 /// `POST /v1/tokens/count` body.

@@ -4,8 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::backend::{ProjectInfo, SourceSpec, pick_project};
 use crate::error::ApiError;
@@ -13,12 +12,13 @@ use crate::extract::{Caller, JsonBody};
 use crate::state::AppState;
 
 /// `POST /v1/projects` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProject {
     /// Unique within the org: letters, digits, `-`, `_`, `.`.
     name: String,
-    /// Where its files come from.
+    /// Where its files come from: `{"kind": "git", "url", "rev"?}`, `{"kind": "tarball",
+    /// "url"}`, or, on a server started with `--allow-local-paths`, `{"kind": "local", "path"}`.
     source: SourceSpec,
 }
 
@@ -85,7 +85,7 @@ pub async fn list(
 }
 
 /// The answer of `GET /v1/projects`.
-#[derive(serde::Serialize, schemars::JsonSchema)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct ProjectList {
     /// The organisation's projects.
     pub projects: Vec<ProjectInfo>,
@@ -107,13 +107,24 @@ pub async fn reindex(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Reindexed>, ApiError> {
     let before = find_project(&state, &caller.org.name, &id).await?;
     let after = state.projects.reindex_project(&before).await?;
     state.pointers.forget(&after.org, &after.id);
-    Ok(Json(json!({
-        "changed": after.current_version != before.current_version,
-        "previous_version": before.current_version,
-        "project": after,
-    })))
+    Ok(Json(Reindexed {
+        changed: after.current_version != before.current_version,
+        previous_version: before.current_version,
+        project: after,
+    }))
+}
+
+/// The answer of `POST /v1/projects/{id}/reindex`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Reindexed {
+    /// Whether a new version was published (false: the files had not changed).
+    changed: bool,
+    /// The version readers saw before.
+    previous_version: Option<u64>,
+    /// The project now, with the version readers see.
+    project: ProjectInfo,
 }

@@ -33,6 +33,7 @@ impl Default for BudgetPolicy {
 }
 
 /// A model's window as the policy divides it.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ModelBudget {
     /// The whole window.

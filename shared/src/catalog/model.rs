@@ -19,9 +19,11 @@ pub enum Tier {
     Frontier,
 }
 
-/// How a model's tokens are counted.
+/// How a model's tokens are counted. In JSON: `{"kind": "exact", "encoding"}` or
+/// `{"kind": "estimate", "base", "ratio"}` ([`TokenizerJson`]).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(into = "TokenizerJson", from = "TokenizerJson")]
 pub enum TokenizerSpec {
     /// The model uses this tiktoken encoding: counts are exact.
     Exact(Encoding),
@@ -33,6 +35,45 @@ pub enum TokenizerSpec {
         /// Conservative multiplier from `base` tokens to the model's tokens.
         ratio: f64,
     },
+}
+
+/// [`TokenizerSpec`]'s JSON: an internally tagged newtype variant of a string cannot be
+/// written as one (serde wrote `{"kind": "exact", "o200k_base": null}`), so the encoding of an
+/// exact tokenizer is a named field.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TokenizerJson {
+    /// The model uses this tiktoken encoding: counts are exact.
+    Exact {
+        /// The encoding.
+        encoding: Encoding,
+    },
+    /// Counted with `base`, multiplied by `ratio` and rounded up: an estimate.
+    Estimate {
+        /// The exact encoding counted with.
+        base: Encoding,
+        /// Conservative multiplier from `base` tokens to the model's tokens.
+        ratio: f64,
+    },
+}
+
+impl From<TokenizerSpec> for TokenizerJson {
+    fn from(t: TokenizerSpec) -> Self {
+        match t {
+            TokenizerSpec::Exact(encoding) => TokenizerJson::Exact { encoding },
+            TokenizerSpec::Estimate { base, ratio } => TokenizerJson::Estimate { base, ratio },
+        }
+    }
+}
+
+impl From<TokenizerJson> for TokenizerSpec {
+    fn from(t: TokenizerJson) -> Self {
+        match t {
+            TokenizerJson::Exact { encoding } => TokenizerSpec::Exact(encoding),
+            TokenizerJson::Estimate { base, ratio } => TokenizerSpec::Estimate { base, ratio },
+        }
+    }
 }
 
 impl TokenizerSpec {
@@ -95,6 +136,7 @@ impl TokenizerSpec {
 }
 
 /// A model ctxgate can budget and route for.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Canonical id, e.g. `gpt-4o`.
@@ -292,5 +334,29 @@ mod tests {
         }
         let exact = TokenizerSpec::Exact(Encoding::O200kBase);
         assert_eq!(exact.base_budget(77), 77);
+    }
+
+    #[test]
+    fn tokenizers_are_written_with_named_fields() {
+        let exact = TokenizerSpec::Exact(Encoding::O200kBase);
+        let json = serde_json::to_value(exact).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({ "kind": "exact", "encoding": "o200k_base" })
+        );
+        assert_eq!(
+            serde_json::from_value::<TokenizerSpec>(json).unwrap(),
+            exact
+        );
+        let estimate = TokenizerSpec::Estimate {
+            base: Encoding::Cl100kBase,
+            ratio: 1.25,
+        };
+        let json = serde_json::to_value(estimate).unwrap();
+        assert_eq!(json["kind"], "estimate");
+        assert_eq!(
+            serde_json::from_value::<TokenizerSpec>(json).unwrap(),
+            estimate
+        );
     }
 }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::catalog::TokenizerSpec;
 
 /// Who wrote a message.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -57,6 +58,7 @@ impl Role {
 
 /// A message's content: a string, or OpenAI content parts (`{"type": "text", "text": ...}`,
 /// images...), kept as they came.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Content {
@@ -67,6 +69,7 @@ pub enum Content {
 }
 
 /// One chat message. Fields ctxgate does not know are kept and written back unchanged.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who wrote it.

@@ -72,6 +72,7 @@ pub struct GcPlan {
 
 /// What garbage collection did (or, in a dry run, would do) to one project: what `ctxgate gc`
 /// prints for every store and what a Worker's `POST /v1/admin/orgs/{org}/gc` answers.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GcReport {
     /// The organisation.

@@ -36,6 +36,7 @@ pub const LARGE_ABOVE: f64 = 20.0;
 const MAX_SUMMARIES: usize = 48;
 
 /// The repository's size relative to the room for context.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeClass {

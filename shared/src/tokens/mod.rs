@@ -26,6 +26,7 @@ static INSTALLED: [OnceLock<RankTable>; 5] = [const { OnceLock::new() }; 5];
 static LOADER: OnceLock<fn(Encoding) -> Option<RankTable>> = OnceLock::new();
 
 /// A tiktoken encoding ctxgate can count exactly.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {

@@ -3,14 +3,16 @@
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ctxgate_core::history::Compacted;
+use ctxgate_core::catalog::ModelBudget;
+use ctxgate_core::history::{CompactReport, Compacted, Message};
 use ctxgate_core::route::RouteDecision;
+use ctxgate_core::summary::SizeClass;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::report::Savings;
 use super::run::Run;
+use super::session::ChunkRef;
 use crate::error::ApiError;
 
 /// The project and version an answer was read from.
@@ -63,9 +65,9 @@ pub struct ContextAnswer<'a> {
     /// What the query asks for, as detected.
     intent: &'a ctxgate_core::intent::QueryAnalysis,
     /// How the budget was spent and what was weighed.
-    analysis: Value,
+    analysis: Analysis<'a>,
     /// The compacted conversation, when `messages` were given.
-    history: Option<Value>,
+    history: Option<History>,
     /// The model the context suits, with the cost estimate.
     routing: Option<RouteDecision>,
     /// What the context saved against sending the whole repository.
@@ -75,7 +77,7 @@ pub struct ContextAnswer<'a> {
     /// The token of the next page, when more pieces qualify.
     continuation: Option<&'a str>,
     /// The session's id and the pieces it already had.
-    session: Option<Value>,
+    session: Option<Session<'a>>,
     /// Bytes this answer read from storage (the version's index when this process opened it,
     /// the chunk texts it had not cached): sent as the `ctxgate-storage-read` header.
     #[serde(skip)]
@@ -93,7 +95,7 @@ impl<'a> ContextAnswer<'a> {
         history: Option<Compacted>,
         routing: Option<RouteDecision>,
         savings: Savings,
-        session: Option<&str>,
+        session: Option<&'a str>,
     ) -> Self {
         let d = &run.done;
         Self {
@@ -108,37 +110,76 @@ impl<'a> ContextAnswer<'a> {
             prompt: Some(&d.prompt),
             warnings: &d.warnings,
             intent: &d.intent,
-            analysis: json!({
-                "window": run.resolved.window,
-                "repo_tokens": d.repo_tokens,
-                "frame_tokens": d.frame_tokens,
-                "code_tokens": d.code_tokens,
-                "strategy": d.strategy,
-                "size_class": d.size_class,
-                "candidates": d.candidates,
-                "left_out": d.left_out,
-                "code_budget": run.resolved.budget,
-            }),
-            history: history.map(|h| {
-                json!({
-                    "messages": h.messages,
-                    "tokens_total": h.report.tokens_total,
-                    "stats": h.report,
-                })
+            analysis: Analysis {
+                window: run.resolved.window,
+                repo_tokens: d.repo_tokens,
+                frame_tokens: d.frame_tokens,
+                code_tokens: d.code_tokens,
+                strategy: &d.strategy,
+                size_class: d.size_class,
+                candidates: d.candidates,
+                left_out: d.left_out,
+                code_budget: run.resolved.budget,
+            },
+            history: history.map(|h| History {
+                messages: h.messages,
+                tokens_total: h.report.tokens_total,
+                stats: h.report,
             }),
             routing,
             savings,
             profile: &d.profile,
             continuation: run.continuation.as_deref(),
-            session: session.map(|id| {
-                json!({
-                    "id": id,
-                    "already_delivered": run.already_delivered,
-                })
+            session: session.map(|id| Session {
+                id,
+                already_delivered: &run.already_delivered,
             }),
             read_bytes: run.read_bytes,
         }
     }
+}
+
+/// How a context answer's budget was spent and what was weighed.
+#[derive(Serialize, JsonSchema)]
+pub struct Analysis<'a> {
+    /// The model's window as the budget policy divides it, when a model was named.
+    window: Option<ModelBudget>,
+    /// Tokens of the whole repository (what sending everything would cost).
+    repo_tokens: u64,
+    /// Tokens of the prompt's frame (the task, headings, separators).
+    frame_tokens: u32,
+    /// Tokens of the code pieces.
+    code_tokens: u32,
+    /// How the pieces were chosen.
+    strategy: &'a str,
+    /// The repository's size relative to the room for context.
+    size_class: SizeClass,
+    /// Pieces weighed.
+    candidates: usize,
+    /// Qualifying pieces left out for lack of room.
+    left_out: usize,
+    /// The budget left for code once the conversation took its share.
+    code_budget: u32,
+}
+
+/// The conversation of a context request, compacted into its share of the budget.
+#[derive(Serialize, JsonSchema)]
+pub struct History {
+    /// The compacted conversation, in order.
+    messages: Vec<Message>,
+    /// Its tokens.
+    tokens_total: u32,
+    /// Where every token went.
+    stats: CompactReport,
+}
+
+/// A context request's session: its id, and the pieces it already held (named, not sent).
+#[derive(Serialize, JsonSchema)]
+pub struct Session<'a> {
+    /// The session id the request gave.
+    id: &'a str,
+    /// The chunks that would have been sent again.
+    already_delivered: &'a [ChunkRef],
 }
 
 /// The answer written into one buffer sized for the prompt it carries, the prompt spliced in by

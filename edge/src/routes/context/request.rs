@@ -22,11 +22,14 @@ const MAX_SESSION_BYTES: usize = 128;
 #[serde(deny_unknown_fields)]
 pub struct ContextRequest {
     /// Project name or id.
+    #[schemars(example = &"core")]
     pub(crate) project: String,
     /// What the model will be asked.
+    #[schemars(example = &"how is the quota reserved?")]
     pub(super) query: String,
-    /// Hard token limit of the assembled prompt.
+    /// Hard token limit of the assembled prompt; default: the model's usable budget.
     #[serde(default)]
+    #[schemars(example = 2000)]
     pub(crate) budget: Option<u32>,
     /// Target model (its tokenizer and window apply).
     #[serde(default)]
@@ -38,13 +41,16 @@ pub struct ContextRequest {
     #[serde(default)]
     pub(super) continuation: Option<String>,
     /// `none` (default); `light`: comments and blank lines removed; `medium`: bodies of
-    /// lower-value functions elided; `aggressive`: signatures and key lines only.
+    /// lower-value functions elided; `aggressive`: signatures and key lines only. Another
+    /// value is 400 `unsupported_option`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["none", "light", "medium", "aggressive", null]))]
     pub(super) compression: Option<String>,
     /// `plan`: a small overview (at most 2,000 tokens, 5 pieces); `expand`: the full budget;
     /// `repair`: `error_output` and the code its stack frames point at. Default: `repair` with
-    /// `error_output`, else `expand`.
+    /// `error_output`, else `expand`. Another value is 400 `unsupported_option`.
     #[serde(default)]
+    #[schemars(extend("enum" = ["plan", "expand", "repair", null]))]
     pub(super) profile: Option<String>,
     /// Error output (stack trace, compiler or test output) answered by `profile: repair`.
     #[serde(default)]
@@ -69,8 +75,10 @@ pub struct ContextRequest {
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// Project name or id.
+    #[schemars(example = &"core")]
     pub(crate) project: String,
     /// The search.
+    #[schemars(example = &"settle unused tokens")]
     pub(super) query: String,
     /// Tokens per page.
     #[serde(default)]

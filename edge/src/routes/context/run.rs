@@ -14,9 +14,8 @@ use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::quota::{Lease, Refusal};
-use serde_json::Value;
 
-use super::session::{references, session_chunks};
+use super::session::{ChunkRef, references, session_chunks};
 use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
 use crate::extract::Caller;
@@ -37,7 +36,7 @@ pub(super) struct Run {
     /// The token of the next page, when more pieces qualify.
     pub(super) continuation: Option<String>,
     /// Where the chunks a session already holds are, for [`Assembled::already_delivered`].
-    pub(super) already_delivered: Vec<Value>,
+    pub(super) already_delivered: Vec<ChunkRef>,
     /// Bytes read from storage for this answer.
     pub(super) read_bytes: u64,
 }
@@ -64,7 +63,7 @@ pub(super) struct Asked<'a> {
 }
 
 /// The core's answer, where the chunks the session already holds are, and the bytes read.
-type Answered = (Assembled, Vec<Value>, u64);
+type Answered = (Assembled, Vec<ChunkRef>, u64);
 
 /// Resolves, admits, assembles and settles one call.
 pub(super) async fn run(

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use ctxgate_core::index::IndexPack;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::extract::Caller;
@@ -48,19 +49,34 @@ pub(super) async fn session_chunks(
 }
 
 /// Where `chunks` are (id, path, lines, symbol), for naming them instead of sending them.
-pub(super) fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<Value> {
+pub(super) fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<ChunkRef> {
     chunks
         .iter()
         .filter_map(|&i| {
             let c = pack.chunks.get(i as usize)?;
             let f = pack.files.get(c.file as usize)?;
-            Some(json!({
-                "chunk_id": c.id,
-                "path": f.path,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "symbol": c.symbol,
-            }))
+            Some(ChunkRef {
+                chunk_id: c.id.clone(),
+                path: f.path.clone(),
+                start_line: c.start_line,
+                end_line: c.end_line,
+                symbol: c.symbol.clone(),
+            })
         })
         .collect()
+}
+
+/// Where a chunk the session already holds is.
+#[derive(Serialize, JsonSchema)]
+pub struct ChunkRef {
+    /// The chunk's id.
+    chunk_id: String,
+    /// Its file.
+    path: String,
+    /// First line (1-based).
+    start_line: u32,
+    /// Last line (inclusive).
+    end_line: u32,
+    /// The symbol it defines, when it defines one.
+    symbol: Option<String>,
 }

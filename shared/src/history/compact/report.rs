@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::history::message::Message;
 
 /// The form an input message ends up in.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
@@ -50,6 +51,7 @@ impl Tier {
 }
 
 /// One tier's share.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TierStats {
     /// Input messages in the tier.
@@ -61,6 +63,7 @@ pub struct TierStats {
 }
 
 /// One summary in the result.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SummaryEntry {
     /// Input positions (0-based) the summary replaces.
@@ -79,6 +82,7 @@ pub struct SummaryEntry {
 }
 
 /// What a compaction did.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactReport {
     /// The budget.
