@@ -41,6 +41,7 @@
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
 pub mod build;
+mod check;
 pub mod derived;
 pub mod gc;
 pub mod layout;
@@ -247,7 +248,10 @@ impl IndexPack {
                 expected: FORMAT_VERSION,
             });
         }
-        postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))
+        let pack: Self =
+            postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))?;
+        check::check(&pack).map_err(PackError::Corrupt)?;
+        Ok(pack)
     }
 
     /// Per-file facts every query reads, computed the first time they are asked for.
