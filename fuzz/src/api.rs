@@ -147,6 +147,11 @@ pub fn call(route: &Route, content_type: ContentType, body: Vec<u8>) {
             .expect("the answer's body");
         (status, bytes)
     });
+    // Replaying an input with CTXGATE_FUZZ_TRACE set shows what the API answered.
+    if std::env::var_os("CTXGATE_FUZZ_TRACE").is_some() {
+        let shown: String = String::from_utf8_lossy(&answer).chars().take(300).collect();
+        eprintln!("{} {path} -> {status}: {shown}", route.method);
+    }
     assert!(
         !status.is_server_error(),
         "{} {path} answered {status}: {}",
