@@ -70,14 +70,6 @@ mod tests {
         let mut lexical = Bm25Builder::default();
         lexical.add(&[("parse".into(), 1)]);
         IndexPack {
-            meta: PackMeta {
-                project: "p".into(),
-                encodings: vec![Encoding::O200kBase],
-                max_chunk_bytes: 6000,
-                text_bytes: 3,
-                indexed_at_ns: 0,
-                settings: String::new(),
-            },
             files: vec![FileEntry {
                 path: "a.rs".into(),
                 sha256: Sha256Digest::of(b"abc"),
@@ -108,11 +100,7 @@ mod tests {
             }],
             segments: vec!["s".into()],
             lexical: lexical.finish(Bm25Params::default()),
-            summaries: Default::default(),
-            graph: ImportGraph::default(),
-            references: References::default(),
-            recency: Recency::default(),
-            derived: Default::default(),
+            ..super::super::tests::tiny()
         }
     }
 

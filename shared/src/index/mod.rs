@@ -289,7 +289,8 @@ mod tests {
     use super::*;
     use crate::lexical::{Bm25Builder, Bm25Params};
 
-    fn tiny() -> IndexPack {
+    /// An empty pack counted in o200k.
+    pub(super) fn tiny() -> IndexPack {
         IndexPack {
             meta: PackMeta {
                 project: "p".into(),
