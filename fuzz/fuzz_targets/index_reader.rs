@@ -21,10 +21,10 @@ fuzz_target!(|data: &[u8]| {
     let sample = sample();
     match mode % 3 {
         0 => {
-            if let Ok(manifest) = read_manifest(ORG, &sample.project_id, sample.version, rest) {
-                if let Ok(pack) = open_pack(&manifest, sample.pack()) {
-                    read(&pack);
-                }
+            if let Ok(manifest) = read_manifest(ORG, &sample.project_id, sample.version, rest)
+                && let Ok(pack) = open_pack(&manifest, sample.pack())
+            {
+                read(&pack);
             }
         }
         1 => {
