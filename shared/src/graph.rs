@@ -30,6 +30,11 @@ pub struct ImportGraph {
 }
 
 impl ImportGraph {
+    /// Whether every file it names is one of the first `files` (a decoded pack's check).
+    pub fn within(&self, files: usize) -> bool {
+        self.imports.len() <= files && self.imports.iter().flatten().all(|&f| (f as usize) < files)
+    }
+
     /// Resolves each file's specifiers against the file table.
     ///
     /// `paths` are the pack's file paths (`/`-separated, relative); `specs[f]` the specifiers

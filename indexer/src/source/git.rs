@@ -283,7 +283,7 @@ fn fetch_commit(
 }
 
 /// Writes the commit's tree below `root`; returns the warnings (links and submodules left out).
-fn write_tree(
+pub(super) fn write_tree(
     repo: &gix::Repository,
     commit: ObjectId,
     root: &Path,

@@ -18,6 +18,8 @@
 //! `file://` git URL reads the host's own disk.
 
 mod extract;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod git;
 mod network;
 mod tarball;

@@ -113,7 +113,7 @@ pub(super) fn probe(url: &str, policy: NetworkPolicy) -> Result<Option<String>, 
 
 /// Unpacks a tar or gzip-compressed tar (told apart by their magic bytes) below `dest`; returns
 /// the project root (the single top-level folder if there is one) and the warnings.
-fn unpack(
+pub(super) fn unpack(
     input: impl Read,
     dest: &Path,
     limits: &SourceLimits,

@@ -43,6 +43,7 @@
 //! with [`PackError::Version`], whose message tells the user to re-index.
 
 pub mod build;
+mod check;
 pub mod derived;
 pub mod gc;
 pub mod layout;
@@ -250,7 +251,10 @@ impl IndexPack {
                 expected: FORMAT_VERSION,
             });
         }
-        postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))
+        let pack: Self =
+            postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))?;
+        check::check(&pack).map_err(PackError::Corrupt)?;
+        Ok(pack)
     }
 
     /// Per-file facts every query reads, computed the first time they are asked for.
@@ -296,7 +300,8 @@ mod tests {
     use super::*;
     use crate::lexical::{Bm25Builder, Bm25Params};
 
-    fn tiny() -> IndexPack {
+    /// An empty pack counted in o200k.
+    pub(super) fn tiny() -> IndexPack {
         IndexPack {
             meta: PackMeta {
                 project: "p".into(),

@@ -24,6 +24,11 @@ pub struct Recency {
 }
 
 impl Recency {
+    /// Whether every file it names is one of the first `files` (a decoded pack's check).
+    pub fn within(&self, files: usize) -> bool {
+        self.ages.iter().all(|&(f, _)| (f as usize) < files)
+    }
+
     /// From `(file index, age)` pairs over `commits` walked commits.
     pub fn new(commits: u32, mut ages: Vec<(u32, u32)>) -> Self {
         ages.sort_unstable();

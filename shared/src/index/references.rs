@@ -41,6 +41,13 @@ pub struct References {
 }
 
 impl References {
+    /// Whether it has one user list per name and every chunk it names is one of the first
+    /// `chunks` (a decoded pack's check).
+    pub fn within(&self, chunks: usize) -> bool {
+        self.names.len() == self.users.len()
+            && self.users.iter().flatten().all(|&c| (c as usize) < chunks)
+    }
+
     /// Builds the table from every chunk and the identifiers each one uses (`used[i]` for
     /// `chunks[i]`, any case, duplicates allowed).
     pub fn build(chunks: &[ChunkRecord], used: &[Vec<String>]) -> Self {

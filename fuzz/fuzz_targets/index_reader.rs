@@ -1,0 +1,102 @@
+//! The index format reader: a manifest (any bytes), a pack (any bytes, or the sample project's
+//! pack with bytes flipped and cut), then what a query reads of a pack that decoded: derived
+//! facts, BM25, token totals and a whole assembly.
+#![no_main]
+
+use std::borrow::Cow;
+
+use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions, assemble};
+use ctxgate_core::catalog::{ResolvedBudget, TokenizerSpec};
+use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::open::{open_pack, read_manifest};
+use ctxgate_core::lexical::query_terms;
+use ctxgate_core::tokens::Encoding;
+use ctxgate_fuzz::sample::{ORG, sample};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let [mode, rest @ ..] = data else {
+        return;
+    };
+    let sample = sample();
+    match mode % 3 {
+        0 => {
+            if let Ok(manifest) = read_manifest(ORG, &sample.project_id, sample.version, rest)
+                && let Ok(pack) = open_pack(&manifest, sample.pack())
+            {
+                read(&pack);
+            }
+        }
+        1 => {
+            if let Ok(pack) = IndexPack::decode(rest) {
+                read(&pack);
+            }
+        }
+        _ => {
+            let bytes = edited(sample.pack(), rest);
+            // Replaying a crash with CTXGATE_FUZZ_DUMP=FILE keeps the pack it decoded, for the
+            // regression files the core's tests read (fuzz/regressions/index_reader/).
+            if let Some(path) = std::env::var_os("CTXGATE_FUZZ_DUMP") {
+                std::fs::write(path, &bytes).expect("dump");
+            }
+            if let Ok(pack) = IndexPack::decode(&bytes) {
+                read(&pack);
+            }
+        }
+    }
+});
+
+/// `pack` cut to the length in the first two bytes of `edits` (when shorter), with the rest
+/// read as (offset, xor) triples.
+fn edited(pack: &[u8], edits: &[u8]) -> Vec<u8> {
+    let mut bytes = pack.to_vec();
+    let Some((cut, edits)) = edits.split_first_chunk::<2>() else {
+        return bytes;
+    };
+    for e in edits.chunks_exact(3) {
+        let at = usize::from(u16::from_le_bytes([e[0], e[1]])) % bytes.len();
+        bytes[at] ^= e[2];
+    }
+    bytes.truncate(usize::from(u16::from_le_bytes(*cut)).max(12));
+    bytes
+}
+
+/// Every text is the same line: the pack is what is under test.
+struct AnyText;
+
+impl ChunkSource for AnyText {
+    fn text(&self, _pack: &IndexPack, _i: usize) -> Result<String, AssembleError> {
+        Ok("fn parse_config(path: &str) -> Config { read(path) }\n".into())
+    }
+
+    fn postings(&self, _pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
+        Err(AssembleError::PostingsNeeded(vec![term]))
+    }
+}
+
+fn read(pack: &IndexPack) {
+    let _ = pack.derived();
+    for encoding in Encoding::ALL {
+        let _ = pack.total_tokens(encoding);
+    }
+    let query = query_terms("how is the config parsed? parse_config render_page");
+    let _ = pack.lexical.search(&query);
+    for t in pack.lexical.stored_terms(&query) {
+        let _ = pack.lexical.posting_range(t);
+        let _ = pack.lexical.verify_postings(t, b"\x01\x01");
+    }
+    let resolved = ResolvedBudget {
+        budget: 2_000,
+        tokenizer: TokenizerSpec::Exact(Encoding::O200kBase),
+        model: None,
+        window: None,
+        warnings: Vec::new(),
+    };
+    let _ = assemble(
+        pack,
+        &AnyText,
+        "how is the config parsed?",
+        &resolved,
+        &QueryOptions::default(),
+    );
+}
