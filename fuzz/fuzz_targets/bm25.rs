@@ -26,7 +26,7 @@ fuzz_target!(|input: Input| {
     let segments = index.split_postings(usize::from(input.cap).max(1), 0, 0);
     // Read back from the segments it moved them to, the postings rank as they did inline.
     let from_segments = |t: u32| {
-        let r = index.posting_range(t)?;
+        let r = index.lists().range(t)?;
         let start = usize::try_from(r.start).ok()?;
         let end = start.checked_add(usize::try_from(r.len).ok()?)?;
         segments.get(r.segment as usize)?.get(start..end)
@@ -35,7 +35,7 @@ fuzz_target!(|input: Input| {
         assert_eq!(hits, inline);
     }
     for t in index.stored_terms(&query) {
-        let _ = index.verify_postings(t, &input.postings);
+        let _ = index.lists().verify(t, &input.postings);
     }
     let read_back = |_| Some(input.postings.as_slice());
     let _ = index.search_with(&query, Bm25Params::default(), &read_back);
@@ -45,8 +45,8 @@ fuzz_target!(|input: Input| {
     {
         let _ = decoded.search(&query);
         for t in decoded.stored_terms(&query) {
-            let _ = decoded.posting_range(t);
-            let _ = decoded.verify_postings(t, &input.postings);
+            let _ = decoded.lists().range(t);
+            let _ = decoded.lists().verify(t, &input.postings);
         }
         let _ = decoded.search_with(&query, Bm25Params::default(), &read_back);
     }

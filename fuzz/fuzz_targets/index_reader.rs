@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions, assemble};
 use ctxgate_core::catalog::{ResolvedBudget, TokenizerSpec};
 use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::lists::ListId;
 use ctxgate_core::index::open::{open_pack, read_manifest};
 use ctxgate_core::lexical::query_terms;
 use ctxgate_core::tokens::Encoding;
@@ -69,8 +70,8 @@ impl ChunkSource for AnyText {
         Ok("fn parse_config(path: &str) -> Config { read(path) }\n".into())
     }
 
-    fn postings(&self, _pack: &IndexPack, term: u32) -> Result<Cow<'_, [u8]>, AssembleError> {
-        Err(AssembleError::PostingsNeeded(vec![term]))
+    fn list(&self, _pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        Err(AssembleError::ListsNeeded(vec![id]))
     }
 }
 
@@ -82,8 +83,8 @@ fn read(pack: &IndexPack) {
     let query = query_terms("how is the config parsed? parse_config render_page");
     let _ = pack.lexical.search(&query);
     for t in pack.lexical.stored_terms(&query) {
-        let _ = pack.lexical.posting_range(t);
-        let _ = pack.lexical.verify_postings(t, b"\x01\x01");
+        let _ = pack.lexical.lists().range(t);
+        let _ = pack.lexical.lists().verify(t, b"\x01\x01");
     }
     let resolved = ResolvedBudget {
         budget: 2_000,

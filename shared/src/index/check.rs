@@ -38,7 +38,7 @@ pub(super) fn check(pack: &IndexPack) -> Result<(), String> {
     if !pack.graph.within(files) {
         return Err("the import graph names a missing file".into());
     }
-    if !pack.references.within(chunks) {
+    if !pack.references.within(chunks, pack.segments.len()) {
         return Err("references name a missing chunk".into());
     }
     if !pack.recency.within(files) {
@@ -149,7 +149,10 @@ mod tests {
     }
 
     /// Packs the `index_reader` fuzz target decoded and then panicked on while reading (the
-    /// first: a chunk naming a file past the file table): each is now refused as corrupt.
+    /// first: a chunk naming a file past the file table): each is now refused as corrupt. An
+    /// input saved under an earlier format is replayed with this format's header, so its body
+    /// still reaches the decoder and the check ("missing file" above keeps the first case
+    /// exact whatever the format).
     #[test]
     fn fuzz_regressions_are_refused_as_corrupt() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,7 +160,11 @@ mod tests {
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            let decoded = IndexPack::decode(&std::fs::read(&path).unwrap());
+            let mut bytes = std::fs::read(&path).unwrap();
+            if bytes.len() >= 12 {
+                bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+            }
+            let decoded = IndexPack::decode(&bytes);
             assert!(matches!(decoded, Err(PackError::Corrupt(_))), "{path:?}");
             seen += 1;
         }

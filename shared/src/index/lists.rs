@@ -125,6 +125,56 @@ impl KeyedLists {
         out
     }
 
+    /// Checks what readers index with after decoding: one value end per key, offsets that
+    /// never go back and stay inside the keys and (in the pack) the values, and parts and sums
+    /// that match the keys and name only the first `segments` segments.
+    pub fn check(&self, segments: usize) -> Result<(), &'static str> {
+        let keys = self.key_ends.len();
+        if self.value_ends.len() != keys {
+            return Err("per-key tables of different lengths");
+        }
+        let ascending = |ends: &[u32], limit: usize| {
+            ends.windows(2).all(|w| w[0] <= w[1])
+                && ends.last().is_none_or(|&e| e as usize <= limit)
+        };
+        if !ascending(&self.key_ends, self.keys.len()) {
+            return Err("key offsets out of order or out of range");
+        }
+        let values_len = match &self.store {
+            ListStore::Inline(bytes) => bytes.len(),
+            ListStore::Segments { parts, sums } => {
+                if sums.len() != keys {
+                    return Err("one checksum per key expected");
+                }
+                let ordered = parts.windows(2).all(|w| w[0].start <= w[1].start);
+                if !ordered || parts.iter().any(|p| p.segment as usize >= segments) {
+                    return Err("value parts out of order or in missing segments");
+                }
+                if parts.first().is_some_and(|p| p.start != 0) {
+                    return Err("value parts do not start at 0");
+                }
+                usize::MAX
+            }
+        };
+        if !ascending(&self.value_ends, values_len) {
+            return Err("value offsets out of order or out of range");
+        }
+        Ok(())
+    }
+
+    /// Every value the pack holds (none when they are in segments), in key order.
+    pub fn inline_values(&self) -> impl Iterator<Item = &[u8]> {
+        let all: &[u8] = match &self.store {
+            ListStore::Inline(all) => all,
+            ListStore::Segments { .. } => &[],
+        };
+        let keys = if all.is_empty() { 0 } else { self.len() };
+        (0..keys).map(move |k| {
+            let (start, end) = self.span(k);
+            all.get(start..end).unwrap_or_default()
+        })
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.key_ends.len()

@@ -41,11 +41,15 @@ pub struct References {
 }
 
 impl References {
-    /// Whether it has one user list per name and every chunk it names is one of the first
-    /// `chunks` (a decoded pack's check).
-    pub fn within(&self, chunks: usize) -> bool {
-        self.names.len() == self.users.len()
-            && self.users.iter().flatten().all(|&c| (c as usize) < chunks)
+    /// Whether its layout holds ([`KeyedLists::check`], naming only the first `segments`
+    /// segments) and every chunk the lists in the pack name is one of the first `chunks` (a
+    /// decoded pack's check; lists in segments are checked when read).
+    pub fn within(&self, chunks: usize, segments: usize) -> bool {
+        self.users.check(segments).is_ok()
+            && self
+                .users
+                .inline_values()
+                .all(|v| decode_ascending(v).iter().all(|&c| (c as usize) < chunks))
     }
 
     /// Builds the table from every chunk and the identifiers each one uses (`used[i]` for

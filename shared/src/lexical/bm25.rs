@@ -111,45 +111,17 @@ impl Bm25Index {
         self.doc_len.is_empty()
     }
 
-    /// Checks what a decoded index's readers index with: one document frequency and one postings
-    /// end per term, offsets that never go back and stay inside the terms and the postings, one
-    /// length per each of `docs` documents, and parts and sums that match the terms and name
-    /// only the first `segments` segments.
+    /// Checks what a decoded index's readers index with: one document frequency per term, one
+    /// length per each of `docs` documents, and dictionary and postings laid out as
+    /// [`KeyedLists::check`] requires (naming only the first `segments` segments).
     pub fn check(&self, docs: usize, segments: usize) -> Result<(), &'static str> {
-        let terms = self.term_ends.len();
-        if self.df.len() != terms || self.posting_ends.len() != terms {
+        if self.df.len() != self.postings.len() {
             return Err("per-term tables of different lengths");
         }
         if self.doc_len.len() != docs {
             return Err("document lengths do not match the documents");
         }
-        let ascending = |ends: &[u32], limit: usize| {
-            ends.windows(2).all(|w| w[0] <= w[1])
-                && ends.last().is_none_or(|&e| e as usize <= limit)
-        };
-        if !ascending(&self.term_ends, self.terms.len()) {
-            return Err("term offsets out of order or out of range");
-        }
-        let postings_len = match &self.postings {
-            PostingStore::Inline(bytes) => bytes.len(),
-            PostingStore::Segments { parts, sums } => {
-                if sums.len() != terms {
-                    return Err("one checksum per term expected");
-                }
-                let ordered = parts.windows(2).all(|w| w[0].start <= w[1].start);
-                if !ordered || parts.iter().any(|p| p.segment as usize >= segments) {
-                    return Err("postings parts out of order or in missing segments");
-                }
-                if parts.first().is_some_and(|p| p.start != 0) {
-                    return Err("postings parts do not start at 0");
-                }
-                usize::MAX
-            }
-        };
-        if !ascending(&self.posting_ends, postings_len) {
-            return Err("postings offsets out of order or out of range");
-        }
-        Ok(())
+        self.postings.check(segments)
     }
 
     /// Number of distinct terms.
