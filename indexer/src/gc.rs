@@ -55,8 +55,10 @@ pub fn collect_project(
             let key = ItemKey::version(id, *v);
             store.delete_item(&key.pk, &key.sk)?;
         }
+        crate::crash::point("gc_after_records");
         for key in &p.objects {
             store.delete_object(key)?;
+            crate::crash::point("gc_after_object");
         }
     }
     Ok(GcReport {

@@ -13,6 +13,7 @@
 //! - [`assemble`] answers a query from the current version within a budget;
 //! - [`aws`] is the cloud store: objects in S3, metadata in DynamoDB (feature `aws`);
 //! - [`token_tables`] keeps fast exact token tables in the data directory;
+//! - [`crash`] holds the named points where crash-injection tests abort the process;
 //! - [`embed`] turns chunks and requests into vectors for dense retrieval (a local model or an
 //!   OpenAI-compatible API), cached by chunk;
 //! - [`chat`] is the OpenAI-compatible chat client behind optional LLM summaries, and
@@ -28,6 +29,7 @@ pub mod assemble;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod chat;
+pub mod crash;
 pub mod embed;
 pub mod error;
 pub mod gc;

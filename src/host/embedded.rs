@@ -222,6 +222,22 @@ fn encode<T: Serialize>(v: &T) -> Result<String, IndexerError> {
     serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
 }
 
+/// The ledger stored as `old` with lease `lease_id` settled at `used` tokens, or `None` when the
+/// lease is not there (settled already, or lapsed): nothing to write.
+fn settled(
+    old: Option<String>,
+    lease_id: &str,
+    used: u64,
+    now_ms: u64,
+) -> Result<Option<String>, IndexerError> {
+    let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
+    if ledger.settle(lease_id, used, now_ms) {
+        Ok(Some(encode(&ledger)?))
+    } else {
+        Ok(None)
+    }
+}
+
 /// A project's registration as this server remembers it.
 #[derive(Serialize, serde::Deserialize)]
 struct RegisteredSource {
@@ -400,13 +416,31 @@ impl Accounts for EmbeddedBackend {
         let key = ItemKey::ledger(org);
         self.with(|s| {
             s.update_item(&key.pk, &key.sk, |old| {
-                let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
-                if ledger.settle(lease_id, used, now_ms) {
-                    Ok((Some(encode(&ledger)?), ()))
-                } else {
-                    Ok((None, ()))
-                }
+                Ok((settled(old, lease_id, used, now_ms)?, ()))
             })
+        })
+    }
+
+    /// The settlement and the audit record in one SQLite transaction: a crash between them
+    /// cannot book tokens without their record (tests/crash_serve.rs).
+    async fn settle_and_audit(
+        &self,
+        org: &str,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        let data = encode(record).map_err(storage)?;
+        let key = ItemKey::ledger(org);
+        let audit = ItemKey::audit(org, record.at_ms, &record.id);
+        self.with(|s| {
+            s.update_item_and_put(
+                &key.pk,
+                &key.sk,
+                |old| Ok((settled(old, lease_id, used, now_ms)?, ())),
+                Some((&audit.pk, &audit.sk, &data)),
+            )
         })
     }
 

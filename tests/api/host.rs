@@ -176,6 +176,8 @@ pub struct NativeHost {
     pub home: tempfile::TempDir,
     child: Child,
     url: String,
+    flags: Vec<String>,
+    vars: Vec<(String, String)>,
 }
 
 pub const ADMIN_SECRET: &str = "test-admin-secret-0123456789";
@@ -193,7 +195,31 @@ impl NativeHost {
     /// With `flags` added to `ctxgate serve`'s defaults and `vars` in its environment.
     pub fn start_with_env(flags: &[&str], vars: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let child = Self::spawn(home.path(), &flags, &vars, &[]);
+        // Built before anything can panic, so the server is always stopped.
+        let mut host = Self {
+            home,
+            child,
+            url: String::new(),
+            flags,
+            vars,
+        };
+        host.url = host.listening();
+        host
+    }
+
+    fn spawn(
+        home: &Path,
+        flags: &[String],
+        vars: &[(String, String)],
+        extra: &[(&str, &str)],
+    ) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_ctxgate"))
             .args([
                 "serve",
                 "--addr",
@@ -204,28 +230,42 @@ impl NativeHost {
                 "1048576",
             ])
             .args(flags)
-            .env("CTXGATE_HOME", home.path())
+            .env("CTXGATE_HOME", home)
             .env("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)
             .env_remove("CTXGATE_TOKEN_SECRET")
             .env_remove("CTXGATE_CATALOG")
-            .envs(vars.iter().copied())
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .envs(extra.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        // Built before anything can panic, so the server is always stopped.
-        let mut host = Self {
-            home,
-            child,
-            url: String::new(),
-        };
+            .unwrap()
+    }
+
+    /// The address the server's startup line names.
+    fn listening(&mut self) -> String {
+        let stdout = self.child.stdout.take().unwrap();
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).unwrap();
         let v: Value =
             serde_json::from_str(&line).unwrap_or_else(|_| panic!("startup line: {line}"));
-        host.url = v["listening"].as_str().unwrap().to_string();
-        host
+        v["listening"].as_str().unwrap().to_string()
+    }
+
+    /// Kills the server with SIGKILL (whatever it was doing) and starts it again over the same
+    /// data directory, with `extra` variables this time; it may listen on another port.
+    #[allow(dead_code)]
+    pub fn kill_and_restart(&mut self, extra: &[(&str, &str)]) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = Self::spawn(self.home.path(), &self.flags, &self.vars, extra);
+        self.url = self.listening();
+    }
+
+    /// The server's process id.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

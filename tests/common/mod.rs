@@ -284,3 +284,33 @@ pub fn hashed_words(text: &str, dims: usize) -> Vec<f32> {
     }
     v
 }
+
+/// A small seeded generator (SplitMix64) for crash and load tests: the seed is printed, so a
+/// failing run can be replayed with it.
+pub struct SeededRng(u64);
+
+impl SeededRng {
+    /// `CTXGATE_TEST_SEED` when set, else `default`.
+    pub fn from_env(default: u64) -> Self {
+        let seed = std::env::var("CTXGATE_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default);
+        eprintln!("seed {seed} (CTXGATE_TEST_SEED replays it)");
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `lo..hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo).max(1)
+    }
+}

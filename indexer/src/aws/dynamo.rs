@@ -382,7 +382,7 @@ impl AwsStore {
             }
             match self.publish_once(org, version, expected, &raw, attempt)? {
                 Attempt::Published => return Ok(true),
-                Attempt::VersionTaken => return Ok(false),
+                Attempt::VersionTaken => return self.recorded_as(version),
                 Attempt::ProjectMoved => {
                     pause_after_lost_race(attempt + 1);
                 }
@@ -392,6 +392,18 @@ impl AwsStore {
             format!("publish {}", version.project),
             "the project's record kept changing; try again",
         ))
+    }
+
+    /// Whether the version item holds exactly `version` as this run wrote it: then the publish
+    /// that "found it taken" was the SDK's retry of this run's own, whose answer was lost (the
+    /// idempotency token covers that on DynamoDB; a store that ignores tokens does not), and the
+    /// transaction that wrote it also moved the project. Anything else is another writer's.
+    fn recorded_as(&self, version: &VersionItem) -> Result<bool, IndexerError> {
+        let key = ItemKey::version(&version.project, version.version);
+        let mine = encode(version)?;
+        Ok(self
+            .get_raw(&key.pk, &key.sk)?
+            .is_some_and(|r| r.data == mine))
     }
 
     fn publish_once(
@@ -498,14 +510,7 @@ impl AwsStore {
                 .send(),
         );
         match out {
-            Ok(_) => Ok(ProjectGuard::new(Lease::hold(
-                self.dynamo.clone(),
-                self.handle.clone(),
-                self.table.clone(),
-                key,
-                token,
-                lease,
-            ))),
+            Ok(_) => {}
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
@@ -524,16 +529,29 @@ impl AwsStore {
                     .and_then(|o| o.item)
                     .and_then(|i| get_s(&i, "holder").map(str::to_string))
                     .unwrap_or_else(|| "another indexer".into());
-                Err(IndexerError::Busy {
-                    project: project.into(),
-                    holder,
-                })
+                // Our own put took effect and its answer was lost: the SDK's retry met it.
+                if holder != token {
+                    return Err(IndexerError::Busy {
+                        project: project.into(),
+                        holder,
+                    });
+                }
             }
-            Err(e) => Err(remote(
-                format!("DynamoDB PutItem {}/{}", key.pk, key.sk),
-                DisplayErrorContext(e),
-            )),
+            Err(e) => {
+                return Err(remote(
+                    format!("DynamoDB PutItem {}/{}", key.pk, key.sk),
+                    DisplayErrorContext(e),
+                ));
+            }
         }
+        Ok(ProjectGuard::new(Lease::hold(
+            self.dynamo.clone(),
+            self.handle.clone(),
+            self.table.clone(),
+            key,
+            token,
+            lease,
+        )))
     }
 }
 

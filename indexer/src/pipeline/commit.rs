@@ -5,7 +5,6 @@
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{FORMAT_VERSION, IndexPack};
 
-use super::crash_point;
 use super::segments::{SEGMENT_CAP, store_segments};
 use crate::IndexerError;
 use crate::store::{IndexStore, Manifest, VersionItem, keys};
@@ -91,6 +90,7 @@ pub(super) fn publish(
         }
         version += 1;
     }
+    crate::crash::point("after_pack");
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         org: org.into(),
@@ -119,7 +119,7 @@ pub(super) fn publish(
         chunks: pack.chunks.len() as u64,
         created_at_ns: base.indexed_at_ns,
     };
-    crash_point("before_publish");
+    crate::crash::point("before_publish");
     if !store.publish_version(org, &item, base.current)? {
         return Err(IndexerError::Corrupt(
             "another indexer published while this one held the lock".into(),

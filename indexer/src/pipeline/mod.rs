@@ -466,15 +466,6 @@ fn recency(root: &Path, files: &[FileEntry]) -> Recency {
     }
 }
 
-/// For crash tests: `CTXGATE_CRASH_AT=<point>` aborts the process there, as a kill would, so a
-/// test can show that nothing half-written becomes visible.
-fn crash_point(point: &str) {
-    if std::env::var("CTXGATE_CRASH_AT").is_ok_and(|v| v == point) {
-        tracing::error!("CTXGATE_CRASH_AT={point}: aborting");
-        std::process::abort();
-    }
-}
-
 fn unique(chunks: &[ChunkRecord]) -> usize {
     let mut shas: Vec<&Sha256Digest> = chunks.iter().map(|c| &c.sha256).collect();
     shas.sort_unstable();

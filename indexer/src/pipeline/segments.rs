@@ -30,6 +30,7 @@ pub(super) fn store_segments(
         let key = keys::segment(org, project_id, &sha);
         if !store.has_object(&key)? {
             store.put_object(&key, buffer)?;
+            crate::crash::point("after_segment");
         }
         segments.push(sha);
     }

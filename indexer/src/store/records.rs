@@ -47,6 +47,21 @@ impl Store {
         sk: &str,
         f: impl FnOnce(Option<String>) -> Result<(Option<String>, T), IndexerError>,
     ) -> Result<T, IndexerError> {
+        self.update_item_and_put(pk, sk, f, None)
+    }
+
+    /// [`Store::update_item`], and in the same transaction writes item `also` (`pk`, `sk`,
+    /// `data`) whatever `f` decided: both land or neither does (a call's quota settlement and
+    /// its audit record, so a crash never books tokens that no audit record explains).
+    pub fn update_item_and_put<T>(
+        &self,
+        pk: &str,
+        sk: &str,
+        f: impl FnOnce(Option<String>) -> Result<(Option<String>, T), IndexerError>,
+        also: Option<(&str, &str, &str)>,
+    ) -> Result<T, IndexerError> {
+        const UPSERT: &str = "INSERT INTO items (pk, sk, data) VALUES (?1, ?2, ?3)
+             ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data";
         let tx = rusqlite::Transaction::new_unchecked(&self.db, TransactionBehavior::Immediate)?;
         let old: Option<String> = tx
             .query_row(
@@ -57,11 +72,11 @@ impl Store {
             .optional()?;
         let (new, out) = f(old)?;
         if let Some(data) = new {
-            tx.execute(
-                "INSERT INTO items (pk, sk, data) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (pk, sk) DO UPDATE SET data = excluded.data",
-                params![pk, sk, data],
-            )?;
+            tx.execute(UPSERT, params![pk, sk, data])?;
+        }
+        if let Some((pk, sk, data)) = also {
+            tx.execute(UPSERT, params![pk, sk, data])?;
+            crate::crash::point("before_commit");
         }
         tx.commit()?;
         Ok(out)
