@@ -118,6 +118,9 @@ fn failed_conditions(
 enum Attempt {
     Published,
     VersionTaken,
+    /// The version item exists and the project moved too: another writer's publish of this
+    /// number, or this run's own whose answer was lost and whose retry met it.
+    TakenAndMoved,
     ProjectMoved,
 }
 
@@ -382,7 +385,8 @@ impl AwsStore {
             }
             match self.publish_once(org, version, expected, &raw, attempt)? {
                 Attempt::Published => return Ok(true),
-                Attempt::VersionTaken => return self.recorded_as(version),
+                Attempt::VersionTaken => return Ok(false),
+                Attempt::TakenAndMoved => return self.recorded_as(version),
                 Attempt::ProjectMoved => {
                     pause_after_lost_race(attempt + 1);
                 }
@@ -394,10 +398,11 @@ impl AwsStore {
         ))
     }
 
-    /// Whether the version item holds exactly `version` as this run wrote it: then the publish
-    /// that "found it taken" was the SDK's retry of this run's own, whose answer was lost (the
-    /// idempotency token covers that on DynamoDB; a store that ignores tokens does not), and the
-    /// transaction that wrote it also moved the project. Anything else is another writer's.
+    /// Whether the version item holds exactly `version` as this run wrote it (its start time in
+    /// nanoseconds included): then the publish that found the item taken and the project moved
+    /// was the SDK's retry of this run's own, whose answer was lost (the idempotency token
+    /// covers that on DynamoDB; a store that ignores tokens does not), and the transaction that
+    /// wrote the item moved the project. Anything else is another writer's.
     fn recorded_as(&self, version: &VersionItem) -> Result<bool, IndexerError> {
         let key = ItemKey::version(&version.project, version.version);
         let mine = encode(version)?;
@@ -466,6 +471,7 @@ impl AwsStore {
         );
         match out {
             Ok(_) => Ok(Attempt::Published),
+            Err(e) if failed_conditions(&e) == [true, true] => Ok(Attempt::TakenAndMoved),
             // The version item exists: another run recorded this number; final.
             Err(e) if failed_conditions(&e)[0] => Ok(Attempt::VersionTaken),
             // Only the project's conditions failed: its version or description moved; re-read.

@@ -148,13 +148,7 @@ impl FaultProxy {
 
     /// The variables that point an AWS SDK at this proxy (moto's test credentials).
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
-            ("AWS_ACCESS_KEY_ID", "testing".into()),
-            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-            ("AWS_REGION", "us-east-1".into()),
-            ("AWS_EC2_METADATA_DISABLED", "true".into()),
-        ]
+        super::moto::sdk_env(&self.endpoint)
     }
 }
 

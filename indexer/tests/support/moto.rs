@@ -60,13 +60,7 @@ impl Moto {
 
     /// The variables that point an AWS SDK (ours, in this process or a child) at this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
-            ("AWS_ACCESS_KEY_ID", "testing".into()),
-            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-            ("AWS_REGION", "us-east-1".into()),
-            ("AWS_EC2_METADATA_DISABLED", "true".into()),
-        ]
+        sdk_env(&self.endpoint)
     }
 
     /// Sets [`Moto::env`] in this process (tests that use the store directly).
@@ -76,6 +70,17 @@ impl Moto {
             unsafe { std::env::set_var(k, v) };
         }
     }
+}
+
+/// The variables that point an AWS SDK at `endpoint` with moto's test credentials.
+pub fn sdk_env(endpoint: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL", endpoint.to_string()),
+        ("AWS_ACCESS_KEY_ID", "testing".into()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_EC2_METADATA_DISABLED", "true".into()),
+    ]
 }
 
 impl Drop for Moto {
