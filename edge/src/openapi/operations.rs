@@ -233,7 +233,7 @@ pub(super) fn operations() -> Vec<Operation> {
             )
         },
         Operation {
-            answers: ok(super::document::document_schema),
+            answers: ok(document_schema),
             ..op(
                 "get",
                 "/openapi.json",
@@ -612,3 +612,22 @@ it, versions younger than `keep_younger_than_seconds`, and anything superseded o
 than `grace_seconds` ago; deletes every other version's manifest and pack and the segments no \
 kept version names. A host reading the indexer's S3 answers 501 `not_supported` (collect it with \
 `ctxgate gc --store`). `ctxgate gc --to URL --org ORG` calls this.";
+
+/// The schema of the OpenAPI document itself (`GET /openapi.json`).
+pub(super) fn document_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "description": "An OpenAPI 3.1 document",
+        "type": "object",
+        "required": ["openapi", "info", "paths", "components"],
+        "properties": {
+            "openapi": { "type": "string", "pattern": "^3\\.1\\." },
+            "info": {
+                "type": "object",
+                "required": ["title", "version"],
+                "properties": { "title": { "type": "string" }, "version": { "type": "string" } }
+            },
+            "paths": { "type": "object", "additionalProperties": { "type": "object" } },
+            "components": { "type": "object", "additionalProperties": { "type": "object" } }
+        }
+    })
+}
