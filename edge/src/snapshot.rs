@@ -129,7 +129,7 @@ impl SnapshotCache {
         if let [key] = objects.as_slice() {
             return self.object(backend, key).await;
         }
-        let mut bytes = Vec::with_capacity(manifest.pack_bytes.min(1 << 30) as usize);
+        let mut bytes = Vec::with_capacity(manifest.pack_capacity());
         for batch in objects.chunks(PARALLEL_PARTS) {
             let parts =
                 futures_util::future::join_all(batch.iter().map(|key| self.object(backend, key)))

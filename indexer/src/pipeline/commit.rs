@@ -5,21 +5,22 @@
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{FORMAT_VERSION, IndexPack};
 
-use super::segments::{SEGMENT_CAP, store_segments};
+use super::segments::store_segments;
 use crate::IndexerError;
 use crate::store::{IndexStore, Manifest, VersionItem, keys};
+use ctxgate_core::index::layout::PACK_PART_MAX;
 
 /// Cut points of a pack in parts are content-defined, so the parts before and after an edit
 /// keep their bytes and names and a re-index does not upload them again: about 1 MiB each,
 /// never more than a segment.
 const PART_MIN: u32 = 256 << 10;
 const PART_AVG: u32 = 1 << 20;
-const PART_MAX: u32 = SEGMENT_CAP as u32;
+const PART_MAX: u32 = PACK_PART_MAX as u32;
 
 /// The pack's parts when it is larger than one segment (content-defined cuts, see
 /// [`PART_AVG`]), or `None` when it is stored whole.
 fn cut_parts(bytes: &[u8]) -> Option<Vec<&[u8]>> {
-    if bytes.len() <= SEGMENT_CAP {
+    if bytes.len() as u64 <= PACK_PART_MAX {
         return None;
     }
     Some(

@@ -32,7 +32,7 @@ pub fn open_current(
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
     let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
-    let mut bytes = Vec::with_capacity(manifest.pack_bytes.min(1 << 30) as usize);
+    let mut bytes = Vec::with_capacity(manifest.pack_capacity());
     for key in manifest.pack_objects() {
         bytes.extend_from_slice(&store.get_object(key)?);
     }
