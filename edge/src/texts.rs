@@ -142,7 +142,7 @@ impl<'a> RequestTexts<'a> {
                 continue;
             }
             let r = snap.pack.lists(id.kind).range(id.key).ok_or_else(|| {
-                BackendError::Corrupt(format!("{id:?} is not stored outside the pack"))
+                BackendError::Corrupt(format!("{id} is not stored outside the pack"))
             })?;
             wanted.push(Want {
                 item: Item::List(id),
@@ -337,7 +337,7 @@ fn check_item(
         }
         Item::List(id) => {
             let slice = slice
-                .ok_or_else(|| BackendError::Corrupt(format!("{id:?} is outside `{}`", key())))?;
+                .ok_or_else(|| BackendError::Corrupt(format!("{id} is outside `{}`", key())))?;
             pack.lists(id.kind).verify(id.key, slice).map_err(|e| {
                 BackendError::Corrupt(format!(
                     "{e} in segment `{}` (bytes {}..{})",

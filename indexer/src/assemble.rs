@@ -335,7 +335,7 @@ fn stored_list(
     let lists = pack.lists(id.kind);
     let r = lists
         .range(id.key)
-        .ok_or_else(|| AssembleError::Source(format!("{id:?} is not stored outside the pack")))?;
+        .ok_or_else(|| AssembleError::Source(format!("{id} is not stored outside the pack")))?;
     let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
         AssembleError::Source(format!("list segment #{} is not listed", r.segment))
     })?;

@@ -72,6 +72,16 @@ pub struct ListId {
     pub key: u32,
 }
 
+/// Names the value in errors: "the postings of term #5", "the users of name #5".
+impl std::fmt::Display for ListId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            ListKind::Postings => write!(f, "the postings of term #{}", self.key),
+            ListKind::References => write!(f, "the users of name #{}", self.key),
+        }
+    }
+}
+
 /// Where one key's value lies in a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListRange {
