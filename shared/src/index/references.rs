@@ -100,8 +100,10 @@ impl References {
         }
     }
 
-    /// The chunks that use `name`, when the pack holds its users list (empty when it does not).
-    pub fn users(&self, name: &str) -> Vec<u32> {
+    /// The chunks that use `name`, when the pack holds its users list (the tests' shorthand;
+    /// readers go through [`References::users_with`], which names a list still to be read).
+    #[cfg(test)]
+    fn users(&self, name: &str) -> Vec<u32> {
         self.users_with(name, &|_| None).unwrap_or_default()
     }
 
