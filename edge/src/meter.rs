@@ -81,6 +81,7 @@ pub fn admitted(
                 "retry_after_s": r.retry_after_s,
             }));
             e.retry_after = Some(r.retry_after_s);
+            e.quota_limit = Some(what);
             Err(e)
         }
     }
@@ -110,6 +111,7 @@ pub async fn finish(
 ) {
     let now = state.accounts.now_ms();
     let org = &caller.org.name;
+    caller.note.tokens(used);
     let record = AuditRecord {
         id: admission.id,
         at_ms: now,
