@@ -328,11 +328,7 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 /// Writes a histogram's `_bucket`, `_sum` and `_count` lines under `labels` (already quoted).
 fn histogram(out: &mut String, name: &str, labels: &str, h: &HistogramView) {
     for b in &h.buckets {
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels},le=\"{}\"}} {}",
-            b.le, b.count
-        );
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{}\"}} {}", b.le, b.count);
     }
     let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_seconds);
     let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
@@ -486,9 +482,11 @@ mod tests {
             "ctxgate_tokens_delivered_total{org=\"ac\\\"me\\\\x\",route=\"/v1/context\"} 120\n"
         ));
         assert!(!text.contains("org=\"acme\",route"), "no zero series");
-        assert!(text.contains(
-            "ctxgate_quota_refusals_total{org=\"acme\",limit=\"tokens_per_day\"} 2\n"
-        ));
+        assert!(
+            text.contains(
+                "ctxgate_quota_refusals_total{org=\"acme\",limit=\"tokens_per_day\"} 2\n"
+            )
+        );
         assert!(text.contains("cache=\"pointer\",result=\"hit\"} 1\n"));
         assert!(text.contains("cache=\"version\",result=\"miss\"} 1\n"));
         assert!(text.contains(
@@ -499,7 +497,11 @@ mod tests {
             "ctxgate_http_request_duration_seconds",
             "ctxgate_index_job_duration_seconds",
         ] {
-            assert_eq!(text.matches(&format!("# TYPE {name} ")).count(), 1, "{name}");
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} ")).count(),
+                1,
+                "{name}"
+            );
         }
     }
 }

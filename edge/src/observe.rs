@@ -245,7 +245,10 @@ mod tests {
         let ok = HeaderValue::from_static("req-1.a:b_C");
         assert_eq!(sane_id(&ok).as_deref(), Some("req-1.a:b_C"));
         for bad in ["", "a b", "x\"y", &"a".repeat(65)] {
-            assert!(sane_id(&HeaderValue::from_str(bad).unwrap()).is_none(), "{bad}");
+            assert!(
+                sane_id(&HeaderValue::from_str(bad).unwrap()).is_none(),
+                "{bad}"
+            );
         }
     }
 

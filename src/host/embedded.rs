@@ -550,7 +550,7 @@ impl Projects for EmbeddedBackend {
             ProjectTarget::named(&project.org, &project.name),
             spec,
         )
-            .await
+        .await
     }
 
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {

@@ -162,10 +162,7 @@ fn exercise(host: &dyn Host, calls: &Calls, id: &str) {
     );
     assert_eq!(missing.status, 404, "{}", missing.body);
     let nowhere = get(host, "/no/such/route", None);
-    assert_eq!(
-        (nowhere.status, nowhere.code()),
-        (404, "route_not_found")
-    );
+    assert_eq!((nowhere.status, nowhere.code()), (404, "route_not_found"));
 }
 
 /// The JSON request lines in `log`.
@@ -261,10 +258,7 @@ fn check_counters(before: &[Sample], after: &[Sample], calls: &Calls) {
     );
     assert!(moved("ctxgate_tokens_delivered_total", &[("org", &calls.org)]) > 0.0);
     assert_eq!(
-        moved(
-            "ctxgate_tokens_delivered_total",
-            &[("org", &calls.limited)]
-        ),
+        moved("ctxgate_tokens_delivered_total", &[("org", &calls.limited)]),
         0.0
     );
     assert_eq!(
@@ -371,7 +365,8 @@ pub fn native() {
 /// the stand-in's own config beside it.
 fn standin_configs(scratch: &Path) -> Vec<PathBuf> {
     let ours = std::fs::read_to_string(Path::new(ROOT).join("wrangler.toml")).unwrap();
-    let dataset = "[[analytics_engine_datasets]]\nbinding = \"ANALYTICS\"\ndataset = \"ctxgate_requests\"\n";
+    let dataset =
+        "[[analytics_engine_datasets]]\nbinding = \"ANALYTICS\"\ndataset = \"ctxgate_requests\"\n";
     assert!(
         ours.contains(dataset),
         "wrangler.toml no longer binds the dataset as this test expects"

@@ -185,7 +185,12 @@ impl WorkerHost {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap();
-        self.child = launch(self.scratch.path(), port, self.inspector_port, &self.configs);
+        self.child = launch(
+            self.scratch.path(),
+            port,
+            self.inspector_port,
+            &self.configs,
+        );
         self.wait_ready(Duration::from_secs(180));
     }
 
@@ -237,7 +242,8 @@ fn launch(scratch: &Path, port: u16, inspector_port: u16, configs: &[PathBuf]) -
         .unwrap();
     Command::new(wrangler())
         .current_dir(ROOT)
-        .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "info"])
+        // `log`: the Worker's own console lines (its JSON request records) too.
+        .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "log"])
         .args(["--show-interactive-dev-session=false"])
         .args(configs.iter().flat_map(|c| [Path::new("-c"), c.as_path()]))
         .arg("--port")

@@ -20,7 +20,11 @@ pub async fn metrics(State(state): State<AppState>, _: Admin, headers: HeaderMap
     if wants_json(&headers) {
         return Json(snapshot).into_response();
     }
-    ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], snapshot.prometheus()).into_response()
+    (
+        [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
+        snapshot.prometheus(),
+    )
+        .into_response()
 }
 
 /// Whether `Accept` names JSON (Prometheus sends `text/plain` or its protobuf and text types).

@@ -5,12 +5,13 @@
 //! docs/observability.md; keep the two in step.
 //!
 //! The point is written by calling the binding's `writeDataPoint` itself rather than through
-//! workers-rs's builder, so that whatever it returns is kept alive: Analytics Engine returns
+//! workers-rs's builder, so that whatever it returns is kept alive (`ctx.waitUntil`): Analytics Engine returns
 //! nothing, but a stand-in bound in its place (a service binding to an RPC entrypoint, which is
 //! how the API suite reads the points, since `wrangler dev`'s local dataset drops every write)
 //! returns a promise the request must wait for.
 
-use js_sys::{Array, Function, Object, Reflect};
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{Context, Env};
 
@@ -64,12 +65,25 @@ fn data_point(r: &RequestRecord) -> Object {
     point
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// Whatever is bound as `ANALYTICS`: Analytics Engine, or the tests' stand-in.
+    type Dataset;
+    /// `dataset.writeDataPoint(point)`, called as a method: an RPC stub's methods cannot be
+    /// called through `Function.prototype.call` (that would be a remote method named `call`).
+    #[wasm_bindgen(method, catch, js_name = writeDataPoint)]
+    fn write_data_point(this: &Dataset, point: &Object) -> Result<JsValue, JsValue>;
+}
+
 fn write(dataset: &JsValue, ctx: &Context, record: &RequestRecord) -> Result<(), JsValue> {
-    let method: Function = Reflect::get(dataset, &"writeDataPoint".into())?.dyn_into()?;
-    let returned = method.call1(dataset, &data_point(record))?;
-    if let Ok(promise) = returned.dyn_into::<js_sys::Promise>() {
+    let dataset: &Dataset = dataset.unchecked_ref();
+    let returned = dataset.write_data_point(&data_point(record))?;
+    // Analytics Engine returns nothing; the stand-in's RPC call returns a thenable (not a
+    // `Promise` instance) that must settle before the request's context ends.
+    if !returned.is_undefined() {
+        let settled = js_sys::Promise::resolve(&returned);
         ctx.wait_until(async move {
-            if let Err(e) = worker::wasm_bindgen_futures::JsFuture::from(promise).await {
+            if let Err(e) = worker::wasm_bindgen_futures::JsFuture::from(settled).await {
                 worker::console_error!("analytics engine write: {e:?}");
             }
         });
