@@ -39,6 +39,7 @@ struct Noted {
     tokens: u64,
     pointer: Option<bool>,
     version: Option<bool>,
+    refused: Option<&'static str>,
 }
 
 impl RequestNote {
@@ -55,6 +56,11 @@ impl RequestNote {
     /// Tokens a metered call settled (added up over the calls of one MCP request).
     pub fn tokens(&self, tokens: u64) {
         self.with(|n| n.tokens += tokens);
+    }
+
+    /// A call refused by the quota `limit` (counted once per request, however it answers).
+    pub fn refused(&self, limit: &'static str) {
+        self.with(|n| n.refused = Some(limit));
     }
 
     /// Whether the index version's `cache` had what the call needed.
@@ -93,7 +99,7 @@ pub struct RequestRecord {
     /// The error's machine-readable code, for an error answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<&'static str>,
-    /// The limit a 429 `quota_exceeded` hit.
+    /// The limit a quota refusal hit (a 429 `quota_exceeded`, or an MCP tool call's error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quota_limit: Option<&'static str>,
     /// Tokens delivered (settled by metered calls).
@@ -172,11 +178,12 @@ pub async fn observe(State(state): State<AppState>, mut req: Request, next: Next
     let status = res.status().as_u16();
     let facts = res.extensions().get::<ErrorFacts>().copied();
     let noted = note.take();
+    let quota_limit = noted.refused.or(facts.and_then(|f| f.quota_limit));
     let m = &state.metrics;
     m.request(method, &route, status, seconds);
     if let Some(org) = &noted.org {
         m.tokens(org, &route, noted.tokens);
-        if let Some(limit) = facts.and_then(|f| f.quota_limit) {
+        if let Some(limit) = quota_limit {
             m.refusal(org, limit);
         }
     }
@@ -200,7 +207,7 @@ pub async fn observe(State(state): State<AppState>, mut req: Request, next: Next
         status,
         org: noted.org,
         error_code: facts.map(|f| f.code),
-        quota_limit: facts.and_then(|f| f.quota_limit),
+        quota_limit,
         tokens: noted.tokens,
         pointer_cache: hit(noted.pointer),
         version_cache: hit(noted.version),

@@ -95,7 +95,8 @@ pub(super) async fn run(
     .total();
     let lease = meter::new_id(state);
     let (project, version, outcome) = reserve(state, caller, project, &lease, tokens, now).await?;
-    let admission = meter::admitted(lease, tokens, endpoint, outcome)?;
+    let admission = meter::admitted(lease, tokens, endpoint, outcome)
+        .inspect_err(|e| meter::noted(caller, e))?;
     let mut delivered = Vec::new();
     let result = async {
         if let Some(claims) = claims {
