@@ -331,6 +331,23 @@ pub fn native() {
             &[("trigger", "create")]
         ) > 0.0
     );
+    // A quota refusal inside an MCP tool call (answered 200, a JSON-RPC tool error) counts too.
+    let tool = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": { "name": "get_context", "arguments": {
+            "project": "core", "query": "how are tokens reserved", "budget": 2000 } }
+    });
+    let r = super::host::post(&host, "/mcp", Some(&calls.limited_key), &tool);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.to_string().contains("quota_exceeded"), "{}", r.body);
+    let refusals = |samples: &[Sample]| {
+        value(
+            samples,
+            "ctxgate_quota_refusals_total",
+            &[("org", &calls.limited), ("limit", "tokens_per_day")],
+        )
+    };
+    assert_eq!(refusals(&scrape(&host)) - refusals(&jobs), 1.0);
     // The JSON form holds the same series.
     let j = call_with(
         &host,
@@ -354,6 +371,12 @@ pub fn native() {
     );
     let log = std::fs::read_to_string(&log_path).unwrap();
     check_log(&log, &calls, "obs-native-1");
+    assert!(
+        request_lines(&log).iter().any(|l| l["route"] == "/mcp"
+            && l["status"] == 200
+            && l["quota_limit"] == "tokens_per_day"),
+        "{log}"
+    );
     assert!(
         request_lines(&log).len() >= 8,
         "one line per request:\n{log}"
