@@ -24,6 +24,8 @@ pub mod gc;
 pub mod json_text;
 pub mod mcp;
 pub mod meter;
+pub mod metrics;
+pub mod observe;
 pub mod openapi;
 pub mod pointer;
 pub mod recent;

@@ -8,12 +8,13 @@ use axum::routing::{get, post, put};
 
 use crate::error::ApiError;
 use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
-use crate::routes::{admin, context, history, meta, projects, usage};
+use crate::routes::{admin, context, history, meta, metrics, projects, usage};
 use crate::state::AppState;
 
 /// The whole API over `state`.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
+    let observed = state.clone();
     Router::new()
         .route("/healthz", get(meta::healthz))
         .route("/openapi.json", get(meta::openapi))
@@ -26,6 +27,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/projects/{id}/reindex", post(projects::reindex))
         .route("/v1/usage", get(usage::usage))
+        .route("/metrics", get(metrics::metrics))
         .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))
         .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
@@ -46,6 +48,11 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             limit,
             refuse_declared_oversize,
+        ))
+        // Outermost, so its record covers every answer, the body-limit refusals included.
+        .layer(axum::middleware::from_fn_with_state(
+            observed,
+            crate::observe::observe,
         ))
         .with_state(state)
 }
