@@ -33,6 +33,7 @@ use ctxgate_core::index::gc::GcPolicy;
 
 use crate::IndexerError;
 use crate::aws::{AwsStore, S3Location};
+use crate::credentials::{CredentialStore, NoCredentials};
 use crate::jobs::{JobState, Trigger};
 use crate::pipeline::IndexOptions;
 use ctxgate_core::host_wire::IndexerEvent;
@@ -93,6 +94,8 @@ impl From<IndexerError> for Diagnostic {
 
 struct Function {
     allow_local: bool,
+    /// Where the credentials of private git sources are read.
+    credentials: Box<dyn CredentialStore>,
     /// Garbage collection after each scheduled pass, unless turned off.
     gc: Option<GcPolicy>,
     network: NetworkPolicy,
@@ -112,6 +115,7 @@ impl Function {
                 ..SourceLimits::default()
             },
             allow_local: self.allow_local,
+            credentials: self.credentials.as_ref(),
         };
         let json = |v: &dyn erased::Json| v.to_value();
         match command {
@@ -234,6 +238,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             NetworkPolicy::PublicHttps
         },
         store,
+        credentials: Box::new(NoCredentials),
         work_dir,
         options: IndexOptions::default(),
     });
@@ -314,7 +319,8 @@ mod tests {
                 project: "web".into(),
                 source: SourceSpec::Git {
                     url: "https://example.com/r.git".into(),
-                    rev: None
+                    rev: None,
+                    credential: None,
                 },
                 full: false,
             })
