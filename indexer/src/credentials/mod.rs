@@ -2,13 +2,18 @@
 //!
 //! A source names a credential; the token lives in a [`CredentialStore`] under the project's
 //! org, so a reference can only ever reach its own org's secrets. Natively that is a file per
-//! credential in the data directory ([`DataDirCredentials`], mode 0600). The token is read when a
+//! credential in the data directory ([`DataDirCredentials`], mode 0600); the Lambda reads AWS
+//! Secrets Manager (`SecretsManagerCredentials`, feature `aws`). The token is read when a
 //! source is fetched or probed and dropped after: it is never part of a record, a job, an
 //! index or a log line.
 
 mod data_dir;
+#[cfg(feature = "aws")]
+mod secrets_manager;
 
 pub use data_dir::DataDirCredentials;
+#[cfg(feature = "aws")]
+pub use secrets_manager::{DEFAULT_PREFIX, SecretsManagerCredentials};
 
 use ctxgate_core::credential::{Credential, valid_name};
 
