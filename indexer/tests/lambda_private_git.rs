@@ -215,8 +215,14 @@ fn lambda_indexes_a_private_repository_with_a_secrets_manager_token() {
         );
     }
     let dynamo = runtime.block_on(async {
+        let http = aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region("us-east-1")
+            .http_client(http)
             .load()
             .await;
         aws_sdk_dynamodb::Client::new(&config)
