@@ -405,6 +405,40 @@ fn private_git_repository_indexes_with_its_credential_and_never_shows_it() {
         }
     }
     assert_eq!(holders, [own_file.clone()], "where the token is stored");
+
+    // The CLI lists names only, deletes, and refuses an org the data directory does not have.
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+            .args(args)
+            .args(["--format", "json"])
+            .env("CTXGATE_HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(!text.contains(&token), "{args:?} shows the token");
+        (
+            out.status.code(),
+            serde_json::from_str::<Value>(&text).unwrap_or(Value::Null),
+        )
+    };
+    let (code, listed) = cli(&["credential", "list", "--org", "acme"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        listed["credentials"],
+        json!(["ci-token", "stale"]),
+        "{listed}"
+    );
+    assert_eq!(
+        cli(&["credential", "delete", "stale", "--org", "acme"]).0,
+        Some(0)
+    );
+    let (code, gone) = cli(&["credential", "delete", "stale", "--org", "acme"]);
+    assert_eq!(code, Some(2), "{gone}");
+    assert_eq!(gone["error"]["code"], "credential_not_found", "{gone}");
+    let (code, unknown) = cli(&["credential", "set", "ci", "--org", "nobody"]);
+    assert_eq!(code, Some(2), "{unknown}");
+    assert_eq!(unknown["error"]["code"], "org_not_found", "{unknown}");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

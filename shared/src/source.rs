@@ -26,8 +26,9 @@ pub enum SourceSpec {
         /// A full commit id, a branch or a tag; `None` is the remote's `HEAD`.
         #[serde(default)]
         rev: Option<String>,
-        /// The name of the org's credential to fetch a private repository with over http(s)
-        /// ([`crate::credential`]): a reference only, the token stays with the host.
+        /// The name of a credential the operator stored for the project's org, to fetch a
+        /// private repository with over http(s): a reference only, the token stays with the
+        /// host (see `crate::credential`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         credential: Option<String>,
     },
