@@ -404,7 +404,11 @@ fn private_git_repository_indexes_with_its_credential_and_never_shows_it() {
             holders.push(file);
         }
     }
-    assert_eq!(holders, std::slice::from_ref(&own_file), "where the token is stored");
+    assert_eq!(
+        holders,
+        std::slice::from_ref(&own_file),
+        "where the token is stored"
+    );
 
     // The CLI lists names only, deletes, and refuses an org the data directory does not have.
     let cli = |args: &[&str]| {
