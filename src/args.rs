@@ -67,6 +67,10 @@ pub enum Command {
     /// Manage an organisation's projects.
     #[command(subcommand)]
     Project(ProjectCommand),
+    /// Manage an organisation's credentials for private git repositories (kept in the data
+    /// directory, readable by this user only; never shown again).
+    #[command(subcommand)]
+    Credential(CredentialCommand),
     /// Set up the AWS store (S3 bucket and DynamoDB table).
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -113,6 +117,9 @@ impl Command {
             Command::Project(ProjectCommand::Add(a)) => a.format,
             Command::Project(ProjectCommand::Publish(a)) => a.format,
             Command::Project(ProjectCommand::Reindex(a)) => a.format,
+            Command::Credential(CredentialCommand::Set(a)) => a.format,
+            Command::Credential(CredentialCommand::List(a)) => a.format,
+            Command::Credential(CredentialCommand::Delete(a)) => a.format,
             Command::Aws(AwsCommand::Init(a)) => a.format,
             Command::Jobs(a) => a.format,
             Command::Gc(a) => a.format,
@@ -571,6 +578,59 @@ pub struct ProjectAddArgs {
     pub name: String,
     /// The folder.
     pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CredentialCommand {
+    /// Store (or replace) a credential, its token read from stdin or `--token-file`: a git
+    /// source names it with `"credential": NAME`.
+    Set(CredentialSetArgs),
+    /// List an organisation's credentials by name (never their tokens).
+    List(CredentialListArgs),
+    /// Delete a credential.
+    Delete(CredentialDeleteArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CredentialSetArgs {
+    /// The credential's name (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// The organisation that may use it.
+    #[arg(long)]
+    pub org: String,
+    /// The HTTP Basic user name sent with the token (`oauth2` for GitLab OAuth tokens, a
+    /// forge user for app passwords).
+    #[arg(long, default_value = ctxgate_core::credential::DEFAULT_USERNAME)]
+    pub username: String,
+    /// Read the token from this file instead of stdin (never from an argument, which other
+    /// users can see in the process list).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct CredentialListArgs {
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct CredentialDeleteArgs {
+    /// The credential's name.
+    pub name: String,
+    /// The organisation.
+    #[arg(long)]
+    pub org: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Key(c) => commands::admin::key(&cli.global, c),
         Command::Quota(c) => commands::admin::quota(&cli.global, c),
         Command::Project(c) => commands::admin::project(&cli.global, c),
+        Command::Credential(c) => commands::credential::run(&cli.global, c),
         Command::Aws(c) => commands::aws::run(&cli.global, c),
         Command::Jobs(a) => commands::aws::jobs(&cli.global, a),
         Command::Gc(a) => commands::gc::run(&cli.global, a),

@@ -204,5 +204,9 @@ pub fn source_code(e: &crate::source::SourceError) -> &'static str {
         S::Missing(_) => "repo_not_found",
         S::NotADirectory(_) => "repo_not_a_directory",
         S::Io { .. } => "io_error",
+        S::AuthRequired { .. } => "source_auth_required",
+        S::CredentialRejected { .. } => "source_credential_rejected",
+        S::CredentialNotFound { .. } => "credential_not_found",
+        S::CredentialStore { .. } => "credential_store_error",
     }
 }

@@ -21,6 +21,8 @@
 //! By default only public https hosts are fetched: the edge registers URLs its callers chose,
 //! and a function inside a VPC must not be made to read its neighbours or the instance
 //! metadata endpoint.
+//! A git source that names a credential is fetched with the secret `{prefix}/{org}/{name}` of
+//! AWS Secrets Manager (`CTXGATE_SECRET_PREFIX`, default `ctxgate`; [`crate::credentials`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +35,7 @@ use ctxgate_core::index::gc::GcPolicy;
 
 use crate::IndexerError;
 use crate::aws::{AwsStore, S3Location};
+use crate::credentials::{CredentialStore, DEFAULT_PREFIX, SecretsManagerCredentials};
 use crate::jobs::{JobState, Trigger};
 use crate::pipeline::IndexOptions;
 use ctxgate_core::host_wire::IndexerEvent;
@@ -93,6 +96,8 @@ impl From<IndexerError> for Diagnostic {
 
 struct Function {
     allow_local: bool,
+    /// Where the credentials of private git sources are read.
+    credentials: Box<dyn CredentialStore>,
     /// Garbage collection after each scheduled pass, unless turned off.
     gc: Option<GcPolicy>,
     network: NetworkPolicy,
@@ -112,6 +117,7 @@ impl Function {
                 ..SourceLimits::default()
             },
             allow_local: self.allow_local,
+            credentials: self.credentials.as_ref(),
         };
         let json = |v: &dyn erased::Json| v.to_value();
         match command {
@@ -234,6 +240,13 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             NetworkPolicy::PublicHttps
         },
         store,
+        credentials: Box::new(SecretsManagerCredentials::connect(
+            &std::env::var("CTXGATE_SECRET_PREFIX")
+                .ok()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+            runtime.handle().clone(),
+        )),
         work_dir,
         options: IndexOptions::default(),
     });
@@ -314,7 +327,8 @@ mod tests {
                 project: "web".into(),
                 source: SourceSpec::Git {
                     url: "https://example.com/r.git".into(),
-                    rev: None
+                    rev: None,
+                    credential: None,
                 },
                 full: false,
             })

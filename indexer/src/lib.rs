@@ -5,6 +5,8 @@
 //! - [`pipeline`] indexes a repository incrementally and publishes a version atomically;
 //! - [`source`] brings a project's files from a local folder, a git URL or a tarball URL, with
 //!   path-safety checks and size limits, and probes whether a source changed;
+//! - [`credentials`] keeps the tokens private git sources name, per org (files of the data
+//!   directory, or AWS Secrets Manager), and resolves a source's reference;
 //! - [`reindex`] runs index jobs for registered projects, on request and on a schedule;
 //! - [`jobs`] records each job's progress and failures for operators;
 //! - [`lambda`] is the AWS Lambda function around them (feature `lambda`);
@@ -30,6 +32,7 @@ pub mod assemble;
 pub mod aws;
 pub mod chat;
 pub mod crash;
+pub mod credentials;
 pub mod embed;
 pub mod error;
 pub mod gc;

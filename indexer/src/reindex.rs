@@ -20,6 +20,7 @@ pub use ctxgate_core::records::ScheduleItem;
 use serde::Serialize;
 
 use crate::IndexerError;
+use crate::credentials::{self, CredentialStore};
 use crate::jobs::{self, JobRecord, JobState, Trigger, now_ms};
 use crate::pipeline::{IndexOptions, IndexStatus, NoProgress, ProjectTarget, index_project};
 use crate::source::{SourceLimits, SourceSpec, fetch, probe_revision};
@@ -55,6 +56,8 @@ pub struct JobContext<'a> {
     /// Whether local folders and `file://` git URLs may be indexed (the CLI, tests; never a
     /// hosted indexer).
     pub allow_local: bool,
+    /// Where the credentials private git sources name are read, per org.
+    pub credentials: &'a dyn CredentialStore,
 }
 
 /// Registers (or updates) the project and indexes it as job `job_id`. The job record says how
@@ -69,7 +72,9 @@ pub fn index_now(
     validate(req, ctx.allow_local)?;
     // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
     // registered, so the schedule never carries it.
-    probe_revision(&req.source, ctx.limits.network)?;
+    let credential = credentials::resolve(ctx.credentials, &req.org, &req.source)?;
+    probe_revision(&req.source, credential.as_ref(), ctx.limits.network)?;
+    drop(credential);
     let target = ProjectTarget {
         source: Some(req.source.describe()),
         ..ProjectTarget::named(&req.org, &req.project)
@@ -141,8 +146,10 @@ fn fetch_and_index(
     job: &mut JobRecord,
 ) -> Result<Option<String>, IndexerError> {
     // Probed first: if the source moves while it is fetched, the next pass sees a difference.
-    let probe = probe_revision(source, ctx.limits.network)?;
-    let fetched = fetch(source, &ctx.limits, ctx.work_dir)?;
+    let credential = credentials::resolve(ctx.credentials, &target.org, source)?;
+    let probe = probe_revision(source, credential.as_ref(), ctx.limits.network)?;
+    let fetched = fetch(source, credential.as_ref(), &ctx.limits, ctx.work_dir)?;
+    drop(credential);
     job.revision = fetched.revision.clone();
     job.stage = "index".into();
     job.updated_ms = now_ms();
@@ -231,7 +238,9 @@ pub fn reindex_due(
                 .push(format!("{}: local sources are not indexed here", item.id));
             continue;
         }
-        let probe = match probe_revision(&item.source, ctx.limits.network) {
+        let probe = match credentials::resolve(ctx.credentials, &item.org, &item.source)
+            .and_then(|c| probe_revision(&item.source, c.as_ref(), ctx.limits.network))
+        {
             Ok(p) => p,
             Err(e) => {
                 report.probe_failures.push(format!("{}: {e}", item.id));
@@ -289,6 +298,7 @@ mod tests {
         let git = |url: &str| SourceSpec::Git {
             url: url.into(),
             rev: None,
+            credential: None,
         };
         assert!(validate(&req("acme", git("https://example.com/r.git")), false).is_ok());
         for refused in [

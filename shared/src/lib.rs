@@ -32,6 +32,7 @@ pub mod chunk;
 pub mod compose;
 pub mod compress;
 pub mod continuation;
+pub mod credential;
 pub mod dense;
 pub mod graph;
 pub mod hash;

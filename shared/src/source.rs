@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// Where a project's files come from.
 ///
-/// JSON shape: `{"kind":"local","path":..}` | `{"kind":"git","url":..,"rev":null|".."}` |
-/// `{"kind":"tarball","url":..}`.
+/// JSON shape: `{"kind":"local","path":..}` |
+/// `{"kind":"git","url":..,"rev":null|"..","credential"?:".."}` | `{"kind":"tarball","url":..}`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -26,6 +26,11 @@ pub enum SourceSpec {
         /// A full commit id, a branch or a tag; `None` is the remote's `HEAD`.
         #[serde(default)]
         rev: Option<String>,
+        /// The name of a credential the operator stored for the project's org, to fetch a
+        /// private repository with over http(s): a reference only, the token stays with the
+        /// host (see `crate::credential`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credential: Option<String>,
     },
     /// A `.tar` or `.tar.gz` over HTTP(S), such as a forge's archive download.
     Tarball {
@@ -44,9 +49,19 @@ impl SourceSpec {
     pub fn describe(&self) -> String {
         match self {
             SourceSpec::Local { path } => path.clone(),
-            SourceSpec::Git { url, rev: None } => url.clone(),
-            SourceSpec::Git { url, rev: Some(r) } => format!("{url}#{r}"),
+            SourceSpec::Git { url, rev: None, .. } => url.clone(),
+            SourceSpec::Git {
+                url, rev: Some(r), ..
+            } => format!("{url}#{r}"),
             SourceSpec::Tarball { url } => url.clone(),
+        }
+    }
+
+    /// The credential the source names, if any (git sources only).
+    pub fn credential(&self) -> Option<&str> {
+        match self {
+            SourceSpec::Git { credential, .. } => credential.as_deref(),
+            _ => None,
         }
     }
 
@@ -85,6 +100,7 @@ mod tests {
         SourceSpec::Git {
             url: url.into(),
             rev: None,
+            credential: None,
         }
     }
 
@@ -120,7 +136,9 @@ mod tests {
         let pinned = SourceSpec::Git {
             url: "https://h/r.git".into(),
             rev: Some("v1".into()),
+            credential: Some("ci".into()),
         };
+        // The credential's name is not part of how the source is shown.
         assert_eq!(pinned.describe(), "https://h/r.git#v1");
         assert_eq!(git("https://h/r.git").describe(), "https://h/r.git");
     }
@@ -131,5 +149,15 @@ mod tests {
             serde_json::from_str(r#"{"kind":"git","url":"https://h/r.git"}"#).unwrap();
         assert_eq!(spec, git("https://h/r.git"));
         assert!(serde_json::from_str::<SourceSpec>(r#"{"kind":"svn","url":"x"}"#).is_err());
+        // Records written before credentials parse, and a source without one writes none.
+        assert_eq!(
+            serde_json::to_string(&git("https://h/r.git")).unwrap(),
+            r#"{"kind":"git","url":"https://h/r.git","rev":null}"#
+        );
+        let private: SourceSpec = serde_json::from_str(
+            r#"{"kind":"git","url":"https://h/r.git","credential":"ci-token"}"#,
+        )
+        .unwrap();
+        assert_eq!(private.credential(), Some("ci-token"));
     }
 }

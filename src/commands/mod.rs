@@ -7,6 +7,7 @@ pub mod aws;
 pub mod aws_http;
 pub mod compact;
 pub mod count;
+pub mod credential;
 pub mod gc;
 pub mod index;
 pub mod mcp;

@@ -12,6 +12,7 @@ use ctxgate_core::dense::VectorTable;
 use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
+use ctxgate_indexer::credentials::{self, DataDirCredentials};
 use ctxgate_indexer::embed::{EmbedError, Embedder, pack_vectors, query_hits};
 use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
 pub use ctxgate_indexer::source::NetworkPolicy;
@@ -152,7 +153,13 @@ impl EmbeddedBackend {
             let work = root.join("tmp");
             std::fs::create_dir_all(&work)
                 .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
-            let fetched = fetch(&spec, &limits, &work).map_err(source_error)?;
+            // The org's own credential, read for this fetch only.
+            let credential =
+                credentials::resolve(&DataDirCredentials::new(&root), &target.org, &spec)
+                    .map_err(source_error)?;
+            let fetched =
+                fetch(&spec, credential.as_ref(), &limits, &work).map_err(source_error)?;
+            drop(credential);
             let store = Store::open(&root).map_err(storage)?;
             index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
             store
@@ -222,7 +229,9 @@ fn source_error(e: SourceError) -> BackendError {
     let code = ctxgate_indexer::error::source_code(&e);
     let fault = match &e {
         SourceError::NotAllowed { .. } => SourceFault::Refused,
-        SourceError::Io { .. } => return BackendError::Storage(e.to_string()),
+        SourceError::Io { .. } | SourceError::CredentialStore { .. } => {
+            return BackendError::Storage(e.to_string());
+        }
         e if e.is_user_error() => SourceFault::Invalid,
         _ => SourceFault::Upstream,
     };

@@ -107,6 +107,7 @@ mod tests {
         SourceSpec::Git {
             url: url.into(),
             rev: None,
+            credential: None,
         }
     }
 
@@ -153,6 +154,7 @@ mod tests {
         let source = SourceSpec::Git {
             url: "https://host/r.git".into(),
             rev: Some("v1".into()),
+            credential: None,
         };
         let r = registration("tbl", "acme", "core", &source, 5).unwrap();
         let id = project_id("acme", "core");

@@ -17,7 +17,8 @@ use crate::state::AppState;
 pub struct CreateProject {
     /// Unique within the org: letters, digits, `-`, `_`, `.`.
     name: String,
-    /// Where its files come from: `{"kind": "git", "url", "rev"?}`, `{"kind": "tarball",
+    /// Where its files come from: `{"kind": "git", "url", "rev"?, "credential"?}` (a private
+    /// repository names a credential the operator stored for the org), `{"kind": "tarball",
     /// "url"}`, or, on a server started with `--allow-local-paths`, `{"kind": "local", "path"}`.
     source: SourceSpec,
 }

@@ -7,14 +7,20 @@
 //! looked up in the ref advertisement and fetched at depth 1 by its ref name. A full commit id
 //! is asked for directly at depth 1 (protocol v2 servers accept any object id); if the server
 //! refuses, all branches and tags are fetched with history and the commit looked up there.
-//! Credentials are never looked up or prompted for: a private repository fails cleanly instead
-//! of reaching for the machine's credential helpers with a caller-chosen URL.
+//! The machine's credential helpers are never asked or prompted: a caller-chosen URL must not
+//! reach them. A private repository is fetched with the [`Credential`] its source names (looked
+//! up by the host in the project's org), given to gitoxide only when the server answers 401 and
+//! sent as HTTP Basic `username:token`, the way git does; it is never written into the URL, and
+//! every error leaving this module is scrubbed of it.
 
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use std::cell::Cell;
+
+use ctxgate_core::credential::Credential;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::protocol::handshake::Ref;
@@ -32,13 +38,26 @@ const FETCHED_REF: &str = "refs/ctxgate/fetched";
 pub(super) fn fetch(
     url: &str,
     rev: Option<&str>,
+    credential: Option<&Credential>,
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
-    check_url(url, limits.network)?;
+    fetch_files(url, rev, credential, limits, work_dir).map_err(|e| e.scrubbed(credential))
+}
+
+fn fetch_files(
+    url: &str,
+    rev: Option<&str>,
+    credential: Option<&Credential>,
+    limits: &SourceLimits,
+    work_dir: &Path,
+) -> Result<Fetched, SourceError> {
+    check_url(url, limits.network, credential)?;
     let dir = super::temp_dir_in(work_dir)?;
     let want = Want::parse(rev)?;
-    let (repo, commit) = match fetch_commit(url, &want, limits, &dir.path().join("shallow.git")) {
+    let auth = Auth::new(credential);
+    let shallow = dir.path().join("shallow.git");
+    let (repo, commit) = match fetch_commit(url, &want, &auth, limits, &shallow) {
         Ok(found) => found,
         Err(first) if matches!(want, Want::Commit(_)) && !first.is_limit() => {
             // The server would not hand out the commit by id (an older protocol, or no such
@@ -46,6 +65,7 @@ pub(super) fn fetch(
             fetch_commit(
                 url,
                 &Want::Everything(rev),
+                &auth,
                 limits,
                 &dir.path().join("full.git"),
             )?
@@ -69,9 +89,19 @@ pub(super) fn fetch(
 pub(super) fn probe(
     url: &str,
     rev: Option<&str>,
+    credential: Option<&Credential>,
     policy: NetworkPolicy,
 ) -> Result<String, SourceError> {
-    check_url(url, policy)?;
+    probe_refs(url, rev, credential, policy).map_err(|e| e.scrubbed(credential))
+}
+
+fn probe_refs(
+    url: &str,
+    rev: Option<&str>,
+    credential: Option<&Credential>,
+    policy: NetworkPolicy,
+) -> Result<String, SourceError> {
+    check_url(url, policy, credential)?;
     let want = Want::parse(rev)?;
     if let Want::Commit(id) = want {
         return Ok(id.to_hex().to_string());
@@ -88,13 +118,14 @@ pub(super) fn probe(
         .with_fetch_tags(Tags::None)
         .with_refspecs(want.refspecs(), Direction::Fetch)
         .map_err(|_| bad_rev(rev))?;
+    let auth = Auth::new(credential);
     let (ref_map, _) = remote
         .connect(Direction::Fetch)
         .map_err(git_error)?
         .with_transport_options(transport_options(policy))
-        .with_credentials(|_| Ok(None))
+        .with_credentials(|action| Ok(auth.answer(action)))
         .ref_map(gix::progress::Discard, Default::default())
-        .map_err(git_error)?;
+        .map_err(|e| auth.error(url, e))?;
     want.resolve(&ref_map.remote_refs)
         .map(|id| id.to_hex().to_string())
         .ok_or_else(|| not_found(url, rev))
@@ -196,6 +227,7 @@ impl<'a> Want<'a> {
 fn fetch_commit(
     url: &str,
     want: &Want<'_>,
+    auth: &Auth<'_>,
     limits: &SourceLimits,
     git_dir: &Path,
 ) -> Result<(gix::Repository, ObjectId), SourceError> {
@@ -221,9 +253,9 @@ fn fetch_commit(
         .connect(Direction::Fetch)
         .map_err(git_error)?
         .with_transport_options(transport_options(limits.network))
-        .with_credentials(|_| Ok(None))
+        .with_credentials(|action| Ok(auth.answer(action)))
         .prepare_fetch(gix::progress::Discard, Default::default())
-        .map_err(git_error)?;
+        .map_err(|e| auth.error(url, e))?;
     let target = match want {
         Want::Everything(_) => None,
         _ => Some(
@@ -260,7 +292,7 @@ fn fetch_commit(
     if over.load(Ordering::Relaxed) || folder_size(&objects) > limits.max_bytes {
         return Err(too_large());
     }
-    received.map_err(git_error)?;
+    received.map_err(|e| auth.error(url, e))?;
 
     let id = match target {
         Some(id) => id,
@@ -340,6 +372,65 @@ pub(super) fn write_tree(
     Ok(warnings)
 }
 
+/// The answers given to gitoxide's credential requests, and what they tell about a failure.
+struct Auth<'c> {
+    credential: Option<&'c Credential>,
+    /// The server asked for credentials (answered 401).
+    asked: Cell<bool>,
+    /// The server refused the credential given.
+    rejected: Cell<bool>,
+}
+
+impl<'c> Auth<'c> {
+    fn new(credential: Option<&'c Credential>) -> Self {
+        Self {
+            credential,
+            asked: Cell::new(false),
+            rejected: Cell::new(false),
+        }
+    }
+
+    /// gitoxide's request for credentials (`Get` after a 401; `Erase` when the server refused
+    /// them, `Store` when it took them): the credential for a `Get`, nothing else.
+    fn answer(
+        &self,
+        action: gix::credentials::helper::Action,
+    ) -> Option<gix::credentials::protocol::Outcome> {
+        use gix::credentials::helper::Action;
+        match action {
+            Action::Get(context) => {
+                self.asked.set(true);
+                let c = self.credential?;
+                Some(gix::credentials::protocol::Outcome {
+                    identity: gix::sec::identity::Account {
+                        username: c.username.clone(),
+                        password: c.token.clone(),
+                        oauth_refresh_token: None,
+                    },
+                    next: context.into(),
+                })
+            }
+            Action::Erase(_) => {
+                self.rejected.set(true);
+                None
+            }
+            Action::Store(_) => None,
+        }
+    }
+
+    /// A transfer's error, named for what the credential exchange showed.
+    fn error(&self, url: &str, e: impl std::error::Error) -> SourceError {
+        let url = url.to_owned();
+        if self.rejected.get() {
+            SourceError::CredentialRejected { url }
+        } else if self.asked.get() && self.credential.is_none() {
+            SourceError::AuthRequired { url }
+        } else {
+            git_error(e)
+        }
+    }
+}
+
 /// HTTP transport options that hold every connection to `policy` (see [`network`]).
 fn transport_options(policy: NetworkPolicy) -> Box<dyn std::any::Any> {
     use gix::protocol::transport::client::blocking_io::http;
@@ -355,10 +446,34 @@ fn transport_options(policy: NetworkPolicy) -> Box<dyn std::any::Any> {
     })
 }
 
-/// Refuses schemes gitoxide could be made to run commands with (`ext::`, remote helpers), and
-/// network URLs `policy` does not let through.
-fn check_url(url: &str, policy: NetworkPolicy) -> Result<(), SourceError> {
+/// Refuses schemes gitoxide could be made to run commands with (`ext::`, remote helpers),
+/// network URLs `policy` does not let through, and a credential for anything but http(s), the
+/// only transport it is sent over.
+fn check_url(
+    url: &str,
+    policy: NetworkPolicy,
+    credential: Option<&Credential>,
+) -> Result<(), SourceError> {
     let parsed = gix::url::parse(url.as_bytes().as_bstr()).map_err(|e| bad_url(url, e))?;
+    if credential.is_some()
+        && !matches!(
+            parsed.scheme,
+            gix::url::Scheme::Http | gix::url::Scheme::Https
+        )
+    {
+        return Err(SourceError::BadUrl {
+            url: url.to_owned(),
+            why: "a credential is sent over https (or http) only".into(),
+        });
+    }
+    if parsed.password().is_some() {
+        return Err(SourceError::BadUrl {
+            url: url.to_owned(),
+            why: "a password in the URL would be shown wherever the URL is; register a \
+                  credential and name it in the source instead"
+                .into(),
+        });
+    }
     match parsed.scheme {
         // A path on this machine: whether it may be read is the caller's call
         // ([`super::SourceSpec::is_remote`]), not the network policy's.
@@ -501,6 +616,7 @@ mod tests {
         SourceSpec::Git {
             url: url.to_owned(),
             rev: rev.map(str::to_owned),
+            credential: None,
         }
     }
 
@@ -512,8 +628,13 @@ mod tests {
     fn source_git_shallow_head() {
         let fx = fixture();
         let work = tempfile::tempdir().unwrap();
-        let got =
-            fetch_source(&spec(&fx.url, None), &SourceLimits::default(), work.path()).unwrap();
+        let got = fetch_source(
+            &spec(&fx.url, None),
+            None,
+            &SourceLimits::default(),
+            work.path(),
+        )
+        .unwrap();
         assert_eq!(lib_rs(&got), "// two\n");
         assert_eq!(
             std::fs::read_to_string(got.root.join("README.md")).unwrap(),
@@ -543,11 +664,11 @@ mod tests {
             "refs/tags/v1",
             "refs/heads/old",
         ] {
-            let got = fetch_source(&spec(&fx.url, Some(rev)), &limits, work.path()).unwrap();
+            let got = fetch_source(&spec(&fx.url, Some(rev)), None, &limits, work.path()).unwrap();
             assert_eq!(lib_rs(&got), "// one\n", "{rev}");
             assert_eq!(got.revision.as_deref(), Some(fx.first.as_str()), "{rev}");
         }
-        let got = fetch_source(&spec(&fx.url, Some("main")), &limits, work.path()).unwrap();
+        let got = fetch_source(&spec(&fx.url, Some("main")), None, &limits, work.path()).unwrap();
         assert_eq!(got.revision.as_deref(), Some(fx.second.as_str()));
 
         // A commit id is fetched directly at depth 1, without the history fallback.
@@ -556,6 +677,7 @@ mod tests {
         let (repo, commit) = fetch_commit(
             &fx.url,
             &Want::Commit(second),
+            &Auth::new(None),
             &limits,
             &work.path().join("by-id.git"),
         )
@@ -571,14 +693,20 @@ mod tests {
         let limits = SourceLimits::default();
         let absent = "0123456789abcdef0123456789abcdef01234567";
         for rev in ["no-such-branch", absent] {
-            let err = fetch_source(&spec(&fx.url, Some(rev)), &limits, work.path()).unwrap_err();
+            let err =
+                fetch_source(&spec(&fx.url, Some(rev)), None, &limits, work.path()).unwrap_err();
             assert!(matches!(err, SourceError::NotFound { .. }), "{rev}: {err}");
             assert!(err.is_user_error());
         }
-        let err = probe_revision(&spec(&fx.url, Some("no-such-branch")), NetworkPolicy::Open)
-            .unwrap_err();
+        let err = probe_revision(
+            &spec(&fx.url, Some("no-such-branch")),
+            None,
+            NetworkPolicy::Open,
+        )
+        .unwrap_err();
         assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
-        let err = fetch_source(&spec(&fx.url, Some("abc1234")), &limits, work.path()).unwrap_err();
+        let err =
+            fetch_source(&spec(&fx.url, Some("abc1234")), None, &limits, work.path()).unwrap_err();
         assert!(matches!(err, SourceError::BadRev { .. }), "{err}");
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     }
@@ -587,20 +715,20 @@ mod tests {
     fn source_git_probe_follows_the_remote() {
         let fx = fixture();
         assert_eq!(
-            probe_revision(&spec(&fx.url, None), NetworkPolicy::Open)
+            probe_revision(&spec(&fx.url, None), None, NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(fx.second.as_str())
         );
         assert_eq!(
-            probe_revision(&spec(&fx.url, Some("v1")), NetworkPolicy::Open)
+            probe_revision(&spec(&fx.url, Some("v1")), None, NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(fx.first.as_str()),
             "an annotated tag probes as its commit"
         );
         assert_eq!(
-            probe_revision(&spec(&fx.url, Some(&fx.first)), NetworkPolicy::Open)
+            probe_revision(&spec(&fx.url, Some(&fx.first)), None, NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(fx.first.as_str())
@@ -611,7 +739,7 @@ mod tests {
         let third = git(&fx.repo, &["rev-parse", "HEAD"]);
         assert_ne!(third, fx.second);
         assert_eq!(
-            probe_revision(&spec(&fx.url, None), NetworkPolicy::Open)
+            probe_revision(&spec(&fx.url, None), None, NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some(third.as_str())
@@ -628,8 +756,13 @@ mod tests {
         git(&fx.repo, &["add", "-A"]);
         git(&fx.repo, &["commit", "-q", "-m", "links"]);
         let work = tempfile::tempdir().unwrap();
-        let got =
-            fetch_source(&spec(&fx.url, None), &SourceLimits::default(), work.path()).unwrap();
+        let got = fetch_source(
+            &spec(&fx.url, None),
+            None,
+            &SourceLimits::default(),
+            work.path(),
+        )
+        .unwrap();
         assert_eq!(
             std::fs::read_to_string(got.root.join("inside")).unwrap(),
             "// two\n"
@@ -637,6 +770,113 @@ mod tests {
         assert!(got.root.join("src/up").symlink_metadata().is_err());
         assert!(got.root.join("absolute").symlink_metadata().is_err());
         assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+    }
+
+    /// The test server of `tests/private_git/`: `git http-backend` behind HTTP Basic auth.
+    struct AuthServer {
+        child: std::process::Child,
+        url: String,
+        _root: tempfile::TempDir,
+    }
+
+    impl Drop for AuthServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn auth_server(fx: &Fixture, token: &str) -> AuthServer {
+        use std::io::BufRead;
+        let root = tempfile::tempdir().unwrap();
+        let bare = root.path().join("private.git");
+        git(
+            root.path(),
+            &["clone", "-q", "--bare", &fx.url, bare.to_str().unwrap()],
+        );
+        let token_file = root.path().join("token");
+        std::fs::write(&token_file, token).unwrap();
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/private_git/git_http_auth.py"
+        );
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(root.path())
+            .arg("x-access-token")
+            .arg(&token_file)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        let port = line.trim().strip_prefix("listening ").expect("port line");
+        let url = format!("http://127.0.0.1:{port}/private.git");
+        // Drain the request log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in out.lines() {});
+        AuthServer {
+            child,
+            url,
+            _root: root,
+        }
+    }
+
+    #[test]
+    fn source_git_private_repositories_take_their_credential() {
+        let fx = fixture();
+        let token = "ghp_unit0secret0token42";
+        let server = auth_server(&fx, token);
+        let work = tempfile::tempdir().unwrap();
+        let limits = SourceLimits::default();
+        let right = Credential::new(None, token).unwrap();
+        let wrong = Credential::new(None, "ghp_not0the0token").unwrap();
+
+        let err = fetch_source(&spec(&server.url, None), None, &limits, work.path()).unwrap_err();
+        assert!(matches!(err, SourceError::AuthRequired { .. }), "{err}");
+        let err = probe_revision(&spec(&server.url, None), None, NetworkPolicy::Open).unwrap_err();
+        assert!(matches!(err, SourceError::AuthRequired { .. }), "{err}");
+        let err =
+            fetch_source(&spec(&server.url, None), Some(&wrong), &limits, work.path()).unwrap_err();
+        assert!(
+            matches!(err, SourceError::CredentialRejected { .. }),
+            "{err}"
+        );
+        assert!(err.is_user_error());
+        assert!(!err.to_string().contains("ghp_not0the0token"), "{err}");
+
+        let got =
+            fetch_source(&spec(&server.url, None), Some(&right), &limits, work.path()).unwrap();
+        assert_eq!(lib_rs(&got), "// two\n");
+        assert_eq!(got.revision.as_deref(), Some(fx.second.as_str()));
+        let probed = probe_revision(
+            &spec(&server.url, Some("v1")),
+            Some(&right),
+            NetworkPolicy::Open,
+        )
+        .unwrap();
+        assert_eq!(probed.as_deref(), Some(fx.first.as_str()));
+        // By commit id, which may take the fallback's second connection.
+        let got = fetch_source(
+            &spec(&server.url, Some(&fx.first)),
+            Some(&right),
+            &limits,
+            work.path(),
+        )
+        .unwrap();
+        assert_eq!(lib_rs(&got), "// one\n");
+
+        // A token is never put in the URL, where every message would show it.
+        let in_url = server
+            .url
+            .replace("http://", &format!("http://x-access-token:{token}@"));
+        let err = fetch_source(&spec(&in_url, None), None, &limits, work.path()).unwrap_err();
+        assert!(matches!(err, SourceError::BadUrl { .. }), "{err}");
+        assert!(!err.to_string().contains(token), "{err}");
+        // Nor sent over anything but http(s).
+        let err =
+            fetch_source(&spec(&fx.url, None), Some(&right), &limits, work.path()).unwrap_err();
+        assert!(matches!(err, SourceError::BadUrl { .. }), "{err}");
     }
 
     #[test]
@@ -648,7 +888,7 @@ mod tests {
             max_files: 2,
             network: NetworkPolicy::Open,
         };
-        let err = fetch_source(&spec(&fx.url, None), &few, work.path()).unwrap_err();
+        let err = fetch_source(&spec(&fx.url, None), None, &few, work.path()).unwrap_err();
         assert!(
             matches!(err, SourceError::TooManyFiles { limit: 2 }),
             "{err}"
@@ -658,7 +898,7 @@ mod tests {
             max_files: 100,
             network: NetworkPolicy::Open,
         };
-        let err = fetch_source(&spec(&fx.url, None), &tiny, work.path()).unwrap_err();
+        let err = fetch_source(&spec(&fx.url, None), None, &tiny, work.path()).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -679,7 +919,7 @@ mod tests {
             max_files: 100,
             network: NetworkPolicy::Open,
         };
-        let err = fetch_source(&spec(&fx.url, None), &small, work.path()).unwrap_err();
+        let err = fetch_source(&spec(&fx.url, None), None, &small, work.path()).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -692,7 +932,7 @@ mod tests {
         );
 
         for url in ["ext::sh -c touch% /tmp/pwned", "foo://host/repo"] {
-            let err = fetch_source(&spec(url, None), &few, work.path()).unwrap_err();
+            let err = fetch_source(&spec(url, None), None, &few, work.path()).unwrap_err();
             assert!(
                 matches!(err, SourceError::Unsupported { .. }),
                 "{url}: {err}"
@@ -715,14 +955,14 @@ mod tests {
         });
         for scheme in ["http", "https"] {
             let url = format!("{scheme}://{addr}/r.git");
-            let err = fetch_source(&spec(&url, None), &few, work.path()).unwrap_err();
+            let err = fetch_source(&spec(&url, None), None, &few, work.path()).unwrap_err();
             assert!(matches!(err, SourceError::Git(_)), "{url}: {err}");
-            let err = probe_revision(&spec(&url, None), NetworkPolicy::Open).unwrap_err();
+            let err = probe_revision(&spec(&url, None), None, NetworkPolicy::Open).unwrap_err();
             assert!(matches!(err, SourceError::Git(_)), "{url}: {err}");
         }
 
         let missing = format!("file://{}/nothing-here", work.path().display());
-        let err = fetch_source(&spec(&missing, None), &few, work.path()).unwrap_err();
+        let err = fetch_source(&spec(&missing, None), None, &few, work.path()).unwrap_err();
         assert!(matches!(err, SourceError::Git(_)), "{err}");
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     }

@@ -24,6 +24,7 @@ mod git;
 mod network;
 mod tarball;
 
+pub use ctxgate_core::credential::Credential;
 pub use ctxgate_core::source::SourceSpec;
 pub use network::{NetworkPolicy, is_public};
 
@@ -158,6 +159,35 @@ pub enum SourceError {
         /// "git" or "tarball".
         kind: &'static str,
     },
+    /// The git server asks for credentials and the source names none.
+    #[error(
+        "{url} requires authentication: register a credential and name it in the source (\"credential\")"
+    )]
+    AuthRequired {
+        /// The repository.
+        url: String,
+    },
+    /// The git server refused the credential the source names (wrong, expired, or without
+    /// access to the repository).
+    #[error("{url} refused the credential")]
+    CredentialRejected {
+        /// The repository.
+        url: String,
+    },
+    /// The source names a credential the project's org does not have.
+    #[error("no credential `{name}` in this organisation")]
+    CredentialNotFound {
+        /// The name the source gives.
+        name: String,
+    },
+    /// The credential store could not be read.
+    #[error("reading credential `{name}`: {message}")]
+    CredentialStore {
+        /// The name the source gives.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The download is not a (gzip-compressed) tar archive, or is corrupt.
     #[error("not a readable tar or tar.gz archive: {0}")]
     BadArchive(String),
@@ -194,9 +224,59 @@ impl SourceError {
             | SourceError::NotAllowed { .. }
             | SourceError::BadArchive(_)
             | SourceError::Missing(_)
-            | SourceError::NotADirectory(_) => true,
+            | SourceError::NotADirectory(_)
+            | SourceError::AuthRequired { .. }
+            | SourceError::CredentialRejected { .. }
+            | SourceError::CredentialNotFound { .. } => true,
             SourceError::Http { status, .. } => (400..500).contains(status),
-            SourceError::Network { .. } | SourceError::Git(_) | SourceError::Io { .. } => false,
+            SourceError::Network { .. }
+            | SourceError::Git(_)
+            | SourceError::Io { .. }
+            | SourceError::CredentialStore { .. } => false,
+        }
+    }
+
+    /// The error with every text it carries scrubbed of `credential`'s token in any form, and
+    /// of URL passwords and `Authorization` values whatever they are
+    /// ([`ctxgate_core::credential`]): what gitoxide or the HTTP client report can quote a URL
+    /// or a request.
+    pub fn scrubbed(self, credential: Option<&Credential>) -> Self {
+        let clean = |s: String| match credential {
+            Some(c) => c.scrub(&s),
+            None => ctxgate_core::credential::scrub(&s),
+        };
+        match self {
+            SourceError::Http { url, status } => SourceError::Http {
+                url: clean(url),
+                status,
+            },
+            SourceError::Network { url, message } => SourceError::Network {
+                url: clean(url),
+                message: clean(message),
+            },
+            SourceError::Git(m) => SourceError::Git(clean(m)),
+            SourceError::NotFound { url, rev } => SourceError::NotFound {
+                url: clean(url),
+                rev,
+            },
+            SourceError::BadUrl { url, why } => SourceError::BadUrl {
+                url: clean(url),
+                why: clean(why),
+            },
+            SourceError::NotAllowed { url, why } => SourceError::NotAllowed {
+                url: clean(url),
+                why: clean(why),
+            },
+            SourceError::AuthRequired { url } => SourceError::AuthRequired { url: clean(url) },
+            SourceError::CredentialRejected { url } => {
+                SourceError::CredentialRejected { url: clean(url) }
+            }
+            SourceError::CredentialStore { name, message } => SourceError::CredentialStore {
+                name,
+                message: clean(message),
+            },
+            SourceError::BadArchive(m) => SourceError::BadArchive(clean(m)),
+            other => other,
         }
     }
 
@@ -214,16 +294,22 @@ impl SourceError {
 }
 
 /// Puts the source's files on disk; git and tarball sources go to a new temporary folder inside
-/// `work_dir`, deleted when the returned [`Fetched`] is dropped.
+/// `work_dir`, deleted when the returned [`Fetched`] is dropped. `credential` is the secret the
+/// source names, looked up by the caller in the project's org ([`crate::credentials::resolve`]).
 pub fn fetch(
     spec: &SourceSpec,
+    credential: Option<&Credential>,
     limits: &SourceLimits,
     work_dir: &Path,
 ) -> Result<Fetched, SourceError> {
     match spec {
         SourceSpec::Local { path } => fetch_local(Path::new(path)),
-        SourceSpec::Git { url, rev } => git::fetch(url, rev.as_deref(), limits, work_dir),
-        SourceSpec::Tarball { url } => tarball::fetch(url, limits, work_dir),
+        SourceSpec::Git { url, rev, .. } => {
+            git::fetch(url, rev.as_deref(), credential, limits, work_dir)
+        }
+        SourceSpec::Tarball { url } => {
+            tarball::fetch(url, limits, work_dir).map_err(|e| e.scrubbed(None))
+        }
     }
 }
 
@@ -234,12 +320,15 @@ pub fn fetch(
 /// index.
 pub fn probe_revision(
     spec: &SourceSpec,
+    credential: Option<&Credential>,
     network: NetworkPolicy,
 ) -> Result<Option<String>, SourceError> {
     match spec {
         SourceSpec::Local { .. } => Ok(None),
-        SourceSpec::Git { url, rev } => git::probe(url, rev.as_deref(), network).map(Some),
-        SourceSpec::Tarball { url } => tarball::probe(url, network),
+        SourceSpec::Git { url, rev, .. } => {
+            git::probe(url, rev.as_deref(), credential, network).map(Some)
+        }
+        SourceSpec::Tarball { url } => tarball::probe(url, network).map_err(|e| e.scrubbed(None)),
     }
 }
 
@@ -314,6 +403,7 @@ mod tests {
                 SourceSpec::Git {
                     url: "https://h/r.git".into(),
                     rev: Some("v1".into()),
+                    credential: None,
                 },
             ),
             (
@@ -335,7 +425,8 @@ mod tests {
             no_rev,
             SourceSpec::Git {
                 url: "https://h/r.git".into(),
-                rev: None
+                rev: None,
+                credential: None,
             }
         );
         assert!(serde_json::from_str::<SourceSpec>(r#"{"kind":"svn","url":"x"}"#).is_err());
@@ -348,22 +439,25 @@ mod tests {
         let spec = SourceSpec::Local {
             path: dir.path().display().to_string(),
         };
-        let got = fetch(&spec, &SourceLimits::default(), dir.path()).unwrap();
+        let got = fetch(&spec, None, &SourceLimits::default(), dir.path()).unwrap();
         assert_eq!(got.root, std::fs::canonicalize(dir.path()).unwrap());
         assert_eq!(got.revision, None);
-        assert_eq!(probe_revision(&spec, NetworkPolicy::Open).unwrap(), None);
+        assert_eq!(
+            probe_revision(&spec, None, NetworkPolicy::Open).unwrap(),
+            None
+        );
 
         let file = SourceSpec::Local {
             path: dir.path().join("f.txt").display().to_string(),
         };
-        let err = fetch(&file, &SourceLimits::default(), dir.path()).unwrap_err();
+        let err = fetch(&file, None, &SourceLimits::default(), dir.path()).unwrap_err();
         assert!(matches!(err, SourceError::NotADirectory(_)), "{err}");
         assert!(err.is_user_error());
 
         let missing = SourceSpec::Local {
             path: dir.path().join("nope").display().to_string(),
         };
-        let err = fetch(&missing, &SourceLimits::default(), dir.path()).unwrap_err();
+        let err = fetch(&missing, None, &SourceLimits::default(), dir.path()).unwrap_err();
         assert!(matches!(err, SourceError::Missing(_)), "{err}");
     }
 

@@ -420,6 +420,7 @@ mod tests {
 
         let got = fetch_source(
             &spec(&base, "/a.tar.gz"),
+            None,
             &SourceLimits::default(),
             work.path(),
         )
@@ -458,6 +459,7 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let got = fetch_source(
             &spec(&base, "/p.tar"),
+            None,
             &SourceLimits::default(),
             work.path(),
         )
@@ -551,6 +553,7 @@ mod tests {
             let work = tempfile::tempdir().unwrap();
             let err = fetch_source(
                 &spec(&base, &format!("/{name}.tar")),
+                None,
                 &SourceLimits::default(),
                 work.path(),
             )
@@ -596,7 +599,8 @@ mod tests {
             network: NetworkPolicy::Open,
         };
 
-        let err = fetch_source(&spec(&base, "/missing.tgz"), &small, work.path()).unwrap_err();
+        let err =
+            fetch_source(&spec(&base, "/missing.tgz"), None, &small, work.path()).unwrap_err();
         assert!(
             matches!(err, SourceError::Http { status: 404, .. }),
             "{err}"
@@ -604,7 +608,7 @@ mod tests {
         assert!(err.is_user_error());
 
         for path in ["/big-length", "/big-stream"] {
-            let err = fetch_source(&spec(&base, path), &small, work.path()).unwrap_err();
+            let err = fetch_source(&spec(&base, path), None, &small, work.path()).unwrap_err();
             assert!(
                 matches!(
                     err,
@@ -617,13 +621,15 @@ mod tests {
             );
         }
 
-        let err = fetch_source(&spec(&base, "/many.tar.gz"), &small, work.path()).unwrap_err();
+        let err =
+            fetch_source(&spec(&base, "/many.tar.gz"), None, &small, work.path()).unwrap_err();
         assert!(
             matches!(err, SourceError::TooManyFiles { limit: 10 }),
             "{err}"
         );
 
-        let err = fetch_source(&spec(&base, "/bomb.tar.gz"), &small, work.path()).unwrap_err();
+        let err =
+            fetch_source(&spec(&base, "/bomb.tar.gz"), None, &small, work.path()).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -635,13 +641,14 @@ mod tests {
             "{err}"
         );
 
-        let err = fetch_source(&spec(&base, "/html"), &small, work.path()).unwrap_err();
+        let err = fetch_source(&spec(&base, "/html"), None, &small, work.path()).unwrap_err();
         assert!(matches!(err, SourceError::BadArchive(_)), "{err}");
 
         let err = fetch_source(
             &SourceSpec::Tarball {
                 url: "ftp://example.com/a.tgz".into(),
             },
+            None,
             &small,
             work.path(),
         )
@@ -654,6 +661,7 @@ mod tests {
         };
         let err = fetch_source(
             &SourceSpec::Tarball { url: unreachable },
+            None,
             &small,
             work.path(),
         )
@@ -662,8 +670,12 @@ mod tests {
         assert!(!err.is_user_error());
         // TLS through the ring provider: a server that does not speak TLS is a network error.
         let not_tls = base.replace("http://", "https://") + "/html";
-        let err =
-            probe_revision(&SourceSpec::Tarball { url: not_tls }, NetworkPolicy::Open).unwrap_err();
+        let err = probe_revision(
+            &SourceSpec::Tarball { url: not_tls },
+            None,
+            NetworkPolicy::Open,
+        )
+        .unwrap_err();
         assert!(matches!(err, SourceError::Network { .. }), "{err}");
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     }
@@ -688,20 +700,20 @@ mod tests {
             ),
         ]));
         assert_eq!(
-            probe_revision(&spec(&base, "/strong"), NetworkPolicy::Open)
+            probe_revision(&spec(&base, "/strong"), None, NetworkPolicy::Open)
                 .unwrap()
                 .as_deref(),
             Some("\"v1\"")
         );
         assert_eq!(
-            probe_revision(&spec(&base, "/weak"), NetworkPolicy::Open).unwrap(),
+            probe_revision(&spec(&base, "/weak"), None, NetworkPolicy::Open).unwrap(),
             None
         );
         assert_eq!(
-            probe_revision(&spec(&base, "/none"), NetworkPolicy::Open).unwrap(),
+            probe_revision(&spec(&base, "/none"), None, NetworkPolicy::Open).unwrap(),
             None
         );
-        let err = probe_revision(&spec(&base, "/gone"), NetworkPolicy::Open).unwrap_err();
+        let err = probe_revision(&spec(&base, "/gone"), None, NetworkPolicy::Open).unwrap_err();
         assert!(
             matches!(err, SourceError::Http { status: 404, .. }),
             "{err}"
