@@ -1,5 +1,7 @@
-//! Credentials for private git repositories: what a reference may be named, the secret it
-//! names, and scrubbing that secret out of any text before the text is shown, logged or stored.
+//! Credentials of private git sources.
+//!
+//! What a reference may be named, the secret it names, and scrubbing that secret out of any
+//! text before the text is shown, logged or stored.
 //!
 //! A git source names a credential (`{"kind":"git", .., "credential":"ci-token"}`); the token
 //! itself stays with the host that fetches (a file of the data directory, or AWS Secrets
