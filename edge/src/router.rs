@@ -8,7 +8,7 @@ use axum::routing::{get, post, put};
 
 use crate::error::ApiError;
 use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
-use crate::routes::{admin, context, history, meta, projects, usage};
+use crate::routes::{admin, context, history, meta, projects, usage, webhooks};
 use crate::state::AppState;
 
 /// The whole API over `state`.
@@ -25,6 +25,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/projects/{id}/reindex", post(projects::reindex))
+        .route(
+            "/v1/projects/{id}/webhook",
+            post(webhooks::create).delete(webhooks::remove),
+        )
+        .route("/v1/webhooks/github/{project}", post(webhooks::github))
+        .route("/v1/webhooks/gitlab/{project}", post(webhooks::gitlab))
         .route("/v1/usage", get(usage::usage))
         .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))

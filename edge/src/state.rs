@@ -7,6 +7,7 @@ use ctxgate_core::catalog::Catalog;
 
 use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
+use crate::hooks::Webhooks;
 use crate::pointer::PointerCache;
 use crate::snapshot::SnapshotCache;
 
@@ -57,6 +58,8 @@ pub struct AppState {
     pub pointers: Arc<PointerCache>,
     /// Dense retrieval, where the host has it.
     pub dense: Option<Arc<dyn DenseRetrieval>>,
+    /// Push webhooks, where the host can queue re-indexing.
+    pub webhooks: Option<Arc<dyn Webhooks>>,
 }
 
 impl AppState {
@@ -81,6 +84,7 @@ impl AppState {
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
             dense: None,
+            webhooks: None,
         }
     }
 
@@ -94,6 +98,12 @@ impl AppState {
     /// The same state, ranking with `dense` retrieval too.
     pub fn with_dense(mut self, dense: Option<Arc<dyn DenseRetrieval>>) -> Self {
         self.dense = dense;
+        self
+    }
+
+    /// The same state, taking push webhooks through `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: Option<Arc<dyn Webhooks>>) -> Self {
+        self.webhooks = webhooks;
         self
     }
 

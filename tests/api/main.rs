@@ -11,6 +11,7 @@ mod dense;
 mod fresh;
 mod host;
 mod sources;
+mod webhooks;
 mod worker;
 
 #[test]
@@ -54,4 +55,9 @@ fn native_damaged_segments_are_named() {
 #[test]
 fn native_served_folders_stay_fresh() {
     fresh::run();
+}
+
+#[test]
+fn native_push_webhooks_reindex() {
+    webhooks::run();
 }

@@ -11,6 +11,7 @@ pub(crate) mod history;
 pub(crate) mod meta;
 pub(crate) mod projects;
 pub(crate) mod usage;
+pub(crate) mod webhooks;
 
 pub use context::{
     ContextAnswer, ContextRequest, SearchAnswer, SearchRequest, context_value, search_answer,
