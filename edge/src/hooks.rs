@@ -42,7 +42,7 @@ impl std::fmt::Debug for HookRecord {
 
 /// Webhook storage and re-index queueing, for hosts that index (the data directory natively;
 /// S3 + DynamoDB with an indexer function). A host without it answers the webhook endpoints
-/// with 501 `webhooks_unsupported`.
+/// with 403 `webhooks_unsupported`.
 #[async_trait]
 pub trait Webhooks: Send + Sync + 'static {
     /// Project `project`'s webhook, if it has one.

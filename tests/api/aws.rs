@@ -399,7 +399,7 @@ fn push_through_the_worker(
     assert!(webhooks::context_has(worker, key, "core", query, marker));
 
     // Replays (the same delivery; the same body under a new id) invoke nothing more.
-    let refused = vec![
+    let refused = [
         (
             webhooks::send_github(worker, &id, "push", "aws-push", &body, Some(&secret)),
             409,

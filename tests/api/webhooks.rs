@@ -148,7 +148,6 @@ pub fn context_has(host: &dyn Host, key: &str, project: &str, query: &str, path:
 
 /// Asserts that each delivery in `refused` is answered `(status, code)` and that, a moment
 /// later, `project` is still at `version` without `path`.
-#[allow(clippy::too_many_arguments)]
 pub fn assert_refused_and_unchanged(
     host: &dyn Host,
     key: &str,

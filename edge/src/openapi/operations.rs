@@ -411,8 +411,8 @@ pub(super) fn operations() -> Vec<Operation> {
             }],
             own_errors: vec![
                 (404, vec!["project_not_found"]),
+                (403, vec!["webhooks_unsupported"]),
                 (409, vec!["webhook_source_unsupported"]),
-                (501, vec!["webhooks_unsupported"]),
             ],
             ..op(
                 "post",
@@ -429,8 +429,8 @@ pub(super) fn operations() -> Vec<Operation> {
                 body: None,
             }],
             own_errors: vec![
+                (403, vec!["webhooks_unsupported"]),
                 (404, vec!["project_not_found"]),
-                (501, vec!["webhooks_unsupported"]),
             ],
             ..op(
                 "delete",
@@ -694,12 +694,11 @@ fn webhook_delivery(
                 401,
                 vec!["webhook_signature_missing", "webhook_signature_invalid"],
             ),
-            (403, SOURCE_REFUSED.to_vec()),
+            (403, [SOURCE_REFUSED, &["webhooks_unsupported"]].concat()),
             (404, vec!["project_not_found"]),
             (409, vec!["webhook_replayed", "webhook_source_unsupported"]),
             (422, vec!["webhook_repository_mismatch"]),
             (500, vec!["index_corrupt"]),
-            (501, vec!["webhooks_unsupported", "not_supported"]),
             (503, vec!["storage_unavailable"]),
         ],
         headers,
@@ -743,7 +742,7 @@ place the secret appears: it is stored server-side and never shown again. Set it
 with the answered path below this server's public URL (GitHub: content type application/json, \
 the `push` event; GitLab: secret token, push events). Only projects indexed from a git \
 repository registered through this server take webhooks (409 `webhook_source_unsupported`); a \
-host that cannot queue indexing answers 501 `webhooks_unsupported`. docs/webhooks.md.";
+host that cannot queue indexing answers 403 `webhooks_unsupported`. docs/webhooks.md.";
 
 const DELIVERY: &str = "Authenticated by the project's webhook secret, not an API key: a \
 missing signature is 401 `webhook_signature_missing`, a wrong one (or a project without a \

@@ -80,7 +80,7 @@ pub struct QueuedJob {
 
 fn unsupported() -> ApiError {
     ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
+        StatusCode::FORBIDDEN,
         "webhooks_unsupported",
         "this deployment does not index on push (the Worker over R2, or AWS without \
          CTXGATE_INDEXER_FUNCTION); its projects are re-indexed where they are published",

@@ -106,7 +106,7 @@ impl<C: HttpClient> Webhooks for PublishedProjects<C> {
         source: &SourceSpec,
     ) -> Result<(), BackendError> {
         let Some(function) = &self.config.indexer_function else {
-            return Err(BackendError::Unsupported(
+            return Err(BackendError::Refused(
                 "no indexer function is configured (CTXGATE_INDEXER_FUNCTION): the scheduled \
                  pass will index the push"
                     .into(),
