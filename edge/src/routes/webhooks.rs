@@ -301,7 +301,7 @@ async fn deliver(
         Verdict::Unwatched(why) => Err(why.reason()),
         Verdict::Reindex => Ok(()),
     };
-    mark(hooks, state, &project.id, &marks).await?;
+    mark(hooks, state.accounts.now_ms(), &project.id, &marks).await?;
     if let Err(reason) = queue {
         return Ok((StatusCode::OK, Json(answer("ignored", Some(reason)))));
     }
@@ -338,11 +338,10 @@ fn mismatch(project: &ProjectInfo, url: &str) -> ApiError {
 /// Records every mark of the delivery, or none: a replay under either mark is refused.
 async fn mark(
     hooks: &dyn Webhooks,
-    state: &AppState,
+    now: u64,
     project: &str,
     marks: &[String],
 ) -> Result<(), ApiError> {
-    let now = state.accounts.now_ms();
     for (i, m) in marks.iter().enumerate() {
         if !hooks.mark_delivery(project, m, now).await? {
             for earlier in &marks[..i] {
@@ -357,4 +356,93 @@ async fn mark(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::backend::BackendError;
+
+    /// Webhook items in memory, keyed as the stores key them.
+    #[derive(Default)]
+    struct Items(Mutex<BTreeMap<(String, String), String>>);
+
+    #[async_trait]
+    impl Webhooks for Items {
+        async fn hook(&self, _: &str) -> Result<Option<HookRecord>, BackendError> {
+            Ok(None)
+        }
+        async fn put_hook(&self, _: &HookRecord) -> Result<(), BackendError> {
+            Ok(())
+        }
+        async fn delete_hook(&self, _: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+        async fn mark_delivery(&self, p: &str, m: &str, at: u64) -> Result<bool, BackendError> {
+            let mut items = self.0.lock().unwrap();
+            let key = (p.to_string(), m.to_string());
+            if items.contains_key(&key) {
+                return Ok(false);
+            }
+            items.insert(key, at.to_string());
+            Ok(true)
+        }
+        async fn forget_delivery(&self, p: &str, m: &str) -> Result<(), BackendError> {
+            self.0
+                .lock()
+                .unwrap()
+                .remove(&(p.to_string(), m.to_string()));
+            Ok(())
+        }
+        async fn registered_source(
+            &self,
+            _: &ProjectInfo,
+        ) -> Result<Option<SourceSpec>, BackendError> {
+            Ok(None)
+        }
+        async fn queue_reindex(&self, _: &ProjectInfo, _: &SourceSpec) -> Result<(), BackendError> {
+            Ok(())
+        }
+    }
+
+    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn marks(id: &str, body: &[u8]) -> [String; 2] {
+        delivery::marks("x-github-delivery", Some(id), body).unwrap()
+    }
+
+    #[test]
+    fn a_replay_by_id_or_body_is_refused_and_leaves_no_mark() {
+        let items = Items::default();
+        let first = marks("d1", b"push one");
+        assert!(block(mark(&items, 1, "p1", &first)).is_ok());
+        assert_eq!(items.0.lock().unwrap().len(), 2);
+        for replay in [
+            marks("d1", b"push one"),
+            marks("d2", b"push one"),
+            marks("d1", b"other"),
+        ] {
+            let e = block(mark(&items, 2, "p1", &replay)).unwrap_err();
+            assert_eq!(
+                (e.status, e.code),
+                (StatusCode::CONFLICT, "webhook_replayed")
+            );
+            // The new mark of a half-new delivery was taken back.
+            assert_eq!(items.0.lock().unwrap().len(), 2, "{replay:?}");
+        }
+        // Another project's deliveries are its own.
+        assert!(block(mark(&items, 3, "p2", &first)).is_ok());
+        assert!(block(mark(&items, 4, "p1", &marks("d3", b"push two"))).is_ok());
+        assert_eq!(items.0.lock().unwrap().len(), 6);
+    }
 }
