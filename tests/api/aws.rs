@@ -456,6 +456,14 @@ fn native_serve_over_aws(moto: &moto::Moto, store_url: &str) {
         "{}",
         r.body
     );
+    // Without an indexer function a push could start nothing: no webhook is made.
+    let r = post(&native, "/v1/projects/core/webhook", Some(&key), &json!({}));
+    assert_eq!(
+        (r.status, r.code()),
+        (403, "webhooks_unsupported"),
+        "{}",
+        r.body
+    );
 }
 
 /// A context answer within `budget`, whose prompt re-counted by o200k is the reported total.
