@@ -340,17 +340,24 @@ fn serve_logs_one_access_line_per_request_at_v() {
         .read_to_string(&mut logs)
         .unwrap();
     let _ = child.wait();
-    let access: Vec<&str> = logs.lines().filter(|l| l.contains("request")).collect();
+    // One JSON line per request (docs/observability.md), named by its route template.
+    let access: Vec<serde_json::Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "request")
+        .collect();
     assert!(
         access
             .iter()
-            .any(|l| l.contains("path=/healthz") && l.contains("status=200")),
+            .any(|l| l["route"] == "/healthz" && l["status"] == 200),
         "{logs}"
     );
     assert!(
-        access
-            .iter()
-            .any(|l| l.contains("path=/v1/context") && l.contains("status=401")),
+        access.iter().any(|l| l["route"] == "/v1/context"
+            && l["status"] == 401
+            && l["error_code"] == "invalid_api_key"
+            && l["request_id"].is_string()
+            && l["latency_ms"].is_number()),
         "{logs}"
     );
     assert!(

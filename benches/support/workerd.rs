@@ -155,3 +155,54 @@ pub fn v8_profile(inspector_port: u16, plan: &serde_json::Value, interval_us: u3
         format!("no profile: {}", String::from_utf8_lossy(&out.stderr))
     }
 }
+
+/// `scripts/worker-inspector.mjs` attached to the Worker's inspector for as long as this lives:
+/// it drains `wrangler dev`'s inspector-proxy buffer (which otherwise grows with every
+/// subrequest, in wrangler's process, not the Worker's) and records the isolate's JavaScript
+/// heap every second.
+#[allow(dead_code)]
+pub struct InspectorDrain {
+    child: std::process::Child,
+    out: tempfile::NamedTempFile,
+}
+
+#[allow(dead_code)]
+impl InspectorDrain {
+    /// Attaches to the inspector on `inspector_port`; waits for its first heap reading.
+    pub fn attach(inspector_port: u16) -> Self {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out = tempfile::NamedTempFile::new().expect("temp file");
+        let child = std::process::Command::new("node")
+            .arg(root.join("scripts/worker-inspector.mjs"))
+            .arg(inspector_port.to_string())
+            .arg(out.path())
+            .env("WS_MODULE", root.join("target/tools/npm/node_modules/ws"))
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run node");
+        let drain = Self { child, out };
+        let start = std::time::Instant::now();
+        while drain.heap_mib().is_none() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "scripts/worker-inspector.mjs reported no heap"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        drain
+    }
+
+    /// The isolate's JavaScript heap in use at the latest reading, MiB.
+    pub fn heap_mib(&self) -> Option<f64> {
+        let text = std::fs::read_to_string(self.out.path()).ok()?;
+        let v: serde_json::Value = serde_json::from_str(text.lines().last()?).ok()?;
+        Some(v["used_bytes"].as_f64()? / (1024.0 * 1024.0))
+    }
+}
+
+impl Drop for InspectorDrain {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -20,6 +20,18 @@ pub struct ApiError {
     pub details: Value,
     /// Seconds for `Retry-After` (429s).
     pub retry_after: Option<u64>,
+    /// The quota limit a 429 `quota_exceeded` hit (`tokens_per_day`, ...), for metrics.
+    pub quota_limit: Option<&'static str>,
+}
+
+/// What an error answer carries for [`crate::observe`] in its response's extensions: the code
+/// and quota limit, straight from the [`ApiError`], never parsed back from the body.
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorFacts {
+    /// The machine-readable code.
+    pub code: &'static str,
+    /// The limit a quota refusal hit.
+    pub quota_limit: Option<&'static str>,
 }
 
 impl ApiError {
@@ -31,6 +43,7 @@ impl ApiError {
             message: message.into(),
             details: Value::Null,
             retry_after: None,
+            quota_limit: None,
         }
     }
     /// 400 with `code`.
@@ -50,6 +63,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let facts = ErrorFacts {
+            code: self.code,
+            quota_limit: self.quota_limit,
+        };
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code.to_string(),
@@ -78,6 +95,7 @@ impl IntoResponse for ApiError {
         {
             res.headers_mut().insert(header::RETRY_AFTER, v);
         }
+        res.extensions_mut().insert(facts);
         res
     }
 }

@@ -25,6 +25,8 @@ pub mod hooks;
 pub mod json_text;
 pub mod mcp;
 pub mod meter;
+pub mod metrics;
+pub mod observe;
 pub mod openapi;
 pub mod pointer;
 pub mod recent;

@@ -46,7 +46,15 @@ pub async fn admit(
         .accounts
         .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
         .await?;
-    admitted(id, tokens, endpoint, outcome)
+    admitted(id, tokens, endpoint, outcome).inspect_err(|e| noted(caller, e))
+}
+
+/// Notes a quota refusal on the caller's request record, so it is counted even where the
+/// error does not become the HTTP answer (an MCP tool call answers a JSON-RPC error).
+pub fn noted(caller: &Caller, e: &ApiError) {
+    if let Some(limit) = e.quota_limit {
+        caller.note.refused(limit);
+    }
 }
 
 /// The admission of a call whose reservation (lease `id`, `tokens`) had `outcome`: the 429 a
@@ -81,6 +89,7 @@ pub fn admitted(
                 "retry_after_s": r.retry_after_s,
             }));
             e.retry_after = Some(r.retry_after_s);
+            e.quota_limit = Some(what);
             Err(e)
         }
     }
@@ -110,6 +119,7 @@ pub async fn finish(
 ) {
     let now = state.accounts.now_ms();
     let org = &caller.org.name;
+    caller.note.tokens(used);
     let record = AuditRecord {
         id: admission.id,
         at_ms: now,

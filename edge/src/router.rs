@@ -8,12 +8,13 @@ use axum::routing::{get, post, put};
 
 use crate::error::ApiError;
 use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
-use crate::routes::{admin, context, history, meta, projects, usage, webhooks};
+use crate::routes::{admin, context, history, meta, metrics, projects, usage, webhooks};
 use crate::state::AppState;
 
 /// The whole API over `state`.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
+    let observed = state.clone();
     Router::new()
         .route("/healthz", get(meta::healthz))
         .route("/openapi.json", get(meta::openapi))
@@ -32,6 +33,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/webhooks/github/{project}", post(webhooks::github))
         .route("/v1/webhooks/gitlab/{project}", post(webhooks::gitlab))
         .route("/v1/usage", get(usage::usage))
+        .route("/metrics", get(metrics::metrics))
         .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))
         .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
@@ -52,6 +54,11 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             limit,
             refuse_declared_oversize,
+        ))
+        // Outermost, so its record covers every answer, the body-limit refusals included.
+        .layer(axum::middleware::from_fn_with_state(
+            observed,
+            crate::observe::observe,
         ))
         .with_state(state)
 }

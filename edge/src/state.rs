@@ -8,6 +8,7 @@ use ctxgate_core::catalog::Catalog;
 use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
 use crate::hooks::Webhooks;
+use crate::metrics::Metrics;
 use crate::pointer::PointerCache;
 use crate::snapshot::SnapshotCache;
 
@@ -58,6 +59,8 @@ pub struct AppState {
     pub pointers: Arc<PointerCache>,
     /// Dense retrieval, where the host has it.
     pub dense: Option<Arc<dyn DenseRetrieval>>,
+    /// Counters and histograms of this process or isolate (`GET /metrics`).
+    pub metrics: Arc<Metrics>,
     /// Push webhooks, where the host can queue re-indexing.
     pub webhooks: Option<Arc<dyn Webhooks>>,
 }
@@ -84,8 +87,16 @@ impl AppState {
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
             dense: None,
+            metrics: Arc::default(),
             webhooks: None,
         }
+    }
+
+    /// The same state, counting into `metrics` (shared with what else the host counts: its
+    /// indexing jobs).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The same state, admitting calls through `admission` (a host that keeps projects and

@@ -9,8 +9,8 @@
 //! The one-fault cases pin the behaviour down: a retried upload after a drop, a lost answer to a
 //! conditional upload (the version number is skipped, or the run stops), a refused conditional
 //! publish reported after exactly one attempt, a throttled publish retried until its tries are
-//! spent, and a lost answer to the project lock or to the publish itself not mistaken for
-//! another writer's.
+//! spent, a lost answer to the project lock or to the publish itself not mistaken for
+//! another writer's, and a lost answer to an optimistic update (a job's start) not applied twice.
 
 mod support;
 
@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::aws::{AwsStore, S3Location};
+use ctxgate_indexer::jobs::{self, JobRecord, Trigger};
 use ctxgate_indexer::pipeline::{
     IndexOptions, IndexReport, NoProgress, ProjectTarget, index_project,
 };
@@ -303,6 +304,25 @@ fn publishing_through_aws_faults_succeeds_or_fails_cleanly() {
     let r = r.expect("a lost answer to the publish");
     assert_eq!(Some(r.version), b.current());
     assert!(Some(r.version) > before);
+
+    // An optimistic update's answer lost: the SDK's retry fails its condition (the first try
+    // moved `rev`), and the update must see its own write instead of applying it twice.
+    let job_start = Matcher {
+        operation: "UpdateItem",
+        containing: "JOB#lost-answer",
+    };
+    let mut job = JobRecord::starting("lost-answer", ORG, "p1", "core", Trigger::Request, 1);
+    b.proxy.arm(job_start.clone(), Fault::LoseAnswer);
+    jobs::start(&b.faulty, &mut job).expect("a lost answer to starting a job");
+    assert_eq!(b.proxy.armed(), 0, "{job_start:?} was never sent");
+    assert_eq!(job.attempts, 1, "the job's start was applied twice");
+    let stored = jobs::list(&b.direct, Some(ORG), 10).unwrap();
+    let stored = stored.iter().find(|j| j.id == "lost-answer").unwrap();
+    assert_eq!(stored.attempts, 1, "the stored job counts one start");
+    // A real second start still counts.
+    let mut again = JobRecord::starting("lost-answer", ORG, "p1", "core", Trigger::Request, 2);
+    jobs::start(&b.faulty, &mut again).unwrap();
+    assert_eq!(again.attempts, 2);
 
     eprintln!(
         "{} faults injected, {} requests forwarded, in {:?}",

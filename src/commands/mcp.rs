@@ -118,6 +118,7 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
         },
         key_id: "stdio".into(),
         fresh: true,
+        note: Default::default(),
     };
     let scope = ToolScope {
         default_project: Some(project),

@@ -65,7 +65,9 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             NetworkPolicy::PublicHttps
         },
     };
-    let mut backend = EmbeddedBackend::open(&dir, access)?;
+    // Shared by the router (requests) and the backend (its indexing jobs): `GET /metrics`.
+    let metrics = Arc::new(ctxgate_edge::metrics::Metrics::default());
+    let mut backend = EmbeddedBackend::open(&dir, access)?.with_metrics(metrics.clone());
     if let Some(dense) = super::dense_config(&args.dense)? {
         let embedder = dense
             .embedder(&dir)
@@ -123,6 +125,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     };
     let state = AppState::new(backend, projects, catalog(global)?, config)
         .with_dense(dense)
+        .with_metrics(metrics)
         .with_webhooks(webhooks);
     let state_pointers = state.pointers.clone();
     let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
@@ -170,18 +173,20 @@ async fn server_timing(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let start = std::time::Instant::now();
-    let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let mut res = next.run(req).await;
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    // The access log (-v): what was asked and how it ended, never a body, key or query text.
-    tracing::info!(
-        target: "access",
-        method = %method,
-        path = %path,
-        status = res.status().as_u16(),
-        ms = format!("{ms:.2}"),
-        "request"
-    );
+    // The access log (-v, or CTXGATE_LOG=access=info): the router's record of the request as
+    // one JSON line (crate ctxgate_edge::observe decides what it holds: never a body, key or
+    // query text).
+    if let Some(record) = res
+        .extensions()
+        .get::<ctxgate_edge::observe::RequestRecord>()
+        && tracing::enabled!(target: "access", tracing::Level::INFO)
+    {
+        use std::io::Write;
+        let line = format!("{}\n", record.json_line());
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
     if let Ok(v) = axum::http::HeaderValue::from_str(&format!("app;dur={ms:.3}")) {
         res.headers_mut().insert("server-timing", v);
     }

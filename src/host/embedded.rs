@@ -24,6 +24,7 @@ use ctxgate_edge::backend::{
     Accounts, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectInfo, Projects, SourceFault,
 };
 use ctxgate_edge::dense::DenseRetrieval;
+use ctxgate_edge::metrics::Metrics;
 
 mod hooks;
 
@@ -51,6 +52,8 @@ pub struct EmbeddedBackend {
     access: SourceAccess,
     index: IndexOptions,
     dense: Option<Dense>,
+    /// Where its indexing jobs' durations are counted (`GET /metrics`), when serving.
+    metrics: Option<std::sync::Arc<Metrics>>,
     jobs: std::sync::Arc<hooks::JobQueue>,
 }
 
@@ -77,8 +80,15 @@ impl EmbeddedBackend {
             access,
             index: IndexOptions::default(),
             dense: None,
+            metrics: None,
             jobs: std::sync::Arc::default(),
         })
+    }
+
+    /// The same backend, counting its indexing jobs into `metrics`.
+    pub fn with_metrics(mut self, metrics: std::sync::Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Turns dense retrieval on with `embedder` (loaded by the caller: the local model takes
@@ -107,7 +117,24 @@ impl EmbeddedBackend {
     /// changed (unchanged files are recognised by size and time or content hash, so a
     /// re-index of an unchanged folder is a stat walk). Readers keep the current version until
     /// the new manifest is written.
+    /// [`Self::run_index`] as one job started by `trigger` (`create`, `reindex`), timed into
+    /// the metrics.
     async fn index_source(
+        &self,
+        trigger: &str,
+        target: ProjectTarget,
+        spec: SourceSpec,
+    ) -> Result<ProjectInfo, BackendError> {
+        let started = std::time::Instant::now();
+        let result = self.run_index(target, spec).await;
+        if let Some(m) = &self.metrics {
+            let outcome = if result.is_ok() { "ok" } else { "failed" };
+            m.index_job(trigger, outcome, started.elapsed().as_secs_f64());
+        }
+        result
+    }
+
+    async fn run_index(
         &self,
         target: ProjectTarget,
         spec: SourceSpec,
@@ -522,7 +549,7 @@ impl Projects for EmbeddedBackend {
             source: source.clone(),
         })
         .map_err(storage)?;
-        let info = self.index_source(target.clone(), spec).await?;
+        let info = self.index_source("create", target.clone(), spec).await?;
         // Remembered only once indexed, so a failed registration leaves nothing to re-index.
         let key = ItemKey::source(&target.id);
         self.with(|s| s.put_item(&key.pk, &key.sk, &registered))?;
@@ -532,8 +559,12 @@ impl Projects for EmbeddedBackend {
     async fn reindex_project(&self, project: &ProjectInfo) -> Result<ProjectInfo, BackendError> {
         let source = self.registered_source(project)?;
         let spec = self.admit(&source)?;
-        self.index_source(ProjectTarget::named(&project.org, &project.name), spec)
-            .await
+        self.index_source(
+            "reindex",
+            ProjectTarget::named(&project.org, &project.name),
+            spec,
+        )
+        .await
     }
 
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {

@@ -178,6 +178,8 @@ pub struct NativeHost {
     url: String,
     flags: Vec<String>,
     vars: Vec<(String, String)>,
+    /// Where the server's stderr goes (`None`: the test's own).
+    stderr: Option<std::path::PathBuf>,
 }
 
 pub const ADMIN_SECRET: &str = "test-admin-secret-0123456789";
@@ -194,13 +196,22 @@ impl NativeHost {
 
     /// With `flags` added to `ctxgate serve`'s defaults and `vars` in its environment.
     pub fn start_with_env(flags: &[&str], vars: &[(&str, &str)]) -> Self {
+        Self::start_logging(flags, vars, None)
+    }
+
+    /// [`Self::start_with_env`], its stderr (logs) into the file `stderr` when given.
+    pub fn start_logging(
+        flags: &[&str],
+        vars: &[(&str, &str)],
+        stderr: Option<std::path::PathBuf>,
+    ) -> Self {
         let home = tempfile::tempdir().unwrap();
         let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
         let vars: Vec<(String, String)> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let child = Self::spawn(home.path(), &flags, &vars, &[]);
+        let child = Self::spawn(home.path(), &flags, &vars, &[], stderr.as_deref());
         // Built before anything can panic, so the server is always stopped.
         let mut host = Self {
             home,
@@ -208,6 +219,7 @@ impl NativeHost {
             url: String::new(),
             flags,
             vars,
+            stderr,
         };
         host.url = host.listening();
         host
@@ -218,7 +230,18 @@ impl NativeHost {
         flags: &[String],
         vars: &[(String, String)],
         extra: &[(&str, &str)],
+        stderr: Option<&Path>,
     ) -> Child {
+        let stderr = match stderr {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            ),
+            None => Stdio::inherit(),
+        };
         Command::new(env!("CARGO_BIN_EXE_ctxgate"))
             .args([
                 "serve",
@@ -237,7 +260,7 @@ impl NativeHost {
             .envs(vars.iter().map(|(k, v)| (k, v)))
             .envs(extra.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap()
     }
@@ -258,7 +281,13 @@ impl NativeHost {
     pub fn kill_and_restart(&mut self, extra: &[(&str, &str)]) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.child = Self::spawn(self.home.path(), &self.flags, &self.vars, extra);
+        self.child = Self::spawn(
+            self.home.path(),
+            &self.flags,
+            &self.vars,
+            extra,
+            self.stderr.as_deref(),
+        );
         self.url = self.listening();
     }
 

@@ -10,6 +10,7 @@ mod damaged;
 mod dense;
 mod fresh;
 mod host;
+mod observability;
 mod sources;
 mod webhooks;
 mod worker;
@@ -55,6 +56,16 @@ fn native_damaged_segments_are_named() {
 #[test]
 fn native_served_folders_stay_fresh() {
     fresh::run();
+}
+
+#[test]
+fn native_metrics_and_request_logs() {
+    observability::native();
+}
+
+#[test]
+fn worker_metrics_request_logs_and_analytics() {
+    observability::worker();
 }
 
 #[test]

@@ -29,6 +29,8 @@ pub struct WorkerHost {
     child: Child,
     url: String,
     inspector_port: u16,
+    /// `wrangler dev -c` configs in place of `wrangler.toml` (empty: the repository's).
+    configs: Vec<PathBuf>,
 }
 
 fn wrangler() -> PathBuf {
@@ -126,7 +128,30 @@ impl WorkerHost {
     }
 
     fn spawn_with(extra: &[(&str, String)]) -> Self {
+        Self::spawn_configured(extra, |_| Vec::new())
+    }
+
+    /// Starts the Worker with `wrangler dev -c` over the configs `configs` writes into the run's
+    /// scratch folder (the first is the Worker's, the others run beside it).
+    #[allow(dead_code)]
+    pub fn start_with_configs(configs: impl FnOnce(&Path) -> Vec<PathBuf>) -> Self {
+        let host = Self::spawn_configured(&[], configs);
+        host.wait_ready(Duration::from_secs(180));
+        host
+    }
+
+    /// What wrangler said so far (its output: the Worker's `console.log` lines among it).
+    #[allow(dead_code)]
+    pub fn output(&self) -> String {
+        self.log()
+    }
+
+    fn spawn_configured(
+        extra: &[(&str, String)],
+        configs: impl FnOnce(&Path) -> Vec<PathBuf>,
+    ) -> Self {
         let scratch = tempfile::tempdir().unwrap();
+        let configs = configs(scratch.path());
         // Dev vars for this run only (the equivalent of `.dev.vars`; never committed).
         let vars = scratch.path().join("dev.env");
         let mut text = format!(
@@ -138,12 +163,13 @@ impl WorkerHost {
         std::fs::write(&vars, text).unwrap();
         let port = free_port();
         let inspector_port = free_port();
-        let child = launch(scratch.path(), port, inspector_port);
+        let child = launch(scratch.path(), port, inspector_port, &configs);
         Self {
             scratch,
             child,
             url: format!("http://127.0.0.1:{port}"),
             inspector_port,
+            configs,
         }
     }
 
@@ -159,7 +185,12 @@ impl WorkerHost {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap();
-        self.child = launch(self.scratch.path(), port, self.inspector_port);
+        self.child = launch(
+            self.scratch.path(),
+            port,
+            self.inspector_port,
+            &self.configs,
+        );
         self.wait_ready(Duration::from_secs(180));
     }
 
@@ -203,7 +234,7 @@ impl Drop for WorkerHost {
 }
 
 /// `wrangler dev` over `scratch` (its vars, state and log), on `port`.
-fn launch(scratch: &Path, port: u16, inspector_port: u16) -> Child {
+fn launch(scratch: &Path, port: u16, inspector_port: u16, configs: &[PathBuf]) -> Child {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -211,8 +242,10 @@ fn launch(scratch: &Path, port: u16, inspector_port: u16) -> Child {
         .unwrap();
     Command::new(wrangler())
         .current_dir(ROOT)
-        .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "info"])
+        // `log`: the Worker's own console lines (its JSON request records) too.
+        .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "log"])
         .args(["--show-interactive-dev-session=false"])
+        .args(configs.iter().flat_map(|c| [Path::new("-c"), c.as_path()]))
         .arg("--port")
         .arg(port.to_string())
         .arg("--inspector-port")

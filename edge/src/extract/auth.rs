@@ -8,6 +8,7 @@ use ctxgate_core::hash::Sha256Digest;
 
 use crate::backend::OrgRecord;
 use crate::error::ApiError;
+use crate::observe::RequestNote;
 use crate::state::AppState;
 
 /// An authenticated caller.
@@ -20,6 +21,9 @@ pub struct Caller {
     /// The request said `Cache-Control: no-cache`: resolve projects afresh instead of through
     /// the cached version pointer, to see a version published a moment ago.
     pub fresh: bool,
+    /// The request's record, where metered calls note the tokens they deliver (a detached one
+    /// for calls that come from no HTTP request, MCP over stdio).
+    pub note: RequestNote,
 }
 
 /// A key's public id: the first 16 hex digits of its hash. The key has 192 bits of entropy, so
@@ -69,10 +73,17 @@ impl FromRequestParts<AppState> for Caller {
             state.accounts.org(&record.org).await?.ok_or_else(|| {
                 unauthorized("invalid_api_key", "the API key's organisation is gone")
             })?;
+        let note = parts
+            .extensions
+            .get::<RequestNote>()
+            .cloned()
+            .unwrap_or_default();
+        note.org(&org.name);
         Ok(Caller {
             org,
             key_id: key_id(&hash),
             fresh: wants_fresh(parts),
+            note,
         })
     }
 }

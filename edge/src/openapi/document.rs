@@ -165,6 +165,10 @@ fn operation(
         if let Some(of) = a.body {
             r["content"] = json_content(of(output).to_value());
         }
+        if op.id == "metrics" {
+            // The Prometheus text exposition format is the default answer; JSON on request.
+            r["content"]["text/plain"] = json!({ "schema": { "type": "string" } });
+        }
         if op.id == "getContext" {
             r["headers"] = json!({ "ctxgate-storage-read": {
                 "description": "Bytes this answer read from storage: the version's index when \

@@ -9,6 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::backend::{OrgRecord, ProjectInfo};
 use crate::mcp::{RpcAnswer, RpcRequest};
+use crate::metrics::MetricsSnapshot;
 use crate::routes::admin::{CreateOrg, CreatedKey};
 use crate::routes::history::{CompactAnswer, CompactRequest};
 use crate::routes::meta::ModelList;
@@ -486,6 +487,21 @@ pub(super) fn operations() -> Vec<Operation> {
             )
         },
         Operation {
+            description: Some(METRICS),
+            answers: vec![Answer {
+                status: 200,
+                description: "Prometheus text (0.0.4) by default; this JSON with `Accept: application/json`",
+                body: Some(of::<MetricsSnapshot>),
+            }],
+            ..op(
+                "get",
+                "/metrics",
+                "metrics",
+                "Request, token, quota, cache and indexing metrics (admin secret)",
+                Access::Admin,
+            )
+        },
+        Operation {
             description: Some(COMPACT),
             body: Body::Json(of::<CompactRequest>),
             metered: true,
@@ -735,6 +751,15 @@ scheduled pass fetches them; by default public https hosts only) and answers 202
 indexed, and a name already indexed is 409 `conflict`. Folders and `file://` URLs are 403 \
 `source_refused` there. Deployed over R2 and Durable Objects, it answers 403 `source_refused` \
 and serves what an indexer publishes through the admin endpoints.";
+
+const METRICS: &str = "Counters and latency histograms since this process started (`ctxgate \
+serve`) or, in the Worker, since this isolate started: Cloudflare runs many isolates, each \
+counting its own requests; the whole deployment's figures are in the Workers Analytics Engine \
+dataset when one is bound. Series: `ctxgate_http_requests_total` and \
+`ctxgate_http_request_duration_seconds` by method, route template and status, \
+`ctxgate_tokens_delivered_total` by org and route, `ctxgate_quota_refusals_total` by org and \
+limit, `ctxgate_index_cache_lookups_total` by cache and result, \
+`ctxgate_index_job_duration_seconds` by trigger and outcome (docs/observability.md).";
 
 const CREATE_WEBHOOK: &str = "A new random secret for the project's push webhook, \
 replacing any previous one (whose deliveries are refused from then on). The answer is the only \

@@ -9,6 +9,7 @@ pub(crate) mod context;
 mod conversation;
 pub(crate) mod history;
 pub(crate) mod meta;
+pub(crate) mod metrics;
 pub(crate) mod projects;
 pub(crate) mod usage;
 pub(crate) mod webhooks;

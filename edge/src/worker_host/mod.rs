@@ -9,8 +9,10 @@
 //! `ADMIN_SECRET` (optional: unlocks the admin endpoints), `MAX_BODY_BYTES` (optional),
 //! `CATALOG_TOML` (optional: models merged over the built-in catalog), and `CTXGATE_STORE` with
 //! `CTXGATE_TABLE` and AWS credentials (optional: read projects from what the batch indexer
-//! published to S3 and DynamoDB; see `aws_fetch::config`).
+//! published to S3 and DynamoDB; see `aws_fetch::config`). An Analytics Engine dataset bound as
+//! `ANALYTICS` (optional) receives one data point per request (`analytics`).
 
+mod analytics;
 mod aws_fetch;
 mod cloudflare;
 mod edge_cache;
@@ -31,6 +33,7 @@ pub use cloudflare::CloudflareBackend;
 pub use org_object::OrgObject;
 
 use crate::error::ApiError;
+use crate::observe::RequestRecord;
 use crate::state::{AppState, Config};
 
 /// Why the Worker cannot serve with its configuration.
@@ -177,7 +180,7 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
 static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 
 #[event(fetch)]
-async fn fetch(req: HttpRequest, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
+async fn fetch(req: HttpRequest, env: Env, ctx: Context) -> worker::Result<worker::Response> {
     console_error_panic_hook::set_once();
     let (mut router, limits) = match router(&env) {
         Ok(built) => built,
@@ -188,10 +191,13 @@ async fn fetch(req: HttpRequest, env: Env, _ctx: Context) -> worker::Result<work
         Err(refusal) => return whole(refusal.into_response()).await,
     };
     let health = req.uri().path() == "/healthz";
-    let res = match router.call(req).await {
+    let mut res = match router.call(req).await {
         Ok(res) => res,
         Err(never) => match never {},
     };
+    if let Some(record) = res.extensions_mut().remove::<RequestRecord>() {
+        analytics::emit(&env, &ctx, &record);
+    }
     whole(if health { with_memory(res) } else { res }).await
 }
 

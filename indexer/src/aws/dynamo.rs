@@ -23,6 +23,24 @@ pub(super) struct RawItem {
     pub data: String,
     pub rev: u64,
     pub current_version: Option<u64>,
+    /// The token of the optimistic update that wrote `rev` ([`DynamoTable::update_raw`]).
+    pub writer: Option<String>,
+}
+
+/// A token naming one optimistic update: written beside the data, so that an update whose
+/// answer was lost, and whose retry then failed its condition, can tell its own write from
+/// another writer's instead of applying its change a second time.
+fn writer_token() -> String {
+    let mut random = [0u8; 16];
+    // Without randomness, time and the process make a token still unique in practice.
+    if getrandom::fill(&mut random).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        random = (t ^ u128::from(std::process::id())).to_le_bytes();
+    }
+    random.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How long an indexing lease lasts unless its holder renews it (a third of the way through):
@@ -163,6 +181,7 @@ impl AwsStore {
             data: get_s(&item, "data").unwrap_or_default().to_string(),
             rev: get_n(&item, "rev").unwrap_or(0),
             current_version: get_n(&item, "current_version"),
+            writer: get_s(&item, "writer").map(str::to_string),
         }))
     }
 
@@ -199,10 +218,16 @@ impl AwsStore {
         sk: &str,
         f: &mut dyn FnMut(Option<String>) -> Result<Option<String>, IndexerError>,
     ) -> Result<(), IndexerError> {
+        let token = writer_token();
         let mut attempt = 0;
         loop {
             attempt += 1;
             let old = self.get_raw(pk, sk)?;
+            // The previous try landed though its answer was lost (the SDK's retry of it then
+            // failed the condition): it is done, and applying `f` again would apply it twice.
+            if attempt > 1 && old.as_ref().and_then(|o| o.writer.as_deref()) == Some(&token) {
+                return Ok(());
+            }
             let rev = old.as_ref().map(|o| o.rev);
             let exists = old.is_some();
             let Some(new) = f(old.map(|o| o.data))? else {
@@ -216,10 +241,12 @@ impl AwsStore {
                 .table_name(&self.table)
                 .key("pk", s(pk))
                 .key("sk", s(sk))
-                .update_expression("SET #d = :d, #r = :next")
+                .update_expression("SET #d = :d, #r = :next, #w = :w")
                 .expression_attribute_names("#d", "data")
                 .expression_attribute_names("#r", "rev")
+                .expression_attribute_names("#w", "writer")
                 .expression_attribute_values(":d", s(&new))
+                .expression_attribute_values(":w", s(&token))
                 .expression_attribute_values(":next", n(rev.map_or(1, |r| r + 1)));
             req = match rev {
                 // An item written without `rev` (by another tool) is matched by its absence.

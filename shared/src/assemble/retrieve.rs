@@ -70,13 +70,16 @@ pub(super) fn add_hot_paths(intent: &mut QueryAnalysis, options: &QueryOptions) 
     }
 }
 
+/// Lists read from segments, each with its id; borrowed from the source where it can.
+pub(super) type FetchedLists<'s> = Vec<(ListId, Cow<'s, [u8]>)>;
+
 /// The values of `ids` the pack keeps in segments, from `source`; the ones it lacks make one
 /// [`AssembleError::ListsNeeded`].
 pub(super) fn fetched_lists<'s>(
     pack: &IndexPack,
     source: &'s dyn ChunkSource,
     ids: impl IntoIterator<Item = ListId>,
-) -> Result<Vec<(ListId, Cow<'s, [u8]>)>, AssembleError> {
+) -> Result<FetchedLists<'s>, AssembleError> {
     let mut fetched = Vec::new();
     let mut missing = Vec::new();
     for id in ids {

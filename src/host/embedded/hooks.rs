@@ -129,7 +129,18 @@ impl Webhooks for EmbeddedBackend {
     ) -> Result<(), BackendError> {
         // Refused now (a `file://` source on a server without local paths), not in the job.
         let spec = self.admit(source)?;
-        let job = self.indexing(ProjectTarget::named(&project.org, &project.name), spec);
+        let index = self.indexing(ProjectTarget::named(&project.org, &project.name), spec);
+        // Timed into the metrics as the request-started jobs are, with trigger `push`.
+        let metrics = self.metrics.clone();
+        let job = move || {
+            let started = std::time::Instant::now();
+            let result = index();
+            if let Some(m) = &metrics {
+                let outcome = if result.is_ok() { "ok" } else { "failed" };
+                m.index_job("push", outcome, started.elapsed().as_secs_f64());
+            }
+            result
+        };
         self.jobs.submit(project, job)
     }
 }

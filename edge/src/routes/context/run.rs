@@ -20,6 +20,7 @@ use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
 use crate::extract::Caller;
 use crate::meter::{self, Admission, Delivered};
+use crate::metrics::IndexCache;
 use crate::routes::projects::no_project;
 use crate::state::AppState;
 
@@ -94,7 +95,8 @@ pub(super) async fn run(
     .total();
     let lease = meter::new_id(state);
     let (project, version, outcome) = reserve(state, caller, project, &lease, tokens, now).await?;
-    let admission = meter::admitted(lease, tokens, endpoint, outcome)?;
+    let admission = meter::admitted(lease, tokens, endpoint, outcome)
+        .inspect_err(|e| meter::noted(caller, e))?;
     let mut delivered = Vec::new();
     let result = async {
         if let Some(claims) = claims {
@@ -149,6 +151,9 @@ async fn reserve(
     let cached = (!caller.fresh)
         .then(|| state.pointers.get(org, project, now))
         .flatten();
+    if !caller.fresh {
+        caller.note.cache(IndexCache::Pointer, cached.is_some());
+    }
     let found = match cached {
         // A warm request: the pointer is known, only the quota needs the backend.
         Some((p, version)) => ProjectAdmission::Reserved {
@@ -204,6 +209,8 @@ async fn assemble(
         .snapshots
         .open(state.projects.as_ref(), project)
         .await?;
+    // Nothing read from storage: the version was open in this process.
+    caller.note.cache(IndexCache::Version, opened_bytes == 0);
     let mut exclude = delivered.to_vec();
     exclude.extend(indices_of(&snap.pack, &known));
     // A chunk the session saw as a signature may come whole later, not as a signature again.
