@@ -21,6 +21,7 @@ pub mod dense;
 pub mod error;
 pub mod extract;
 pub mod gc;
+pub mod hooks;
 pub mod json_text;
 pub mod mcp;
 pub mod meter;

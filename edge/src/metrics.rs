@@ -304,7 +304,7 @@ pub struct CacheSeries {
 /// Indexing jobs of one trigger and outcome.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct JobSeries {
-    /// `create` (`POST /v1/projects`) or `reindex` (the API, `--watch`).
+    /// `create` (`POST /v1/projects`), `reindex` (the API, `--watch`) or `push` (a webhook).
     pub trigger: String,
     /// `ok` or `failed`.
     pub outcome: String,

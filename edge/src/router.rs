@@ -8,7 +8,7 @@ use axum::routing::{get, post, put};
 
 use crate::error::ApiError;
 use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
-use crate::routes::{admin, context, history, meta, metrics, projects, usage};
+use crate::routes::{admin, context, history, meta, metrics, projects, usage, webhooks};
 use crate::state::AppState;
 
 /// The whole API over `state`.
@@ -26,6 +26,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/projects/{id}/reindex", post(projects::reindex))
+        .route(
+            "/v1/projects/{id}/webhook",
+            post(webhooks::create).delete(webhooks::remove),
+        )
+        .route("/v1/webhooks/github/{project}", post(webhooks::github))
+        .route("/v1/webhooks/gitlab/{project}", post(webhooks::gitlab))
         .route("/v1/usage", get(usage::usage))
         .route("/metrics", get(metrics::metrics))
         .route("/mcp", post(crate::mcp::mcp))

@@ -7,6 +7,7 @@ use ctxgate_core::catalog::Catalog;
 
 use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
+use crate::hooks::Webhooks;
 use crate::metrics::Metrics;
 use crate::pointer::PointerCache;
 use crate::snapshot::SnapshotCache;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub dense: Option<Arc<dyn DenseRetrieval>>,
     /// Counters and histograms of this process or isolate (`GET /metrics`).
     pub metrics: Arc<Metrics>,
+    /// Push webhooks, where the host can queue re-indexing.
+    pub webhooks: Option<Arc<dyn Webhooks>>,
 }
 
 impl AppState {
@@ -85,6 +88,7 @@ impl AppState {
             snapshots: Arc::new(SnapshotCache::default()),
             dense: None,
             metrics: Arc::default(),
+            webhooks: None,
         }
     }
 
@@ -105,6 +109,12 @@ impl AppState {
     /// The same state, ranking with `dense` retrieval too.
     pub fn with_dense(mut self, dense: Option<Arc<dyn DenseRetrieval>>) -> Self {
         self.dense = dense;
+        self
+    }
+
+    /// The same state, taking push webhooks through `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: Option<Arc<dyn Webhooks>>) -> Self {
+        self.webhooks = webhooks;
         self
     }
 

@@ -18,6 +18,8 @@
 //! | indexing job               | `JOBS`           | `JOB#{id}`                     |
 //! | re-index schedule          | `SCHEDULE`       | `PROJECT#{id}`                 |
 //! | a served folder's source   | `SOURCES`        | `PROJECT#{id}`                 |
+//! | a project's push webhook   | `PROJECT#{id}`   | `WEBHOOK`                      |
+//! | a webhook delivery seen    | `PROJECT#{id}`   | `DELIVERY#{mark}`              |
 //!
 //! Numbers are zero-padded so that the sort key orders them: the newest version or audit
 //! record is the last item of its range.
@@ -51,6 +53,8 @@ const KEY_PREFIX: &str = "KEY#";
 const META: &str = "META";
 const LEDGER: &str = "LEDGER";
 const LOCK: &str = "LOCK";
+const WEBHOOK: &str = "WEBHOOK";
+const DELIVERY_PREFIX: &str = "DELIVERY#";
 const JOBS_PK: &str = "JOBS";
 const SCHEDULE_PK: &str = "SCHEDULE";
 const SOURCES_PK: &str = "SOURCES";
@@ -88,6 +92,17 @@ impl ItemKey {
     /// A project's indexing lease (DynamoDB; the data directory locks a file instead).
     pub fn lock(project: &str) -> Self {
         Self::new(project_sk(project), LOCK.to_owned())
+    }
+
+    /// A project's push webhook (its secret).
+    pub fn webhook(project: &str) -> Self {
+        Self::new(project_sk(project), WEBHOOK.to_owned())
+    }
+
+    /// A webhook delivery of a project seen before, by one of its marks
+    /// ([`crate::webhook::delivery::marks`]).
+    pub fn delivery(project: &str, mark: &str) -> Self {
+        Self::new(project_sk(project), format!("{DELIVERY_PREFIX}{mark}"))
     }
 
     /// An organisation's record.
@@ -226,6 +241,15 @@ mod tests {
         assert_eq!(ItemKey::job("j").pk, "JOBS");
         assert_eq!(ItemKey::source("p").pk, "SOURCES");
         assert_eq!(ItemKey::schedule("p").sk, "PROJECT#p");
+        assert_eq!(ItemKey::webhook("p").pk, "PROJECT#p");
+        assert_eq!(ItemKey::webhook("p").sk, "WEBHOOK");
+        assert_eq!(ItemKey::delivery("p", "id:x").sk, "DELIVERY#id:x");
+        // Neither is in the range of a project's versions.
+        assert!(
+            !ItemKey::webhook("p")
+                .sk
+                .starts_with(ItemRange::versions_of("p").sk_prefix)
+        );
         assert_eq!(ItemKey::audit("o", 12, "r").sk, "AUDIT#000000000000012#r");
     }
 }

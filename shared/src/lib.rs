@@ -54,3 +54,4 @@ pub mod select;
 pub mod source;
 pub mod summary;
 pub mod tokens;
+pub mod webhook;

@@ -7,6 +7,7 @@ use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
 use ctxgate_edge::backend::Projects;
 use ctxgate_edge::dense::DenseRetrieval;
+use ctxgate_edge::hooks::Webhooks;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
 
@@ -100,15 +101,23 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     // Dense retrieval needs the data directory's texts and vectors: the embedded backend only.
     let mut dense: Option<Arc<dyn DenseRetrieval>> = None;
     let backend = Arc::new(backend);
+    // Push webhooks where a push can start indexing: a job here, or the indexer function.
+    let mut webhooks: Option<Arc<dyn Webhooks>> = None;
     let projects: Arc<dyn Projects> = match aws_config(&args.store)? {
         // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
         Some(aws) => {
             tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
             let http = super::aws_http::NativeHttp::new()
                 .map_err(|e| Failure::internal("http_client", e.to_string()))?;
-            Arc::new(PublishedProjects::new(http, aws))
+            let indexes = aws.indexer_function.is_some();
+            let published = Arc::new(PublishedProjects::new(http, aws));
+            if indexes {
+                webhooks = Some(published.clone());
+            }
+            published
         }
         None => {
+            webhooks = Some(backend.clone());
             watched = Some(backend.clone());
             dense = Some(backend.clone());
             backend.clone()
@@ -116,7 +125,8 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     };
     let state = AppState::new(backend, projects, catalog(global)?, config)
         .with_dense(dense)
-        .with_metrics(metrics);
+        .with_metrics(metrics)
+        .with_webhooks(webhooks);
     let state_pointers = state.pointers.clone();
     let app = ctxgate_edge::router(state).layer(axum::middleware::from_fn(server_timing));
     let rt = tokio::runtime::Builder::new_multi_thread()

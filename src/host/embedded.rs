@@ -27,6 +27,8 @@ use ctxgate_edge::backend::{
 use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::metrics::Metrics;
 
+mod hooks;
+
 /// Which sources `POST /v1/projects` may index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SourceAccess {
@@ -53,6 +55,7 @@ pub struct EmbeddedBackend {
     dense: Option<Dense>,
     /// Where its indexing jobs' durations are counted (`GET /metrics`), when serving.
     metrics: Option<std::sync::Arc<Metrics>>,
+    jobs: std::sync::Arc<hooks::JobQueue>,
 }
 
 /// Dense retrieval on this server: the model, loaded once, and each open version's vectors.
@@ -79,6 +82,7 @@ impl EmbeddedBackend {
             index: IndexOptions::default(),
             dense: None,
             metrics: None,
+            jobs: std::sync::Arc::default(),
         })
     }
 
@@ -133,23 +137,35 @@ impl EmbeddedBackend {
 
     async fn run_index(
         &self,
-        mut target: ProjectTarget,
+        target: ProjectTarget,
         spec: SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
+        // Fetching and indexing take seconds: run them off the async workers.
+        tokio::task::spawn_blocking(self.indexing(target, spec))
+            .await
+            .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))?
+    }
+
+    /// The work of indexing `spec` as `target`, to run on a blocking thread, on its own store
+    /// connection: what a request waits for, or a queued job runs (again, when it is asked for
+    /// while it runs). The fetched files live in a temporary folder of the data directory,
+    /// deleted when the fetch drops.
+    fn indexing(
+        &self,
+        mut target: ProjectTarget,
+        spec: SourceSpec,
+    ) -> impl Fn() -> Result<ProjectInfo, BackendError> + Send + Sync + 'static {
         // A folder shows as the indexed folder; URLs as given (with a pinned rev).
         if !matches!(spec, SourceSpec::Local { .. }) {
             target.source = Some(spec.describe());
         }
-        // Fetching and indexing take seconds: run them off the async workers, on their own
-        // connection. The fetched files live in a temporary folder of the data directory,
-        // deleted when `fetched` drops.
         let root = self.root.clone();
         let opts = self.index.clone();
         let limits = SourceLimits {
             network: self.access.network,
             ..SourceLimits::default()
         };
-        let item = tokio::task::spawn_blocking(move || {
+        move || {
             let work = root.join("tmp");
             std::fs::create_dir_all(&work)
                 .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
@@ -162,14 +178,12 @@ impl EmbeddedBackend {
             drop(credential);
             let store = Store::open(&root).map_err(storage)?;
             index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
-            store
+            let item = store
                 .project(&target.org, &target.id)
                 .map_err(storage)?
-                .ok_or_else(|| BackendError::Corrupt("project vanished after indexing".into()))
-        })
-        .await
-        .map_err(|e| BackendError::Storage(format!("indexing task failed: {e}")))??;
-        Ok(info(item))
+                .ok_or_else(|| BackendError::Corrupt("project vanished after indexing".into()))?;
+            Ok(info(item))
+        }
     }
 
     /// Where `project`'s files come from. Projects registered before sources were remembered

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::host::{NativeHost, get, org_with_key, post, post_fresh};
 use super::worker::WorkerHost;
-use super::{cases, sources};
+use super::{cases, sources, webhooks};
 
 const BUCKET: &str = "ctxgate-e2e";
 const TABLE: &str = "ctxgate-e2e";
@@ -209,6 +209,7 @@ pub fn run() {
     lambda.wait().ok();
     let mut indexer = function(&service, None);
     register_through_the_worker(&worker, &key, &other, &service);
+    push_through_the_worker(&worker, &key, &other, &service, repo.path(), &url);
     indexer.kill().ok();
     indexer.wait().ok();
     drop(worker);
@@ -327,6 +328,106 @@ fn register_through_the_worker(
     }
 }
 
+/// A signed GitHub push to the Worker over S3 + DynamoDB: the webhook's secret is kept in
+/// DynamoDB, the push invokes the real Lambda binary with the project's index event (through
+/// `service`, Lambda's `Invoke` API), and the Worker then answers with the pushed file. Unsigned,
+/// wrongly signed and replayed deliveries invoke nothing and leave the version as it was.
+fn push_through_the_worker(
+    worker: &WorkerHost,
+    key: &str,
+    other: &str,
+    service: &runtime_api::RuntimeApi,
+    repo: &Path,
+    url: &str,
+) {
+    let r = post(worker, "/v1/projects/core/webhook", Some(other), &json!({}));
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "{}",
+        r.body
+    );
+    let r = post(worker, "/v1/projects/core/webhook", Some(key), &json!({}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["project"].as_str().unwrap().to_string();
+    let secret = r.body["secret"].as_str().unwrap().to_string();
+    let r = get(worker, "/v1/projects/core", Some(key));
+    assert!(!r.body.to_string().contains(&secret), "{}", r.body);
+    let before = webhooks::version(worker, key, "core");
+    let invoked = service.invocations().len();
+
+    let branch = webhooks::git(repo, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    let (query, marker) = ("aws_pushed_marker_function", "aws_pushed.rs");
+    let after = webhooks::commit_file(
+        repo,
+        marker,
+        "/// Arrived with a push to the Worker.\npub fn aws_pushed_marker_function() -> u8 {\n    3\n}\n",
+    );
+    let body = webhooks::github_push(url, &format!("refs/heads/{branch}"), &after).replace(
+        "\"default_branch\":\"main\"",
+        &format!("\"default_branch\":\"{branch}\""),
+    );
+    let wrong = "f".repeat(64);
+    let refused = vec![
+        (
+            webhooks::send_github(worker, &id, "push", "aws-unsigned", &body, None),
+            401,
+            "webhook_signature_missing",
+        ),
+        (
+            webhooks::send_github(worker, &id, "push", "aws-wrong", &body, Some(&wrong)),
+            401,
+            "webhook_signature_invalid",
+        ),
+    ];
+    webhooks::assert_refused_and_unchanged(worker, key, "core", refused, before, query, marker);
+    assert_eq!(
+        service.invocations().len(),
+        invoked,
+        "a refused delivery invoked the indexer"
+    );
+
+    let r = webhooks::send_github(worker, &id, "push", "aws-push", &body, Some(&secret));
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["jobs"][0]["name"], "core", "{}", r.body);
+    match nth_invocation(service, invoked + 1) {
+        runtime_api::Outcome::Response(job) => assert_eq!(job["state"], "published", "{job}"),
+        other => panic!("{other:?}"),
+    }
+    let now = webhooks::version(worker, key, "core");
+    assert!(now > before, "{now:?} after {before:?}");
+    assert!(webhooks::context_has(worker, key, "core", query, marker));
+
+    // Replays (the same delivery; the same body under a new id) invoke nothing more.
+    let refused = [
+        (
+            webhooks::send_github(worker, &id, "push", "aws-push", &body, Some(&secret)),
+            409,
+            "webhook_replayed",
+        ),
+        (
+            webhooks::send_github(worker, &id, "push", "aws-push-2", &body, Some(&secret)),
+            409,
+            "webhook_replayed",
+        ),
+    ];
+    for (i, (r, status, code)) in refused.iter().enumerate() {
+        assert_eq!(
+            (r.status, r.code()),
+            (*status, *code),
+            "replay {i}: {}",
+            r.body
+        );
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        service.invocations().len(),
+        invoked + 1,
+        "a replay invoked the indexer"
+    );
+    assert_eq!(webhooks::version(worker, key, "core"), now);
+}
+
 /// `ctxgate serve --store s3://… --table …` answers from what the Lambda published, as the
 /// Worker does: the project listed with its version, a context within the budget, and nothing
 /// for another organisation.
@@ -352,6 +453,14 @@ fn native_serve_over_aws(moto: &moto::Moto, store_url: &str) {
     assert_eq!(
         (r.status, r.code()),
         (404, "project_not_found"),
+        "{}",
+        r.body
+    );
+    // Without an indexer function a push could start nothing: no webhook is made.
+    let r = post(&native, "/v1/projects/core/webhook", Some(&key), &json!({}));
+    assert_eq!(
+        (r.status, r.code()),
+        (403, "webhooks_unsupported"),
         "{}",
         r.body
     );

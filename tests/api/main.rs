@@ -12,6 +12,7 @@ mod fresh;
 mod host;
 mod observability;
 mod sources;
+mod webhooks;
 mod worker;
 
 #[test]
@@ -65,4 +66,9 @@ fn native_metrics_and_request_logs() {
 #[test]
 fn worker_metrics_request_logs_and_analytics() {
     observability::worker();
+}
+
+#[test]
+fn native_push_webhooks_reindex() {
+    webhooks::run();
 }

@@ -11,6 +11,8 @@ use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
 use crate::backend::{BackendError, ProjectInfo, Projects, SourceSpec};
 
+mod hooks;
+
 /// An answer: status and body.
 #[derive(Clone, Debug)]
 pub struct HttpResponse {

@@ -127,6 +127,12 @@ fn operation(
                 "content": { "application/json": { "schema": schema } }
             });
         }
+        Body::Signed(of) => {
+            o["requestBody"] = json!({
+                "required": true,
+                "content": { "application/json": { "schema": of(input).to_value() } }
+            });
+        }
         Body::Bytes => {
             o["requestBody"] = json!({
                 "required": true,
@@ -135,6 +141,22 @@ fn operation(
                 }
             });
         }
+    }
+    if !op.headers.is_empty() {
+        let headers: Vec<Value> = op
+            .headers
+            .iter()
+            .map(|(name, description)| {
+                json!({
+                    "name": name,
+                    "in": "header",
+                    "required": false,
+                    "schema": { "type": "string" },
+                    "description": description,
+                })
+            })
+            .collect();
+        o["parameters"] = Value::Array(headers);
     }
     let has_body = op.method != "head";
     let mut responses = Map::new();

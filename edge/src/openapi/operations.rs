@@ -15,6 +15,7 @@ use crate::routes::history::{CompactAnswer, CompactRequest};
 use crate::routes::meta::ModelList;
 use crate::routes::projects::{CreateProject, Reindexed};
 use crate::routes::usage::Usage;
+use crate::routes::webhooks::{CreatedHook, Delivered};
 use crate::routes::{
     ContextAnswer, ContextRequest, CountAnswer, CountRequest, ProjectList, SearchAnswer,
     SearchRequest,
@@ -50,6 +51,9 @@ pub(super) enum Body {
     Json(SchemaOf),
     /// Raw bytes (an index object).
     Bytes,
+    /// JSON of this type, authenticated by a signature over its raw bytes (a forge's webhook
+    /// delivery): read as bytes, so the JSON body's own error codes do not apply.
+    Signed(SchemaOf),
 }
 
 /// A successful answer.
@@ -86,6 +90,8 @@ pub(super) struct Operation {
     pub answers: Vec<Answer>,
     /// The error codes its handler adds, by status.
     pub own_errors: Vec<(u16, Vec<&'static str>)>,
+    /// Request headers it reads (name, what it is), all optional: a missing one has its code.
+    pub headers: Vec<(&'static str, &'static str)>,
 }
 
 /// The codes of an unknown model or a budget the core refuses.
@@ -224,6 +230,7 @@ pub(super) fn operations() -> Vec<Operation> {
         reads_index: false,
         answers: Vec::new(),
         own_errors: Vec::new(),
+        headers: Vec::new(),
     };
     vec![
         Operation {
@@ -399,6 +406,79 @@ pub(super) fn operations() -> Vec<Operation> {
                 Access::Key,
             )
         },
+        Operation {
+            description: Some(CREATE_WEBHOOK),
+            answers: vec![Answer {
+                status: 201,
+                description: "Created: the secret is in this answer and nowhere else",
+                body: Some(of::<CreatedHook>),
+            }],
+            own_errors: vec![
+                (404, vec!["project_not_found"]),
+                (403, vec!["webhooks_unsupported"]),
+                (409, vec!["webhook_source_unsupported"]),
+            ],
+            ..op(
+                "post",
+                "/v1/projects/{id}/webhook",
+                "createWebhook",
+                "Create (or rotate) the secret of a project's push webhook; shown once",
+                Access::Key,
+            )
+        },
+        Operation {
+            answers: vec![Answer {
+                status: 204,
+                description: "Deleted: deliveries for the project are refused from now on",
+                body: None,
+            }],
+            own_errors: vec![
+                (403, vec!["webhooks_unsupported"]),
+                (404, vec!["project_not_found"]),
+            ],
+            ..op(
+                "delete",
+                "/v1/projects/{id}/webhook",
+                "deleteWebhook",
+                "Delete a project's push webhook",
+                Access::Key,
+            )
+        },
+        webhook_delivery(
+            "/v1/webhooks/github/{project}",
+            "githubWebhook",
+            "A GitHub push webhook delivery (signed with the project's secret)",
+            vec![
+                (
+                    "X-Hub-Signature-256",
+                    "`sha256=` and the hex HMAC-SHA256 of the raw body under the project's webhook secret",
+                ),
+                (
+                    "X-GitHub-Event",
+                    "`push` (re-indexes when it moves what the project follows), `ping`, or another event (ignored)",
+                ),
+                (
+                    "X-GitHub-Delivery",
+                    "The delivery's id; a delivery seen before is refused",
+                ),
+            ],
+        ),
+        webhook_delivery(
+            "/v1/webhooks/gitlab/{project}",
+            "gitlabWebhook",
+            "A GitLab push hook delivery (carrying the project's secret token)",
+            vec![
+                ("X-Gitlab-Token", "The project's webhook secret"),
+                (
+                    "X-Gitlab-Event",
+                    "`Push Hook` or `Tag Push Hook` (re-indexes when it moves what the project follows), or another event (ignored)",
+                ),
+                (
+                    "X-Gitlab-Event-UUID",
+                    "The delivery's id; a delivery seen before is refused",
+                ),
+            ],
+        ),
         Operation {
             answers: ok(of::<Usage>),
             ..op(
@@ -589,10 +669,66 @@ pub(super) fn operations() -> Vec<Operation> {
     ]
 }
 
+/// A forge's webhook delivery to `path`: no API key (the signature authenticates it), the
+/// push event's JSON read as bytes.
+fn webhook_delivery(
+    path: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    headers: Vec<(&'static str, &'static str)>,
+) -> Operation {
+    let delivered = |status, description| Answer {
+        status,
+        description,
+        body: Some(of::<Delivered>),
+    };
+    Operation {
+        method: "post",
+        path,
+        id,
+        summary,
+        description: Some(DELIVERY),
+        access: Access::Public,
+        body: Body::Signed(push_payload),
+        metered: false,
+        reads_index: false,
+        answers: vec![
+            delivered(
+                200,
+                "Nothing to do: `pong` for a ping, or `ignored` (another branch or tag, a deleted ref, another event)",
+            ),
+            delivered(202, "Queued: the project is being indexed again"),
+        ],
+        own_errors: vec![
+            (
+                400,
+                vec![
+                    "webhook_delivery_missing",
+                    "webhook_delivery_invalid",
+                    "webhook_event_missing",
+                    "webhook_payload_invalid",
+                ],
+            ),
+            (
+                401,
+                vec!["webhook_signature_missing", "webhook_signature_invalid"],
+            ),
+            (403, [SOURCE_REFUSED, &["webhooks_unsupported"]].concat()),
+            (404, vec!["project_not_found"]),
+            (409, vec!["webhook_replayed", "webhook_source_unsupported"]),
+            (422, vec!["webhook_repository_mismatch"]),
+            (500, vec!["index_corrupt"]),
+            (503, vec!["storage_unavailable"]),
+        ],
+        headers,
+    }
+}
+
 /// What a path parameter is.
 pub(super) fn parameter(name: &str) -> &'static str {
     match name {
         "id" => "The project's id or name.",
+        "project" => "The project's id, as `POST /v1/projects/{id}/webhook` answered.",
         "org" => "The organisation's name.",
         "name" => "The project's name within the organisation.",
         "key" => {
@@ -633,6 +769,24 @@ dataset when one is bound. Series: `ctxgate_http_requests_total` and \
 limit, `ctxgate_index_cache_lookups_total` by cache and result, \
 `ctxgate_index_job_duration_seconds` by trigger and outcome (docs/observability.md).";
 
+const CREATE_WEBHOOK: &str = "A new random secret for the project's push webhook, \
+replacing any previous one (whose deliveries are refused from then on). The answer is the only \
+place the secret appears: it is stored server-side and never shown again. Set it on the forge \
+with the answered path below this server's public URL (GitHub: content type application/json, \
+the `push` event; GitLab: secret token, push events). Only projects indexed from a git \
+repository registered through this server take webhooks (409 `webhook_source_unsupported`); a \
+host that cannot queue indexing answers 403 `webhooks_unsupported`. docs/webhooks.md.";
+
+const DELIVERY: &str = "Authenticated by the project's webhook secret, not an API key: a \
+missing signature is 401 `webhook_signature_missing`, a wrong one (or a project without a \
+webhook: the two are not told apart) 401 `webhook_signature_invalid`. A delivery whose id or \
+body was received before is 409 `webhook_replayed`. A push to another repository than the \
+project's is 422 `webhook_repository_mismatch`; a push of another branch or tag than the one \
+the project follows (its `rev`, or the default branch), a deleted ref, a ping or another event \
+is 200 with nothing done; a push of the followed ref is 202 with the re-index queued (natively \
+a job on this server; over AWS an asynchronous invocation of the indexer function). Refused \
+deliveries change nothing.";
+
 const COMPACT: &str = "Keeps system and pinned messages and the last `keep_rounds` rounds \
 verbatim; older messages become extractive summaries (agent turns keep files, commands, test \
 counts, errors, commits, decisions), the oldest one aggregate; only then are the oldest dropped. \
@@ -645,6 +799,27 @@ it, versions younger than `keep_younger_than_seconds`, and anything superseded o
 than `grace_seconds` ago; deletes every other version's manifest and pack and the segments no \
 kept version names. A host reading the indexer's S3 answers 501 `not_supported` (collect it with \
 `ctxgate gc --store`). `ctxgate gc --to URL --org ORG` calls this.";
+
+/// A push event's body as GitHub and GitLab send it: the fields read (the rest is ignored).
+fn push_payload(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "description": "A push event: GitHub's (`repository`) or GitLab's (`project`)",
+        "type": "object",
+        "properties": {
+            "ref": { "type": "string", "description": "The ref pushed: `refs/heads/main`" },
+            "after": { "type": "string", "description": "The commit it moved to (zeros: deleted)" },
+            "deleted": { "type": "boolean" },
+            "repository": {
+                "type": "object",
+                "description": "GitHub: `clone_url`, `html_url`, `ssh_url`, `git_url`, `default_branch`"
+            },
+            "project": {
+                "type": "object",
+                "description": "GitLab: `git_http_url`, `git_ssh_url`, `web_url`, `default_branch`"
+            }
+        }
+    })
+}
 
 /// The schema of the OpenAPI document itself (`GET /openapi.json`).
 pub(super) fn document_schema(_: &mut SchemaGenerator) -> Schema {

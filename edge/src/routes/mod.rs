@@ -12,6 +12,7 @@ pub(crate) mod meta;
 pub(crate) mod metrics;
 pub(crate) mod projects;
 pub(crate) mod usage;
+pub(crate) mod webhooks;
 
 pub use context::{
     ContextAnswer, ContextRequest, SearchAnswer, SearchRequest, context_value, search_answer,

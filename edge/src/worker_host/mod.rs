@@ -159,8 +159,15 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
     let backend = Arc::new(backend);
     let state = match aws {
         Some(aws) => {
-            let projects = crate::aws::PublishedProjects::new(aws_fetch::WorkerFetch, aws);
-            AppState::new(backend, Arc::new(projects), catalog(env)?, config)
+            // A push can start indexing only through the indexer function.
+            let indexes = aws.indexer_function.is_some();
+            let projects = Arc::new(crate::aws::PublishedProjects::new(
+                aws_fetch::WorkerFetch,
+                aws,
+            ));
+            let webhooks: Option<Arc<dyn crate::hooks::Webhooks>> =
+                indexes.then(|| projects.clone() as Arc<dyn crate::hooks::Webhooks>);
+            AppState::new(backend, projects, catalog(env)?, config).with_webhooks(webhooks)
         }
         None => AppState::new(backend.clone(), backend.clone(), catalog(env)?, config)
             .with_admission(backend),
