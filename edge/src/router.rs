@@ -15,6 +15,10 @@ use crate::state::AppState;
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
     Router::new()
+        .route("/", get(crate::console::home))
+        .route("/console", get(crate::console::page))
+        .route("/console/console.js", get(crate::console::script))
+        .route("/console/console.css", get(crate::console::style))
         .route("/healthz", get(meta::healthz))
         .route("/openapi.json", get(meta::openapi))
         .route("/v1/models", get(meta::models))
@@ -25,6 +29,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects", post(projects::create).get(projects::list))
         .route("/v1/projects/{id}", get(projects::show))
         .route("/v1/projects/{id}/reindex", post(projects::reindex))
+        .route("/v1/projects/{id}/status", get(projects::status))
         .route("/v1/usage", get(usage::usage))
         .route("/mcp", post(crate::mcp::mcp))
         .route("/v1/admin/orgs", post(admin::create_org))

@@ -147,7 +147,11 @@ fn fetch_and_index(
     job.stage = "index".into();
     job.updated_ms = now_ms();
     jobs::save(store, job)?;
-    let report = index_project(store, target, &fetched.root, options, &NoProgress)?;
+    let target = ProjectTarget {
+        origin: crate::pipeline::fetched_origin(source, fetched.revision.as_deref()),
+        ..target.clone()
+    };
+    let report = index_project(store, &target, &fetched.root, options, &NoProgress)?;
     job.state = match report.status {
         IndexStatus::Published => JobState::Published,
         IndexStatus::UpToDate => JobState::UpToDate,

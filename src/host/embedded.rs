@@ -13,7 +13,11 @@ use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::embed::{EmbedError, Embedder, pack_vectors, query_hits};
-use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
+use ctxgate_indexer::error::source_code;
+use ctxgate_indexer::jobs::{self, JobRecord, JobState, Trigger};
+use ctxgate_indexer::pipeline::{
+    IndexOptions, IndexStatus, NoProgress, ProjectTarget, fetched_origin, index_project,
+};
 pub use ctxgate_indexer::source::NetworkPolicy;
 use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
 use ctxgate_indexer::store::{ProjectItem, Store};
@@ -21,7 +25,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use ctxgate_edge::backend::{
-    Accounts, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectInfo, Projects, SourceFault,
+    Accounts, AuditRecord, BackendError, JobSummary, KeyRecord, OrgRecord, ProjectInfo, Projects,
+    SourceFault, StoredJob,
 };
 use ctxgate_edge::dense::DenseRetrieval;
 
@@ -121,13 +126,56 @@ impl EmbeddedBackend {
             network: self.access.network,
             ..SourceLimits::default()
         };
+        let job_id: String = self
+            .random_bytes(8)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let item = tokio::task::spawn_blocking(move || {
             let work = root.join("tmp");
             std::fs::create_dir_all(&work)
                 .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
-            let fetched = fetch(&spec, &limits, &work).map_err(source_error)?;
             let store = Store::open(&root).map_err(storage)?;
-            index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
+            // The job's record, which the console's projects page shows (state, error code).
+            let mut job = JobRecord::starting(
+                &job_id,
+                &target.org,
+                &target.id,
+                &target.name,
+                Trigger::Request,
+                now_ms(),
+            );
+            let _ = jobs::start(&store, &mut job);
+            let outcome = fetch(&spec, &limits, &work)
+                .map_err(|e| (source_code(&e), source_error(e)))
+                .and_then(|fetched| {
+                    job.revision = fetched.revision.clone();
+                    job.stage = "index".into();
+                    target.origin = fetched_origin(&spec, fetched.revision.as_deref());
+                    index_project(&store, &target, &fetched.root, &opts, &NoProgress)
+                        .map_err(|e| (e.code(), storage(e)))
+                });
+            job.updated_ms = now_ms();
+            match &outcome {
+                Ok(report) => {
+                    job.stage = "done".into();
+                    job.state = match report.status {
+                        IndexStatus::Published => JobState::Published,
+                        IndexStatus::UpToDate => JobState::UpToDate,
+                    };
+                    job.version = Some(report.version);
+                    job.files_seen = report.files_seen as u64;
+                    job.files_chunked = report.files_chunked as u64;
+                    job.bytes_stored = report.stored_bytes;
+                }
+                Err((code, e)) => {
+                    job.state = JobState::Failed;
+                    job.error_code = Some((*code).to_string());
+                    job.error = Some(e.to_string());
+                }
+            }
+            let _ = jobs::save(&store, &job);
+            outcome.map_err(|(_, e)| e)?;
             store
                 .project(&target.org, &target.id)
                 .map_err(storage)?
@@ -247,6 +295,13 @@ struct RegisteredSource {
     source: SourceSpec,
 }
 
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 fn info(p: ProjectItem) -> ProjectInfo {
     ProjectInfo {
         id: p.id,
@@ -325,9 +380,7 @@ impl DenseRetrieval for EmbeddedBackend {
 #[async_trait]
 impl Accounts for EmbeddedBackend {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+        now_ms()
     }
 
     fn random_bytes(&self, n: usize) -> Vec<u8> {
@@ -522,6 +575,19 @@ impl Projects for EmbeddedBackend {
             .await
     }
 
+    async fn last_job(&self, project: &ProjectInfo) -> Result<Option<JobSummary>, BackendError> {
+        let jobs = self.with(|s| jobs::list(s, Some(&project.org), usize::MAX))?;
+        let records: Vec<String> = jobs
+            .iter()
+            .filter(|j| j.project == project.id)
+            .filter_map(|j| serde_json::to_string(j).ok())
+            .collect();
+        Ok(StoredJob::newest_of(
+            records.iter().map(String::as_str),
+            project,
+        ))
+    }
+
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {
         let item = ProjectItem {
             id: project.id.clone(),
@@ -569,5 +635,38 @@ impl Projects for EmbeddedBackend {
 
     async fn delete_object(&self, key: &str) -> Result<(), BackendError> {
         self.with(|s| s.delete_object(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The edge reads the indexer's job records (here and from DynamoDB) as [`StoredJob`]: the
+    /// JSON of a [`JobRecord`] must decode, with its state and error code.
+    #[test]
+    fn the_edge_reads_the_indexers_job_records() {
+        let project = ProjectInfo {
+            id: "p1".into(),
+            name: "web".into(),
+            org: "acme".into(),
+            source: "https://example.com/r.git".into(),
+            current_version: None,
+        };
+        let mut old = JobRecord::starting("j1", "acme", "p1", "web", Trigger::Schedule, 10);
+        old.state = JobState::Published;
+        let mut new = JobRecord::starting("j2", "acme", "p1", "web", Trigger::Request, 20);
+        new.state = JobState::Failed;
+        new.error_code = Some("source_rev_not_found".into());
+        let other = JobRecord::starting("j3", "beta", "p1", "web", Trigger::Request, 30);
+        let records: Vec<String> = [old, new, other]
+            .iter()
+            .map(|j| serde_json::to_string(j).unwrap())
+            .collect();
+        let job = StoredJob::newest_of(records.iter().map(String::as_str), &project).unwrap();
+        assert_eq!(job.id, "j2", "the newest of the project's own org");
+        assert_eq!(job.state, ctxgate_edge::backend::JobPhase::Failed);
+        assert_eq!(job.error_code.as_deref(), Some("source_rev_not_found"));
+        assert_eq!(job.trigger, "request");
     }
 }
