@@ -66,14 +66,32 @@ pub fn index_now(
     job_id: &str,
     trigger: Trigger,
 ) -> Result<JobRecord, IndexerError> {
-    validate(req, ctx.allow_local)?;
-    // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
-    // registered, so the schedule never carries it.
-    probe_revision(&req.source, ctx.limits.network)?;
     let target = ProjectTarget {
         source: Some(req.source.describe()),
         ..ProjectTarget::named(&req.org, &req.project)
     };
+    // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
+    // registered, so the schedule never carries it; the refusal is still a job, failed with its
+    // code, so whoever registered the project (the Worker, which answered 202) can see why.
+    let checked = validate(req, ctx.allow_local)
+        .and_then(|()| Ok(probe_revision(&req.source, ctx.limits.network)?));
+    if let Err(e) = checked {
+        let mut job = JobRecord::starting(
+            job_id,
+            &target.org,
+            &target.id,
+            &target.name,
+            trigger,
+            now_ms(),
+        );
+        job.state = JobState::Failed;
+        job.stage = "probe".into();
+        job.error_code = Some(e.code().into());
+        job.error = Some(e.to_string());
+        jobs::start(store, &mut job)?;
+        jobs::save(store, &job)?;
+        return Err(e);
+    }
     let key = ItemKey::schedule(&target.id);
     let source = req.source.clone();
     let (org, id, name) = (target.org.clone(), target.id.clone(), target.name.clone());

@@ -175,6 +175,7 @@ impl EmbeddedBackend {
                 }
             }
             let _ = jobs::save(&store, &job);
+            let _ = jobs::prune(&store, &target.org, &target.id, KEPT_JOBS);
             outcome.map_err(|(_, e)| e)?;
             store
                 .project(&target.org, &target.id)
@@ -294,6 +295,9 @@ struct RegisteredSource {
     name: String,
     source: SourceSpec,
 }
+
+/// Jobs kept per project (a watched folder re-indexes on every save).
+const KEPT_JOBS: usize = 20;
 
 /// Milliseconds since the epoch.
 fn now_ms() -> u64 {

@@ -220,7 +220,7 @@ def main():
         )
         page.click(f"{row} button")
         if a.reindex_refused:
-            page.wait_for_selector(f"{row} [role=status]:not(:empty)")
+            page.wait_for_selector(f"{row} [role=status]:has-text('HTTP')")
             check(
                 a.reindex_refused in page.inner_text(f"{row} [role=status]"),
                 f"re-index on this host is refused with {a.reindex_refused}",
