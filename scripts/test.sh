@@ -45,6 +45,9 @@ bash scripts/openapi-check.sh
 step "API contract tool: schemathesis (into target/contract-venv), run by the API suite against both hosts"
 bash scripts/contract-tools-setup.sh
 
+step "console test tools: Debian's chromium and Playwright for Python (into target/console-venv)"
+bash scripts/console-tools-setup.sh
+
 step "build the ctxgate binary"
 cargo build --release --locked
 

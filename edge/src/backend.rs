@@ -117,6 +117,74 @@ pub struct ProjectInfo {
 
 pub use ctxgate_core::source::SourceSpec;
 
+/// A job record as the indexer stores it (the JSON of `ctxgate_indexer::jobs::JobRecord`, the
+/// same in the data directory and in DynamoDB), read for the fields the API shows.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StoredJob {
+    /// The owning organisation.
+    pub org: String,
+    /// The project id.
+    pub project: String,
+    /// What the API shows of it.
+    #[serde(flatten)]
+    pub summary: JobSummary,
+}
+
+impl StoredJob {
+    /// The newest of `records` (JSON) that is `project`'s; records that do not parse are
+    /// skipped (a newer indexer may write states this build does not know).
+    pub fn newest_of<'a>(
+        records: impl IntoIterator<Item = &'a str>,
+        project: &ProjectInfo,
+    ) -> Option<JobSummary> {
+        records
+            .into_iter()
+            .filter_map(|r| serde_json::from_str::<StoredJob>(r).ok())
+            .filter(|j| j.org == project.org && j.project == project.id)
+            .map(|j| j.summary)
+            .max_by(|a, b| a.started_ms.cmp(&b.started_ms).then(a.id.cmp(&b.id)))
+    }
+}
+
+/// Where an indexing job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobPhase {
+    /// Waiting for an indexer to take it.
+    Queued,
+    /// Being fetched or indexed.
+    Running,
+    /// Done: a new version was published.
+    Published,
+    /// Done: nothing had changed, the current version stands.
+    UpToDate,
+    /// Stopped with an error (`error_code`); the previous version stands.
+    Failed,
+}
+
+/// A project's indexing job as the API shows it (never a source's credential).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobSummary {
+    /// Job id.
+    pub id: String,
+    /// Where it is.
+    pub state: JobPhase,
+    /// What started it (`request`, `schedule`, ...).
+    pub trigger: String,
+    /// The step it is in or stopped at (`fetch`, `index`, `publish`, `done`).
+    pub stage: String,
+    /// The version it published or found current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// Machine-readable error code, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Started, milliseconds since the epoch.
+    pub started_ms: u64,
+    /// Last update, milliseconds since the epoch.
+    pub updated_ms: u64,
+}
+
 /// One call, as audited: ids and counts, never content.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuditRecord {
@@ -142,6 +210,18 @@ pub struct AuditRecord {
     /// Those of `chunks` sent as a signature only (a session still lacks their bodies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signature_only: Vec<String>,
+    /// The budget the call was held to (conversation included), for assembling calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u32>,
+    /// The model named or routed to, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The assembly profile (`plan`, `expand`, `repair`), for assembling calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The intent detected in the query (`bug_fix`, `explain`, ...): a label, never the query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<String>,
     /// Tokens reserved.
     pub tokens_reserved: u64,
     /// Tokens charged.
@@ -281,6 +361,12 @@ pub trait Projects: Send + Sync + 'static {
         Err(BackendError::Refused(
             "this host does not index sources: publish a new version from an indexer".into(),
         ))
+    }
+    /// The newest indexing job of `project`, where this host keeps job records (hosts that
+    /// never index answer `None`).
+    async fn last_job(&self, project: &ProjectInfo) -> Result<Option<JobSummary>, BackendError> {
+        let _ = project;
+        Ok(None)
     }
     /// Records a project whose index was published by an indexer elsewhere (the batch side
     /// writes objects; this makes them known to the API), replacing any record of that id.

@@ -17,6 +17,7 @@
 pub mod admin;
 pub mod aws;
 pub mod backend;
+pub mod console;
 pub mod dense;
 pub mod error;
 pub mod extract;

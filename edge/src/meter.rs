@@ -106,6 +106,14 @@ pub struct Delivered {
     pub chunks: Vec<String>,
     /// Those of `chunks` sent as a signature only.
     pub signature_only: Vec<String>,
+    /// The budget the call was held to.
+    pub budget: Option<u32>,
+    /// The model it was held to, when one was named.
+    pub model: Option<String>,
+    /// The assembly profile.
+    pub profile: Option<String>,
+    /// The detected intent's label.
+    pub intent: Option<String>,
 }
 
 /// Settles an admitted call at `used` tokens and records its audit entry.
@@ -129,6 +137,10 @@ pub async fn finish(
         key: Some(caller.key_id.clone()),
         chunks: delivered.chunks,
         signature_only: delivered.signature_only,
+        budget: delivered.budget,
+        model: delivered.model,
+        profile: delivered.profile,
+        intent: delivered.intent,
         tokens_reserved: admission.reserved,
         tokens_used: used,
         status,

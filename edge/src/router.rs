@@ -16,6 +16,10 @@ pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
     let observed = state.clone();
     Router::new()
+        .route("/", get(crate::console::home))
+        .route("/console", get(crate::console::page))
+        .route("/console/console.js", get(crate::console::script))
+        .route("/console/console.css", get(crate::console::style))
         .route("/healthz", get(meta::healthz))
         .route("/openapi.json", get(meta::openapi))
         .route("/v1/models", get(meta::models))
@@ -32,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/webhooks/github/{project}", post(webhooks::github))
         .route("/v1/webhooks/gitlab/{project}", post(webhooks::gitlab))
+        .route("/v1/projects/{id}/status", get(projects::status))
         .route("/v1/usage", get(usage::usage))
         .route("/metrics", get(metrics::metrics))
         .route("/mcp", post(crate::mcp::mcp))

@@ -37,6 +37,10 @@ pub struct Snapshot {
     pub pack_sha256: String,
     /// The index.
     pub pack: IndexPack,
+    /// The repository and commit it was indexed from, when its manifest says.
+    pub origin: Option<ctxgate_core::source::Origin>,
+    /// When it was published, milliseconds since the epoch (its manifest's time).
+    pub created_ms: u64,
     /// `org/project/version`: this version's name in the text cache.
     pub(crate) id: Arc<str>,
     /// The texts read so far (shared by every version this process has open).
@@ -176,6 +180,8 @@ impl SnapshotCache {
             version,
             pack_sha256: manifest.pack_sha256.clone(),
             pack,
+            origin: manifest.origin.clone(),
+            created_ms: u64::try_from(manifest.created_at_ns / 1_000_000).unwrap_or(0),
             id: Arc::from(format!("{org}/{}/{version}", project.id)),
             texts: self.texts.clone(),
         });

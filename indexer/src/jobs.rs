@@ -216,6 +216,26 @@ pub fn list(
     Ok(jobs)
 }
 
+/// Deletes `project`'s jobs beyond its `keep` newest: a host that records a job for every
+/// index it runs (a watched folder re-indexes on each save) keeps a bounded history.
+pub fn prune(
+    store: &dyn IndexStore,
+    org: &str,
+    project: &str,
+    keep: usize,
+) -> Result<usize, IndexerError> {
+    let old: Vec<JobRecord> = list(store, Some(org), usize::MAX)?
+        .into_iter()
+        .filter(|j| j.project == project)
+        .skip(keep)
+        .collect();
+    for j in &old {
+        let key = j.key();
+        store.delete_item(&key.pk, &key.sk)?;
+    }
+    Ok(old.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +273,24 @@ mod tests {
         let now = list(&store, None, 10).unwrap();
         let one = now.iter().find(|j| j.id == "req-1").unwrap();
         assert_eq!((one.attempts, one.state), (2, JobState::Running));
+    }
+
+    #[test]
+    fn pruning_keeps_a_projects_newest_jobs_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..5 {
+            let mut j = job(&format!("j{i}"), 100 + i);
+            start(&store, &mut j).unwrap();
+        }
+        let mut other = JobRecord::starting("o1", "acme", "p2", "api", Trigger::Request, 1);
+        start(&store, &mut other).unwrap();
+        assert_eq!(prune(&store, "acme", "p1", 2).unwrap(), 3);
+        let left: Vec<String> = list(&store, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(left, ["j4", "j3", "o1"]);
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use ctxgate_core::source::Origin;
 use gix::ObjectId;
 
 /// Paths (relative to `root`, `/`-separated) changed in the last `window` first-parent
@@ -13,20 +14,9 @@ use gix::ObjectId;
 /// number of commits walked. `None` when `root` is not inside a git work tree, HEAD has no
 /// commit, or `root` is not part of HEAD's tree (an untracked folder of another repository).
 pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u32>)> {
-    let repo = gix::discover(root).ok()?;
-    let workdir = repo.workdir()?.canonicalize().ok()?;
-    let root = root.canonicalize().ok()?;
-    let inside = root.strip_prefix(&workdir).ok()?;
-    let mut prefix = String::new();
-    for part in inside.components() {
-        prefix.push_str(part.as_os_str().to_str()?);
-        prefix.push('/');
-    }
+    let (repo, prefix) = repository_of(root)?;
     let mut commit = repo.head_commit().ok()?;
     let mut tree = commit.tree_id().ok()?.detach();
-    if !prefix.is_empty() && !tree_has(&repo, tree, prefix.trim_end_matches('/'))? {
-        return None;
-    }
     let mut ages: HashMap<String, u32> = HashMap::new();
     let mut walked = 0;
     while walked < window {
@@ -51,6 +41,47 @@ pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u3
         tree = parent_tree;
     }
     Some((walked, ages))
+}
+
+/// The git work tree `root` is part of, and where `root` is in it (`""` or `a/b/`): `None`
+/// when `root` is not inside a work tree, HEAD has no commit, or `root` is not part of HEAD's
+/// tree (an untracked folder of another repository, such as a data directory's scratch space).
+fn repository_of(root: &Path) -> Option<(gix::Repository, String)> {
+    let repo = gix::discover(root).ok()?;
+    let workdir = repo.workdir()?.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    let inside = root.strip_prefix(&workdir).ok()?;
+    let mut prefix = String::new();
+    for part in inside.components() {
+        prefix.push_str(part.as_os_str().to_str()?);
+        prefix.push('/');
+    }
+    let tree = repo.head_commit().ok()?.tree_id().ok()?.detach();
+    if !prefix.is_empty() && !tree_has(&repo, tree, prefix.trim_end_matches('/'))? {
+        return None;
+    }
+    Some((repo, prefix))
+}
+
+/// The repository a local folder belongs to, for links to its files: the `origin` remote (or
+/// the only one), HEAD's commit and the folder's place in the work tree, without credentials.
+/// `None` outside a git work tree (see [`repository_of`]).
+pub fn origin(root: &Path) -> Option<Origin> {
+    let (repo, prefix) = repository_of(root)?;
+    let commit = repo.head_commit().ok()?.id().to_hex().to_string();
+    let names = repo.remote_names();
+    let name = names
+        .iter()
+        .find(|n| n.to_string() == "origin")
+        .or_else(|| (names.len() == 1).then(|| names.iter().next()).flatten())
+        .map(|n| n.to_string());
+    let remote = name
+        .and_then(|n| repo.find_remote(n.as_str()).ok())
+        .and_then(|r| {
+            r.url(gix::remote::Direction::Fetch)
+                .map(|u| u.to_bstring().to_string())
+        });
+    Some(Origin::new(remote.as_deref(), Some(&commit), &prefix))
 }
 
 /// Whether `path` (a folder) is in `tree`.

@@ -69,16 +69,38 @@ pub fn index_now(
     job_id: &str,
     trigger: Trigger,
 ) -> Result<JobRecord, IndexerError> {
-    validate(req, ctx.allow_local)?;
-    // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
-    // registered, so the schedule never carries it.
-    let credential = credentials::resolve(ctx.credentials, &req.org, &req.source)?;
-    probe_revision(&req.source, credential.as_ref(), ctx.limits.network)?;
-    drop(credential);
     let target = ProjectTarget {
         source: Some(req.source.describe()),
         ..ProjectTarget::named(&req.org, &req.project)
     };
+    // A source that cannot even be probed (a missing branch, a bad URL) is refused before it is
+    // registered, so the schedule never carries it; the refusal is still a job, failed with its
+    // code, so whoever registered the project (the Worker, which answered 202) can see why.
+    let checked = validate(req, ctx.allow_local).and_then(|()| {
+        let credential = credentials::resolve(ctx.credentials, &req.org, &req.source)?;
+        Ok(probe_revision(
+            &req.source,
+            credential.as_ref(),
+            ctx.limits.network,
+        )?)
+    });
+    if let Err(e) = checked {
+        let mut job = JobRecord::starting(
+            job_id,
+            &target.org,
+            &target.id,
+            &target.name,
+            trigger,
+            now_ms(),
+        );
+        job.state = JobState::Failed;
+        job.stage = "probe".into();
+        job.error_code = Some(e.code().into());
+        job.error = Some(e.to_string());
+        jobs::start(store, &mut job)?;
+        jobs::save(store, &job)?;
+        return Err(e);
+    }
     let key = ItemKey::schedule(&target.id);
     let source = req.source.clone();
     let (org, id, name) = (target.org.clone(), target.id.clone(), target.name.clone());
@@ -154,7 +176,11 @@ fn fetch_and_index(
     job.stage = "index".into();
     job.updated_ms = now_ms();
     jobs::save(store, job)?;
-    let report = index_project(store, target, &fetched.root, options, &NoProgress)?;
+    let target = ProjectTarget {
+        origin: crate::pipeline::fetched_origin(source, fetched.revision.as_deref()),
+        ..target.clone()
+    };
+    let report = index_project(store, &target, &fetched.root, options, &NoProgress)?;
     job.state = match report.status {
         IndexStatus::Published => JobState::Published,
         IndexStatus::UpToDate => JobState::UpToDate,

@@ -109,3 +109,64 @@ fn the_index_carries_recency_into_each_pieces_reasoning() {
     assert!(recency("sub/c.rs") > recency("b.rs"), "{report:?}");
     assert!(recency("b.rs") > 0.0);
 }
+
+/// A folder's origin, for links to its files: the `origin` remote without its credentials,
+/// HEAD's commit, and where the folder is in the work tree; and the manifest of the version
+/// indexed from it carries the same.
+#[test]
+fn origin_names_the_remote_commit_and_subfolder_without_credentials() {
+    use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
+    use ctxgate_indexer::recency::origin;
+    use ctxgate_indexer::store::{Store, keys};
+
+    let dir = history();
+    assert_eq!(origin(dir.path()).unwrap().remote, None, "no remote yet");
+    git(
+        dir.path(),
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://x-access-token:ghp_secret123@github.com/acme/app.git",
+        ],
+    );
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let head = String::from_utf8(out.stdout).unwrap();
+    let o = origin(&dir.path().join("sub")).expect("a work tree");
+    assert_eq!(o.remote.as_deref(), Some("https://github.com/acme/app.git"));
+    assert_eq!(o.commit.as_deref(), Some(head.trim()));
+    assert_eq!(o.subdir, "sub");
+    let link = ctxgate_core::source::source_link(&o, "c.rs", 1, 1).unwrap();
+    assert_eq!(
+        link,
+        format!(
+            "https://github.com/acme/app/blob/{}/sub/c.rs#L1-L1",
+            head.trim()
+        )
+    );
+    // Outside any work tree there is none.
+    let plain = tempfile::tempdir().unwrap();
+    assert_eq!(origin(plain.path()), None);
+
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let target = ProjectTarget::named("acme", "app");
+    let report = index_project(
+        &store,
+        &target,
+        dir.path(),
+        &IndexOptions::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    let manifest = store
+        .get_object(&keys::manifest("acme", &target.id, report.version))
+        .unwrap();
+    let text = String::from_utf8(manifest).unwrap();
+    assert!(text.contains(head.trim()), "{text}");
+    assert!(!text.contains("ghp_secret123"), "{text}");
+}

@@ -67,6 +67,10 @@ pub struct Piece {
     /// it): the composer then need not count it again.
     #[serde(skip)]
     pub base_tokens: Option<u32>,
+    /// Where a person can read it: a link pinned to the indexed commit on the repository's
+    /// host (GitHub, GitLab), or `file://` on the indexed folder; filled in by the API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
     /// The fenced code block of the prompt the piece is quoted in (0-based, in prompt order).
     /// Pieces that continue each other in their file (nothing but line breaks between them, or
     /// overlapping windows) share one block under one header.
@@ -647,6 +651,7 @@ mod tests {
             original_tokens: None,
             elided_lines: None,
             reasoning: None,
+            source_url: None,
             block: 0,
         }
     }

@@ -14,7 +14,11 @@ use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::credentials::{self, DataDirCredentials};
 use ctxgate_indexer::embed::{EmbedError, Embedder, pack_vectors, query_hits};
-use ctxgate_indexer::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
+use ctxgate_indexer::error::source_code;
+use ctxgate_indexer::jobs::{self, JobRecord, JobState, Trigger};
+use ctxgate_indexer::pipeline::{
+    IndexOptions, IndexStatus, NoProgress, ProjectTarget, fetched_origin, index_project,
+};
 pub use ctxgate_indexer::source::NetworkPolicy;
 use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
 use ctxgate_indexer::store::{ProjectItem, Store};
@@ -22,7 +26,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use ctxgate_edge::backend::{
-    Accounts, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectInfo, Projects, SourceFault,
+    Accounts, AuditRecord, BackendError, JobSummary, KeyRecord, OrgRecord, ProjectInfo, Projects,
+    SourceFault, StoredJob,
 };
 use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::metrics::Metrics;
@@ -169,15 +174,54 @@ impl EmbeddedBackend {
             let work = root.join("tmp");
             std::fs::create_dir_all(&work)
                 .map_err(|e| BackendError::Storage(format!("creating {}: {e}", work.display())))?;
-            // The org's own credential, read for this fetch only.
-            let credential =
-                credentials::resolve(&DataDirCredentials::new(&root), &target.org, &spec)
-                    .map_err(source_error)?;
-            let fetched =
-                fetch(&spec, credential.as_ref(), &limits, &work).map_err(source_error)?;
-            drop(credential);
             let store = Store::open(&root).map_err(storage)?;
-            index_project(&store, &target, &fetched.root, &opts, &NoProgress).map_err(storage)?;
+            let mut target = target.clone();
+            // The job's record, which the console's projects page shows (state, error code).
+            let mut job = JobRecord::starting(
+                &new_job_id(),
+                &target.org,
+                &target.id,
+                &target.name,
+                Trigger::Request,
+                now_ms(),
+            );
+            let _ = jobs::start(&store, &mut job);
+            // The org's own credential, read for this fetch only.
+            let fetched = credentials::resolve(&DataDirCredentials::new(&root), &target.org, &spec)
+                .map_err(|e| (source_code(&e), source_error(e)))
+                .and_then(|credential| {
+                    fetch(&spec, credential.as_ref(), &limits, &work)
+                        .map_err(|e| (source_code(&e), source_error(e)))
+                });
+            let outcome = fetched.and_then(|fetched| {
+                job.revision = fetched.revision.clone();
+                job.stage = "index".into();
+                target.origin = fetched_origin(&spec, fetched.revision.as_deref());
+                index_project(&store, &target, &fetched.root, &opts, &NoProgress)
+                    .map_err(|e| (e.code(), storage(e)))
+            });
+            job.updated_ms = now_ms();
+            match &outcome {
+                Ok(report) => {
+                    job.stage = "done".into();
+                    job.state = match report.status {
+                        IndexStatus::Published => JobState::Published,
+                        IndexStatus::UpToDate => JobState::UpToDate,
+                    };
+                    job.version = Some(report.version);
+                    job.files_seen = report.files_seen as u64;
+                    job.files_chunked = report.files_chunked as u64;
+                    job.bytes_stored = report.stored_bytes;
+                }
+                Err((code, e)) => {
+                    job.state = JobState::Failed;
+                    job.error_code = Some((*code).to_string());
+                    job.error = Some(e.to_string());
+                }
+            }
+            let _ = jobs::save(&store, &job);
+            let _ = jobs::prune(&store, &target.org, &target.id, KEPT_JOBS);
+            outcome.map_err(|(_, e)| e)?;
             let item = store
                 .project(&target.org, &target.id)
                 .map_err(storage)?
@@ -239,6 +283,16 @@ impl EmbeddedBackend {
 }
 
 /// A failed fetch, with the indexer's code and whose fault it is.
+/// A fresh job id: 16 hex digits from the OS generator (a clock-based one if it ever fails:
+/// an id only has to be unique among one project's jobs).
+fn new_job_id() -> String {
+    let mut buf = [0u8; 8];
+    if getrandom::fill(&mut buf).is_err() {
+        buf = now_ms().to_le_bytes();
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn source_error(e: SourceError) -> BackendError {
     let code = ctxgate_indexer::error::source_code(&e);
     let fault = match &e {
@@ -295,6 +349,16 @@ struct RegisteredSource {
     id: String,
     name: String,
     source: SourceSpec,
+}
+
+/// Jobs kept per project (a watched folder re-indexes on every save).
+const KEPT_JOBS: usize = 20;
+
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn info(p: ProjectItem) -> ProjectInfo {
@@ -375,9 +439,7 @@ impl DenseRetrieval for EmbeddedBackend {
 #[async_trait]
 impl Accounts for EmbeddedBackend {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+        now_ms()
     }
 
     fn random_bytes(&self, n: usize) -> Vec<u8> {
@@ -576,6 +638,19 @@ impl Projects for EmbeddedBackend {
         .await
     }
 
+    async fn last_job(&self, project: &ProjectInfo) -> Result<Option<JobSummary>, BackendError> {
+        let jobs = self.with(|s| jobs::list(s, Some(&project.org), usize::MAX))?;
+        let records: Vec<String> = jobs
+            .iter()
+            .filter(|j| j.project == project.id)
+            .filter_map(|j| serde_json::to_string(j).ok())
+            .collect();
+        Ok(StoredJob::newest_of(
+            records.iter().map(String::as_str),
+            project,
+        ))
+    }
+
     async fn put_project(&self, project: &ProjectInfo) -> Result<(), BackendError> {
         let item = ProjectItem {
             id: project.id.clone(),
@@ -623,5 +698,38 @@ impl Projects for EmbeddedBackend {
 
     async fn delete_object(&self, key: &str) -> Result<(), BackendError> {
         self.with(|s| s.delete_object(key))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The edge reads the indexer's job records (here and from DynamoDB) as [`StoredJob`]: the
+    /// JSON of a [`JobRecord`] must decode, with its state and error code.
+    #[test]
+    fn the_edge_reads_the_indexers_job_records() {
+        let project = ProjectInfo {
+            id: "p1".into(),
+            name: "web".into(),
+            org: "acme".into(),
+            source: "https://example.com/r.git".into(),
+            current_version: None,
+        };
+        let mut old = JobRecord::starting("j1", "acme", "p1", "web", Trigger::Schedule, 10);
+        old.state = JobState::Published;
+        let mut new = JobRecord::starting("j2", "acme", "p1", "web", Trigger::Request, 20);
+        new.state = JobState::Failed;
+        new.error_code = Some("source_rev_not_found".into());
+        let other = JobRecord::starting("j3", "beta", "p1", "web", Trigger::Request, 30);
+        let records: Vec<String> = [old, new, other]
+            .iter()
+            .map(|j| serde_json::to_string(j).unwrap())
+            .collect();
+        let job = StoredJob::newest_of(records.iter().map(String::as_str), &project).unwrap();
+        assert_eq!(job.id, "j2", "the newest of the project's own org");
+        assert_eq!(job.state, ctxgate_edge::backend::JobPhase::Failed);
+        assert_eq!(job.error_code.as_deref(), Some("source_rev_not_found"));
+        assert_eq!(job.trigger, "request");
     }
 }

@@ -266,6 +266,17 @@ fn register_through_the_worker(
         }
         other => panic!("a missing tarball was indexed: {other:?}"),
     }
+    // The console's projects page: the job failed, with its code, and nothing is published.
+    let r = get(worker, "/v1/projects/sample/status", Some(key));
+    assert_eq!(r.body["last_job"]["state"], "failed", "{}", r.body);
+    assert!(
+        r.body["last_job"]["error_code"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("source_")),
+        "{}",
+        r.body
+    );
+    assert!(r.body["index"].is_null(), "{}", r.body);
     let r = post(worker, "/v1/context", Some(key), &query);
     assert_eq!(
         (r.status, r.code()),
@@ -292,6 +303,9 @@ fn register_through_the_worker(
     }
     let r = get(worker, "/v1/projects/sample", Some(key));
     assert_eq!(r.body["current_version"], 1, "{}", r.body);
+    let r = get(worker, "/v1/projects/sample/status", Some(key));
+    assert_eq!(r.body["last_job"]["state"], "published", "{}", r.body);
+    assert_eq!(r.body["index"]["version"], 1, "{}", r.body);
     let r = post(worker, "/v1/context", Some(key), &query);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(

@@ -669,6 +669,8 @@ fn isolation(host: &dyn Host, tag: &str, key_a: &str, project_a: &str) {
     for target in [project_a, "core"] {
         let r = get(host, &format!("/v1/projects/{target}"), Some(&key_b));
         assert_eq!((r.status, r.code()), (404, "project_not_found"));
+        let r = get(host, &format!("/v1/projects/{target}/status"), Some(&key_b));
+        assert_eq!((r.status, r.code()), (404, "project_not_found"));
         let r = post(
             host,
             "/v1/context",

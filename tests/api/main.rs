@@ -5,6 +5,7 @@ mod aws;
 mod cases;
 #[path = "../common/mod.rs"]
 mod common;
+mod console;
 mod contract;
 mod damaged;
 mod dense;
@@ -27,10 +28,18 @@ fn worker_api_suite() {
     if let Some(mut host) = worker::WorkerHost::start_or_skip() {
         cases::run_suite(&host, "w");
         contract::run(&host, "w");
+        console::run(&host, "w", Some("source_refused"));
         worker::publishing_refusals(&host, cases::sample_repo());
         worker::garbage_collection_on_r2(&host);
         worker::fresh_isolates_read_index_objects_from_the_cache(&mut host);
     }
+}
+
+#[test]
+fn native_console_in_chromium() {
+    // The project is a folder on this machine, so "Re-index now" may read it.
+    let host = host::NativeHost::start_with(&["--allow-local-paths"]);
+    console::run(&host, "n", None);
 }
 
 #[test]

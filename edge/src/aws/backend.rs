@@ -3,13 +3,15 @@
 use async_trait::async_trait;
 use ctxgate_core::backoff::{Backoff, retryable};
 use ctxgate_core::host_wire::{IndexRequest, IndexerEvent};
-use ctxgate_core::item_key::ItemRange;
-use ctxgate_core::records::ProjectItem;
+use ctxgate_core::item_key::{ItemKey, ItemRange};
+use ctxgate_core::records::{ProjectItem, ScheduleItem};
 use serde_json::{Value, json};
 
 use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
-use crate::backend::{BackendError, ProjectInfo, Projects, SourceSpec};
+use crate::backend::{
+    BackendError, JobPhase, JobSummary, ProjectInfo, Projects, SourceSpec, StoredJob,
+};
 
 mod hooks;
 
@@ -189,6 +191,37 @@ impl<C: HttpClient> PublishedProjects<C> {
         Ok(out)
     }
 
+    /// The `data` attribute of every item under `range`, through all of DynamoDB's pages.
+    async fn items_data(&self, range: &ItemRange) -> Result<Vec<String>, BackendError> {
+        let mut out = Vec::new();
+        let mut start: Option<Value> = None;
+        loop {
+            let mut body = json!({
+                "TableName": self.config.table,
+                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :p)",
+                "ExpressionAttributeValues": {
+                    ":pk": {"S": range.pk},
+                    ":p": {"S": range.sk_prefix}
+                },
+                "ConsistentRead": true
+            });
+            if let Some(k) = start.take() {
+                body["ExclusiveStartKey"] = k;
+            }
+            let page = self.dynamodb("Query", body).await?;
+            for item in page["Items"].as_array().into_iter().flatten() {
+                if let Some(data) = attr_s(item, "data") {
+                    out.push(data.to_string());
+                }
+            }
+            match page.get("LastEvaluatedKey") {
+                Some(k) if k.is_object() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
     /// Starts the indexer on a registered project at once, when one is configured. The
     /// registration is already durable, so a failure here only delays indexing to the
     /// scheduled pass: it is logged, not answered.
@@ -257,6 +290,41 @@ impl<C: HttpClient> Projects for PublishedProjects<C> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// The newest job record the indexer wrote for `project`; a project registered for the
+    /// indexer that no job has taken yet is `queued`.
+    async fn last_job(&self, project: &ProjectInfo) -> Result<Option<JobSummary>, BackendError> {
+        let records = self.items_data(&ItemRange::jobs()).await?;
+        if let Some(job) = StoredJob::newest_of(records.iter().map(String::as_str), project) {
+            return Ok(Some(job));
+        }
+        let key = ItemKey::schedule(&project.id);
+        let got = self
+            .dynamodb(
+                "GetItem",
+                json!({
+                    "TableName": self.config.table,
+                    "Key": {"pk": {"S": key.pk}, "sk": {"S": key.sk}},
+                    "ConsistentRead": true
+                }),
+            )
+            .await?;
+        let registered = got
+            .get("Item")
+            .and_then(|item| attr_s(item, "data"))
+            .and_then(|d| serde_json::from_str::<ScheduleItem>(d).ok())
+            .filter(|s| s.org == project.org && s.runs == 0);
+        Ok(registered.map(|s| JobSummary {
+            id: String::new(),
+            state: JobPhase::Queued,
+            trigger: "request".into(),
+            stage: "queued".into(),
+            version: None,
+            error_code: None,
+            started_ms: 0,
+            updated_ms: s.last_indexed_ms,
+        }))
     }
 
     async fn put_project(&self, _project: &ProjectInfo) -> Result<(), BackendError> {

@@ -13,7 +13,7 @@ use crate::metrics::MetricsSnapshot;
 use crate::routes::admin::{CreateOrg, CreatedKey};
 use crate::routes::history::{CompactAnswer, CompactRequest};
 use crate::routes::meta::ModelList;
-use crate::routes::projects::{CreateProject, Reindexed};
+use crate::routes::projects::{CreateProject, ProjectStatus, Reindexed};
 use crate::routes::usage::Usage;
 use crate::routes::webhooks::{CreatedHook, Delivered};
 use crate::routes::{
@@ -376,6 +376,25 @@ pub(super) fn operations() -> Vec<Operation> {
                 "/v1/projects/{id}",
                 "getProject",
                 "One of the caller's projects, by id or name",
+                Access::Key,
+            )
+        },
+        Operation {
+            description: Some(
+                "What the console's projects page shows: the current version's commit, remote, \
+                 file, chunk and token counts, and the newest indexing job with its state and \
+                 error code (hosts that keep no job records answer `last_job: null`).",
+            ),
+            answers: ok(of::<ProjectStatus>),
+            own_errors: vec![
+                (404, vec!["project_not_found", "not_found"]),
+                (409, vec!["index_outdated"]),
+            ],
+            ..op(
+                "get",
+                "/v1/projects/{id}/status",
+                "projectStatus",
+                "One of the caller's projects, its current index and its newest job",
                 Access::Key,
             )
         },

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{ProjectInfo, SourceSpec, pick_project};
+use crate::backend::{JobSummary, ProjectInfo, SourceSpec, pick_project};
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
 use crate::state::AppState;
@@ -117,6 +117,77 @@ pub async fn reindex(
         previous_version: before.current_version,
         project: after,
     }))
+}
+
+/// `GET /v1/projects/{id}/status`: the project, what its current version holds and where it
+/// came from, and its newest indexing job (what the console's projects page shows).
+pub async fn status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ProjectStatus>, ApiError> {
+    let project = find_project(&state, &caller.org.name, &id).await?;
+    let index = match project.current_version {
+        Some(_) => {
+            let (snap, _) = state
+                .snapshots
+                .open(state.projects.as_ref(), &project)
+                .await?;
+            let pack = &snap.pack;
+            Some(IndexFacts {
+                version: snap.version,
+                commit: snap.origin.as_ref().and_then(|o| o.commit.clone()),
+                remote: snap.origin.as_ref().and_then(|o| o.remote.clone()),
+                files: pack.files.len() as u64,
+                chunks: pack.chunks.len() as u64,
+                tokens: pack
+                    .meta
+                    .encodings
+                    .iter()
+                    .filter_map(|e| Some((e.name().to_string(), pack.total_tokens(*e)?)))
+                    .collect(),
+                published_ms: snap.created_ms,
+            })
+        }
+        None => None,
+    };
+    let last_job = state.projects.last_job(&project).await?;
+    Ok(Json(ProjectStatus {
+        project,
+        index,
+        last_job,
+    }))
+}
+
+/// The answer of `GET /v1/projects/{id}/status`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ProjectStatus {
+    /// The project.
+    project: ProjectInfo,
+    /// Its current version, when one is published.
+    index: Option<IndexFacts>,
+    /// Its newest indexing job, where this host keeps job records (`ctxgate serve` does; a
+    /// Worker publishing what was indexed elsewhere does not).
+    last_job: Option<JobSummary>,
+}
+
+/// What a published version holds.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IndexFacts {
+    /// The version.
+    version: u64,
+    /// The commit indexed, when the files came from a git repository.
+    commit: Option<String>,
+    /// The repository's remote, without credentials, when known.
+    remote: Option<String>,
+    /// Files in the index.
+    files: u64,
+    /// Chunks in the index.
+    chunks: u64,
+    /// Tokens of all chunks, per encoding the index counted.
+    tokens: std::collections::BTreeMap<String, u64>,
+    /// When it was published, milliseconds since the epoch.
+    published_ms: u64,
 }
 
 /// The answer of `POST /v1/projects/{id}/reindex`.

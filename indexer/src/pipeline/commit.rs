@@ -38,6 +38,8 @@ pub(super) struct Base {
     pub current: Option<u64>,
     /// When the run started, nanoseconds since the epoch.
     pub indexed_at_ns: i64,
+    /// The repository and commit the files came from, when known.
+    pub origin: Option<ctxgate_core::source::Origin>,
 }
 
 /// Writes `pack` as the next version of `project_id` and makes it current; its number.
@@ -103,6 +105,7 @@ pub(super) fn publish(
         segment_keys,
         pack_parts,
         created_at_ns: base.indexed_at_ns,
+        origin: base.origin.clone(),
     };
     let manifest_json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;

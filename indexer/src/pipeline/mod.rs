@@ -23,6 +23,8 @@ use ctxgate_core::chunk::{ChunkOptions, FilterOptions};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::build::{Built, build};
 use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, PackMeta, Recency};
+use ctxgate_core::source::Origin;
+use ctxgate_core::source::SourceSpec;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
@@ -201,6 +203,9 @@ pub struct ProjectTarget {
     pub name: String,
     /// How the project's source is shown (a URL); `None` shows the indexed folder.
     pub source: Option<String>,
+    /// The repository and commit the files came from, for links to them; `None` reads them
+    /// from the folder's git work tree, when it is in one.
+    pub origin: Option<Origin>,
 }
 
 impl ProjectTarget {
@@ -211,7 +216,17 @@ impl ProjectTarget {
             id: ctxgate_core::index::layout::project_id(org, name),
             name: name.into(),
             source: None,
+            origin: None,
         }
+    }
+}
+
+/// The origin of files fetched from `spec` at `revision`: a git URL and its commit (tarballs
+/// and folders have none here; a folder's is read from its work tree).
+pub fn fetched_origin(spec: &SourceSpec, revision: Option<&str>) -> Option<Origin> {
+    match spec {
+        SourceSpec::Git { url, .. } => Some(Origin::new(Some(url), revision, "")),
+        _ => None,
     }
 }
 
@@ -232,6 +247,7 @@ pub fn index_repo(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "root".into()),
         source: None,
+        origin: None,
     };
     index_project(store, &target, &root, opts, progress)
 }
@@ -377,6 +393,10 @@ pub fn index_project(
         previous: previous.as_ref().map(|p| p.version),
         current: current_version,
         indexed_at_ns,
+        origin: target
+            .origin
+            .clone()
+            .or_else(|| crate::recency::origin(&root)),
     };
     let version = commit::publish(store, org, project_id, &pack, &base)?;
     let project = store

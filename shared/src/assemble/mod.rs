@@ -14,6 +14,7 @@ mod report;
 mod retrieve;
 
 pub use plan::{Plan, plan};
+pub use report::BudgetBar;
 
 use std::borrow::Cow;
 
@@ -142,6 +143,8 @@ pub struct Assembled {
     pub repo_tokens: u64,
     /// Tokens of the prompt without any code (framing and the query).
     pub frame_tokens: u32,
+    /// Tokens of the task alone (the query and any error output), part of `frame_tokens`.
+    pub task_tokens: u32,
     /// Tokens given to code pieces.
     pub code_tokens: u32,
     /// How pieces were chosen, then the size strategy that chose the summaries.

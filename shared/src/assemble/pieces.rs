@@ -316,6 +316,7 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         elided_lines: None,
         reasoning: None,
         base_tokens: None,
+        source_url: None,
         block: 0,
     }
 }

@@ -45,6 +45,7 @@ pub struct Plan {
     pub(super) level: Compression,
     pub(super) keys: KeyTerms,
     pub(super) frame_tokens: u32,
+    pub(super) task_tokens: u32,
     pub(super) slot: Option<usize>,
     pub(super) repo_tokens: u64,
     pub(super) room: u32,
@@ -143,6 +144,7 @@ pub fn plan(
         level: shape.level,
         keys,
         frame_tokens: room.frame_tokens,
+        task_tokens: room.task_tokens,
         slot: room.slot,
         repo_tokens: room.repo_tokens,
         room: room.room,
@@ -272,6 +274,8 @@ fn shape(
 struct Room {
     /// Tokens of the prompt without any code.
     frame_tokens: u32,
+    /// Tokens of the task alone (the query, and the error output a `repair` answers).
+    task_tokens: u32,
     /// The pack's counts in the target's base encoding, if it holds them.
     slot: Option<usize>,
     repo_tokens: u64,
@@ -285,6 +289,7 @@ struct Room {
 /// keeps some for its project summary).
 fn room(pack: &IndexPack, spec: &TokenizerSpec, profile: Profile, budget: u32, task: &str) -> Room {
     let frame_tokens = spec.count(&render(&[], task));
+    let task_tokens = spec.count(task).min(frame_tokens);
     let slot = pack.encoding_slot(spec.base());
     let repo_tokens = repo_tokens(pack, spec, slot);
     let room = budget.saturating_sub(frame_tokens);
@@ -301,6 +306,7 @@ fn room(pack: &IndexPack, spec: &TokenizerSpec, profile: Profile, budget: u32, t
     let piece_room = room - reserved;
     Room {
         frame_tokens,
+        task_tokens,
         slot,
         repo_tokens,
         room,

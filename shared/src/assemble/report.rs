@@ -53,6 +53,7 @@ impl Plan {
             intent: self.intent.clone(),
             repo_tokens: self.repo_tokens,
             frame_tokens: self.frame_tokens,
+            task_tokens: self.task_tokens,
             code_tokens,
             strategy,
             summaries: composition.summaries,
@@ -119,5 +120,61 @@ impl Plan {
             error_tokens: self.error_tokens,
             error_truncated: self.error_truncated,
         }
+    }
+}
+
+// Where an answer's budget went, as one bar a person reads left to right: the task, the
+// headings and provenance headers, the code, the summaries, the conversation, and the room
+// left. The parts add up to the prompt's exact count, so the bar never disagrees with
+// `tokens_total`.
+
+/// An answer's budget in parts that sum to what it used, and the room left.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct BudgetBar {
+    /// The task: the query, and the error output a `repair` answers.
+    pub query: u32,
+    /// Everything else that frames the code: headings, separators, each piece's provenance
+    /// header and fence.
+    pub headers: u32,
+    /// The code pieces' own tokens.
+    pub code: u32,
+    /// The summaries (project, directories, files).
+    pub summaries: u32,
+    /// The compacted conversation, when the request carried one.
+    pub history: u32,
+    /// Budget left unused.
+    pub free: u32,
+    /// The budget the answer was held to (conversation included).
+    pub budget: u32,
+}
+
+impl BudgetBar {
+    /// The bar of `done`, held to `budget` with `history` tokens of conversation beside it.
+    /// The pieces' own counts are measured alone, and a joined prompt can count a token or two
+    /// less than its parts; the code part is capped so that the parts always sum to the total.
+    pub fn of(done: &Assembled, budget: u32, history: u32) -> Self {
+        let total = done.tokens_total;
+        let summaries: u32 = done.summaries.iter().map(|s| s.tokens).sum();
+        let summaries = summaries.min(total);
+        let query = done.task_tokens.min(total - summaries);
+        let pieces: u32 = done.pieces.iter().map(|p| p.tokens).sum();
+        let code = pieces.min(total - summaries - query);
+        let headers = total - summaries - query - code;
+        let used = total.saturating_add(history);
+        Self {
+            query,
+            headers,
+            code,
+            summaries,
+            history,
+            free: budget.saturating_sub(used),
+            budget,
+        }
+    }
+
+    /// The tokens the parts account for (all but `free`).
+    pub fn used(&self) -> u32 {
+        self.query + self.headers + self.code + self.summaries + self.history
     }
 }

@@ -30,6 +30,10 @@ pub struct Manifest {
     pub pack_parts: Vec<String>,
     /// Created, nanoseconds since the epoch.
     pub created_at_ns: i64,
+    /// The repository and commit the files came from, when known: what links to a piece's
+    /// source are made of (never a credential: [`crate::source::Origin::new`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::source::Origin>,
 }
 
 /// The largest part of a pack stored in parts (the indexer's segment size).

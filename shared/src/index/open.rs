@@ -90,6 +90,7 @@ mod tests {
             segment_keys: segments.iter().map(|s| s.to_string()).collect(),
             pack_parts: Vec::new(),
             created_at_ns: 0,
+            origin: None,
         })
         .unwrap()
     }

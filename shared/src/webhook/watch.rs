@@ -49,7 +49,7 @@ impl Unwatched {
 
 /// What `push` means for a project indexed from `source`.
 pub fn verdict(source: &SourceSpec, push: &Push) -> Verdict {
-    let SourceSpec::Git { url, rev } = source else {
+    let SourceSpec::Git { url, rev, .. } = source else {
         return Verdict::NotGit;
     };
     if !same_repository(url, &push.repository_urls) {
@@ -169,6 +169,7 @@ mod tests {
         SourceSpec::Git {
             url: url.into(),
             rev: rev.map(String::from),
+            credential: None,
         }
     }
 

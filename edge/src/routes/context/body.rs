@@ -3,9 +3,11 @@
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ctxgate_core::assemble::BudgetBar;
 use ctxgate_core::catalog::ModelBudget;
 use ctxgate_core::history::{CompactReport, Compacted, Message};
 use ctxgate_core::route::RouteDecision;
+use ctxgate_core::source::Origin;
 use ctxgate_core::summary::SizeClass;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -24,6 +26,10 @@ pub struct ProjectRef {
     name: String,
     /// The index version read.
     version: u64,
+    /// The repository and commit the version was indexed from, when known (the links in
+    /// `pieces[].source_url` are pinned to this commit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<Origin>,
 }
 
 impl ProjectRef {
@@ -32,6 +38,7 @@ impl ProjectRef {
             id: run.project.id.clone(),
             name: run.project.name.clone(),
             version: run.version,
+            origin: run.origin.clone(),
         }
     }
 }
@@ -111,6 +118,11 @@ impl<'a> ContextAnswer<'a> {
             warnings: &d.warnings,
             intent: &d.intent,
             analysis: Analysis {
+                bar: BudgetBar::of(
+                    d,
+                    budget,
+                    history.as_ref().map_or(0, |h| h.report.tokens_total),
+                ),
                 window: run.resolved.window,
                 repo_tokens: d.repo_tokens,
                 frame_tokens: d.frame_tokens,
@@ -142,6 +154,9 @@ impl<'a> ContextAnswer<'a> {
 /// How a context answer's budget was spent and what was weighed.
 #[derive(Serialize, JsonSchema)]
 pub struct Analysis<'a> {
+    /// Where the budget went, in parts that sum to the tokens used: the query, headers, code,
+    /// summaries, conversation, and the room left.
+    bar: BudgetBar,
     /// The model's window as the budget policy divides it, when a model was named.
     window: Option<ModelBudget>,
     /// Tokens of the whole repository (what sending everything would cost).

@@ -8,12 +8,14 @@ use std::collections::HashSet;
 use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::ResolvedBudget;
+use ctxgate_core::compose::Piece;
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::quota::{Lease, Refusal};
+use ctxgate_core::source::{Origin, source_link};
 
 use super::session::{ChunkRef, references, session_chunks};
 use crate::backend::{ProjectAdmission, ProjectInfo};
@@ -40,6 +42,16 @@ pub(super) struct Run {
     pub(super) already_delivered: Vec<ChunkRef>,
     /// Bytes read from storage for this answer.
     pub(super) read_bytes: u64,
+    /// The repository and commit the version was indexed from, when known.
+    pub(super) origin: Option<Origin>,
+}
+
+/// What a call's audit record says beside its chunks: labels and numbers, never the query.
+struct Audited<'a> {
+    budget: u32,
+    model: Option<String>,
+    profile: Option<&'static str>,
+    session: Option<&'a str>,
 }
 
 /// What a call asks for besides the query and budget.
@@ -63,8 +75,9 @@ pub(super) struct Asked<'a> {
     pub(super) pieces_only: bool,
 }
 
-/// The core's answer, where the chunks the session already holds are, and the bytes read.
-type Answered = (Assembled, Vec<ChunkRef>, u64);
+/// The core's answer, where the chunks the session already holds are, the bytes read, and the
+/// version's origin.
+type Answered = (Assembled, Vec<ChunkRef>, u64, Option<Origin>);
 
 /// Resolves, admits, assembles and settles one call.
 pub(super) async fn run(
@@ -85,7 +98,6 @@ pub(super) async fn run(
         .continuation
         .map(|token| continuation::verify(token, secret, now))
         .transpose()?;
-    let session = asked.session;
     // History was compacted before: its tokens are part of the same reservation and settlement.
     let history = u64::from(asked.history_tokens);
     let tokens = BudgetSplit {
@@ -93,6 +105,12 @@ pub(super) async fn run(
         code: resolved.budget,
     }
     .total();
+    let audited = Audited {
+        budget: resolved.budget.saturating_add(asked.history_tokens),
+        model: resolved.model.clone(),
+        profile: (!asked.pieces_only).then(|| asked.profile.name()),
+        session: asked.session,
+    };
     let lease = meter::new_id(state);
     let (project, version, outcome) = reserve(state, caller, project, &lease, tokens, now).await?;
     let admission = meter::admitted(lease, tokens, endpoint, outcome)
@@ -107,10 +125,10 @@ pub(super) async fn run(
     }
     .await;
     settle(
-        state, caller, admission, &result, history, &project, session,
+        state, caller, admission, &result, history, &project, audited,
     )
     .await;
-    let (done, already_delivered, read_bytes) = result?;
+    let (done, already_delivered, read_bytes, origin) = result?;
     let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
         delivered.extend(&done.chosen);
         continuation::issue(
@@ -133,6 +151,7 @@ pub(super) async fn run(
         continuation,
         already_delivered,
         read_bytes,
+        origin,
     })
 }
 
@@ -230,7 +249,7 @@ async fn assemble(
         dense,
         ..QueryOptions::default()
     };
-    let (done, text_bytes) = crate::texts::answer(
+    let (mut done, text_bytes) = crate::texts::answer(
         state.projects.as_ref(),
         state.snapshots.shared(),
         &snap,
@@ -240,7 +259,30 @@ async fn assemble(
     )
     .await?;
     let referenced = references(&snap.pack, &done.already_delivered);
-    Ok((done, referenced, opened_bytes + text_bytes))
+    for p in &mut done.pieces {
+        p.source_url = source_url(snap.origin.as_ref(), project, p);
+    }
+    Ok((
+        done,
+        referenced,
+        opened_bytes + text_bytes,
+        snap.origin.clone(),
+    ))
+}
+
+/// Where a person reads `piece`: the commit-pinned page on the repository's host when the
+/// version's origin is on one, else the file in the indexed folder when the project was
+/// indexed from a folder (`file://`), else nothing.
+fn source_url(origin: Option<&Origin>, project: &ProjectInfo, piece: &Piece) -> Option<String> {
+    if let Some(link) =
+        origin.and_then(|o| source_link(o, &piece.path, piece.start_line, piece.end_line))
+    {
+        return Some(link);
+    }
+    let folder = project.source.trim_end_matches('/');
+    folder
+        .starts_with('/')
+        .then(|| format!("file://{folder}/{}", piece.path))
 }
 
 /// The pack indices of the chunks whose ids are in `ids`, in pack order.
@@ -265,10 +307,16 @@ async fn settle(
     result: &Result<Answered, ApiError>,
     history: u64,
     project: &ProjectInfo,
-    session: Option<&str>,
+    audited: Audited<'_>,
 ) {
+    let intent = match result {
+        Ok((d, ..)) => serde_json::to_value(d.intent.intent)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string)),
+        Err(_) => None,
+    };
     let (used, chunks, signature_only, status) = match result {
-        Ok((d, _, _)) => (
+        Ok((d, ..)) => (
             u64::from(d.tokens_total) + history,
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             d.pieces
@@ -288,9 +336,13 @@ async fn settle(
         status,
         Delivered {
             project: Some(project.id.clone()),
-            session: session.map(str::to_string),
+            session: audited.session.map(str::to_string),
             chunks,
             signature_only,
+            budget: Some(audited.budget),
+            model: audited.model,
+            profile: audited.profile.map(str::to_string),
+            intent,
         },
     )
     .await;
