@@ -16,11 +16,7 @@
 // Prints one JSON object: per-request isolate CPU (mean, p50) and the functions with the most
 // self time.
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-
-const require = createRequire(import.meta.url);
-// `ws` comes with wrangler (scripts/worker-toolchain.sh installs it under target/tools/npm).
-const WebSocket = require(process.env.WS_MODULE ?? "ws");
+import { connect } from "./inspector-session.mjs";
 
 const [port, spec] = process.argv.slice(2);
 if (!port || !spec) {
@@ -28,32 +24,7 @@ if (!port || !spec) {
   process.exit(2);
 }
 const plan = JSON.parse(readFileSync(spec, "utf8"));
-
-const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
-const target = targets.find((t) => t.webSocketDebuggerUrl);
-if (!target) throw new Error(`no inspectable target on port ${port}: ${JSON.stringify(targets)}`);
-const socket = new WebSocket(target.webSocketDebuggerUrl);
-await new Promise((ok, fail) => {
-  socket.once("open", ok);
-  socket.once("error", fail);
-});
-let next = 1;
-const waiting = new Map();
-socket.on("message", (data) => {
-  const msg = JSON.parse(data.toString());
-  if (msg.id && waiting.has(msg.id)) {
-    const { ok, fail } = waiting.get(msg.id);
-    waiting.delete(msg.id);
-    if (msg.error) fail(new Error(JSON.stringify(msg.error)));
-    else ok(msg.result);
-  }
-});
-const call = (method, params = {}) =>
-  new Promise((ok, fail) => {
-    const id = next++;
-    waiting.set(id, { ok, fail });
-    socket.send(JSON.stringify({ id, method, params }));
-  });
+const { call, close } = await connect(port);
 
 const IDLE = new Set(["(idle)", "(root)"]);
 
@@ -98,7 +69,7 @@ for (let r = 0; r < plan.rounds; r++) {
   }
 }
 const { profile } = await call("Profiler.stop");
-socket.close();
+close();
 
 const perRequest = marks.map(([a, b]) => busy(profile, a, b).total / 1000);
 const whole = busy(profile, -Infinity, Infinity);

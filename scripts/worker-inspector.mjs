@@ -13,46 +13,16 @@
 //
 //   node scripts/worker-inspector.mjs INSPECTOR_PORT OUT_FILE
 import { appendFileSync } from "node:fs";
-import { createRequire } from "node:module";
-
-const require = createRequire(import.meta.url);
-// `ws` comes with wrangler (scripts/worker-toolchain.sh installs it under target/tools/npm).
-const WebSocket = require(process.env.WS_MODULE ?? "ws");
+import { connect } from "./inspector-session.mjs";
 
 const [port, out] = process.argv.slice(2);
 if (!port || !out) {
   console.error("usage: worker-inspector.mjs INSPECTOR_PORT OUT_FILE");
   process.exit(2);
 }
-const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
-const target = targets.find((t) => t.webSocketDebuggerUrl);
-if (!target) throw new Error(`no inspectable target on port ${port}: ${JSON.stringify(targets)}`);
-const socket = new WebSocket(target.webSocketDebuggerUrl);
-await new Promise((ok, fail) => {
-  socket.once("open", ok);
-  socket.once("error", fail);
-});
-socket.on("close", () => process.exit(0));
-let next = 1;
-const waiting = new Map();
-socket.on("message", (data) => {
-  // Everything else (the drained buffer, events) is read and dropped.
-  const text = data.toString();
-  if (!text.startsWith('{"id"')) return;
-  const msg = JSON.parse(text);
-  if (msg.id && waiting.has(msg.id)) {
-    const { ok, fail } = waiting.get(msg.id);
-    waiting.delete(msg.id);
-    if (msg.error) fail(new Error(JSON.stringify(msg.error)));
-    else ok(msg.result);
-  }
-});
-const call = (method, params = {}) =>
-  new Promise((ok, fail) => {
-    const id = next++;
-    waiting.set(id, { ok, fail });
-    socket.send(JSON.stringify({ id, method, params }));
-  });
+// Everything but the answers (the drained buffer, events) is read and dropped.
+const { call, onClose } = await connect(port);
+onClose(() => process.exit(0));
 
 await call("Network.disable");
 for (;;) {

@@ -149,50 +149,39 @@ impl<C: HttpClient> PublishedProjects<C> {
     /// Every project item of `org`, through all of DynamoDB's 1 MB pages.
     async fn project_items(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         let mut out = Vec::new();
-        let mut start: Option<Value> = None;
-        let range = ItemRange::projects_of(org);
-        loop {
-            let mut body = json!({
-                "TableName": self.config.table,
-                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :p)",
-                "ExpressionAttributeValues": {
-                    ":pk": {"S": range.pk},
-                    ":p": {"S": range.sk_prefix}
-                },
-                "ConsistentRead": true
+        for item in self.query_all(&ItemRange::projects_of(org)).await? {
+            let data = attr_s(&item, "data")
+                .ok_or_else(|| BackendError::Corrupt("project item without data".into()))?;
+            let p: ProjectItem = serde_json::from_str(data)
+                .map_err(|e| BackendError::Corrupt(format!("project item: {e}")))?;
+            // Only the org's own items, whatever the table holds.
+            if p.org != org {
+                continue;
+            }
+            out.push(ProjectInfo {
+                id: p.id,
+                name: p.name,
+                org: p.org,
+                source: p.source,
+                // The attribute is the truth: the indexer's publish moves it atomically.
+                current_version: attr_n(&item, "current_version"),
             });
-            if let Some(k) = start.take() {
-                body["ExclusiveStartKey"] = k;
-            }
-            let page = self.dynamodb("Query", body).await?;
-            for item in page["Items"].as_array().into_iter().flatten() {
-                let data = attr_s(item, "data")
-                    .ok_or_else(|| BackendError::Corrupt("project item without data".into()))?;
-                let p: ProjectItem = serde_json::from_str(data)
-                    .map_err(|e| BackendError::Corrupt(format!("project item: {e}")))?;
-                // Only the org's own items, whatever the table holds.
-                if p.org != org {
-                    continue;
-                }
-                out.push(ProjectInfo {
-                    id: p.id,
-                    name: p.name,
-                    org: p.org,
-                    source: p.source,
-                    // The attribute is the truth: the indexer's publish moves it atomically.
-                    current_version: attr_n(item, "current_version"),
-                });
-            }
-            match page.get("LastEvaluatedKey") {
-                Some(k) if k.is_object() => start = Some(k.clone()),
-                _ => break,
-            }
         }
         Ok(out)
     }
 
     /// The `data` attribute of every item under `range`, through all of DynamoDB's pages.
     async fn items_data(&self, range: &ItemRange) -> Result<Vec<String>, BackendError> {
+        Ok(self
+            .query_all(range)
+            .await?
+            .iter()
+            .filter_map(|item| attr_s(item, "data").map(str::to_string))
+            .collect())
+    }
+
+    /// Every item under `range` (consistent reads), through all of DynamoDB's pages.
+    async fn query_all(&self, range: &ItemRange) -> Result<Vec<Value>, BackendError> {
         let mut out = Vec::new();
         let mut start: Option<Value> = None;
         loop {
@@ -208,11 +197,9 @@ impl<C: HttpClient> PublishedProjects<C> {
             if let Some(k) = start.take() {
                 body["ExclusiveStartKey"] = k;
             }
-            let page = self.dynamodb("Query", body).await?;
-            for item in page["Items"].as_array().into_iter().flatten() {
-                if let Some(data) = attr_s(item, "data") {
-                    out.push(data.to_string());
-                }
+            let mut page = self.dynamodb("Query", body).await?;
+            if let Some(items) = page["Items"].as_array_mut() {
+                out.append(items);
             }
             match page.get("LastEvaluatedKey") {
                 Some(k) if k.is_object() => start = Some(k.clone()),
