@@ -21,10 +21,23 @@ pub fn id_of(key: u64) -> u32 {
 
 /// Sorts `(id, score)` pairs best first: by score descending ([`f32::total_cmp`]), then id.
 pub fn sort_best_first(pairs: &mut Vec<(u32, f32)>) {
+    best_first_top(pairs, usize::MAX);
+}
+
+/// Keeps the best `limit` of `(id, score)` pairs, sorted as [`sort_best_first`] sorts them.
+/// Choosing them first (linear) and sorting only those is what makes a cap cheap: a common
+/// word matches tens of thousands of chunks of a large repository.
+pub fn best_first_top(pairs: &mut Vec<(u32, f32)>, limit: usize) {
     let mut keys: Vec<(u64, f32)> = pairs
         .iter()
         .map(|&(id, score)| (best_first_key(score, id), score))
         .collect();
+    if limit == 0 {
+        keys.clear();
+    } else if keys.len() > limit {
+        keys.select_nth_unstable_by_key(limit - 1, |k| k.0);
+        keys.truncate(limit);
+    }
     keys.sort_unstable_by_key(|k| k.0);
     pairs.clear();
     pairs.extend(keys.into_iter().map(|(k, score)| (id_of(k), score)));
@@ -55,6 +68,20 @@ mod tests {
         sort_best_first(&mut a);
         by_comparator(&mut b);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_top_is_the_head_of_the_full_order() {
+        let pairs: Vec<(u32, f32)> = (0..1000u32)
+            .map(|i| (i, ((i * 7919) % 113) as f32 / 7.0))
+            .collect();
+        let mut all = pairs.clone();
+        sort_best_first(&mut all);
+        for limit in [0, 1, 5, 113, 999, 1000, 5000] {
+            let mut top = pairs.clone();
+            best_first_top(&mut top, limit);
+            assert_eq!(top, all[..limit.min(all.len())]);
+        }
     }
 
     proptest! {

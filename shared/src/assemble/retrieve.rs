@@ -99,8 +99,15 @@ pub(super) fn fetched_lists<'s>(
     }
 }
 
-/// BM25 hits of `terms`, with the postings the pack does not hold taken from `source`; the
-/// terms it lacks make one [`AssembleError::ListsNeeded`].
+/// The most BM25 hits ranking considers. A common word matches tens of thousands of chunks of
+/// a large repository (22.7k for a 32k query on an 88M-token one), and every later step —
+/// ranking's signals, diversity, the candidates' order — went over all of them; far fewer
+/// than this can ever be chosen, and a chunk named by a symbol, a path or a mention is a
+/// candidate whatever its BM25 rank.
+pub const MAX_LEXICAL_HITS: usize = 4096;
+
+/// The best [`MAX_LEXICAL_HITS`] BM25 hits of `terms`, with the postings the pack does not
+/// hold taken from `source`; the terms it lacks make one [`AssembleError::ListsNeeded`].
 pub(super) fn search(
     pack: &IndexPack,
     source: &dyn ChunkSource,
@@ -118,7 +125,7 @@ pub(super) fn search(
     let fetched = fetched_lists(pack, source, ids)?;
     let external = |t: u32| fetched.iter().find(|f| f.0.key == t).map(|f| &*f.1);
     pack.lexical
-        .search_with(terms, options.bm25, &external)
+        .search_with(terms, options.bm25, &external, MAX_LEXICAL_HITS)
         .map_err(|e| match e {
             ListError::Needed(terms) => AssembleError::ListsNeeded(
                 terms

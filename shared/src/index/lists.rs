@@ -17,8 +17,10 @@ pub struct KeyedLists {
     /// Every key, sorted, concatenated.
     keys: String,
     /// End of key `k` in `keys`.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     key_ends: Vec<u32>,
     /// End of key `k`'s value in the byte string of every value, in key order.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     value_ends: Vec<u32>,
     /// Where that byte string is.
     store: ListStore,
@@ -35,6 +37,7 @@ pub enum ListStore {
         parts: Vec<ListPart>,
         /// The first four bytes (big-endian) of the sha256 of each key's value: a range read is
         /// checked against it, so a damaged copy is an error, never a wrong answer.
+        #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
         sums: Vec<u32>,
     },
 }

@@ -45,6 +45,7 @@
 pub mod build;
 mod check;
 pub mod derived;
+pub(crate) mod exact_vec;
 pub mod gc;
 pub mod layout;
 pub mod lists;
@@ -169,8 +170,10 @@ pub struct IndexPack {
     /// Pack-wide facts.
     pub meta: PackMeta,
     /// Files, sorted by path.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub files: Vec<FileEntry>,
     /// Chunks, grouped by file in file order.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub chunks: Vec<ChunkRecord>,
     /// Segment names (sha256 hex of each segment's bytes).
     pub segments: Vec<String>,

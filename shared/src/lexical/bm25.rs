@@ -95,7 +95,9 @@ pub struct Bm25Index {
     /// Every term and its postings.
     postings: KeyedLists,
     /// Documents holding term `k`.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     df: Vec<u32>,
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     doc_len: Vec<u32>,
     avg_len: f32,
 }
@@ -176,18 +178,20 @@ impl Bm25Index {
     /// Documents matching any query term, best first, with their scores, for an index whose
     /// postings are in the pack (an index being built, a small one, a test's).
     pub fn search(&self, query: &[(String, u16)]) -> Vec<(u32, f32)> {
-        self.search_with(query, self.params, &|_| None)
+        self.search_with(query, self.params, &|_| None, usize::MAX)
             .unwrap_or_default()
     }
 
     /// [`Bm25Index::search`] with other parameters than the index was built with (they only
     /// matter at query time), and the postings `external` holds for the terms whose postings
-    /// are not in the pack ([`Bm25Index::stored_terms`]); the terms it lacks are the error.
+    /// are not in the pack ([`Bm25Index::stored_terms`]); the terms it lacks are the error. Only
+    /// the best `limit` documents are returned.
     pub fn search_with<'a>(
         &'a self,
         query: &[(String, u16)],
         params: Bm25Params,
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
+        limit: usize,
     ) -> Result<Vec<(u32, f32)>, ListError> {
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
@@ -226,7 +230,7 @@ impl Bm25Index {
         }
         let mut out: Vec<(u32, f32)> = hit.into_iter().map(|d| (d, scores[d as usize])).collect();
         // A document whose terms all weigh 0 was pushed again each time: keep one.
-        crate::order::sort_best_first(&mut out);
+        crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
         Ok(out)
     }
@@ -364,10 +368,10 @@ mod tests {
                 proptest::prop_assert_eq!(split.lists().verify(*t, bytes), Ok(()));
             }
             let external = |t: u32| read.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());
-            proptest::prop_assert_eq!(split.search_with(&q, params, &external).unwrap(), got);
+            proptest::prop_assert_eq!(split.search_with(&q, params, &external, usize::MAX).unwrap(), got);
             // Without the postings it names what it lacks.
             if let Some((t, _)) = read.first() {
-                let missing = split.search_with(&q, params, &|_| None).unwrap_err();
+                let missing = split.search_with(&q, params, &|_| None, usize::MAX).unwrap_err();
                 proptest::prop_assert!(matches!(missing, ListError::Needed(ref v) if v.contains(t)));
             }
         }

@@ -87,8 +87,10 @@ pub struct DirSummary {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summaries {
     /// File summaries, sorted by file index; files that were not chunked have none.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub files: Vec<FileSummary>,
     /// Directory summaries, sorted by path (the root has none: the project summary covers it).
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub dirs: Vec<DirSummary>,
     /// The project summary.
     pub project: Option<Summary>,
