@@ -122,27 +122,35 @@ impl SnapshotCache {
         Ok(bytes)
     }
 
-    /// The pack `manifest` names: one object, or its parts read a few at a time and joined in
-    /// order (so at most a few parts are held beside the pack being joined).
-    async fn pack_bytes(
+    /// The pack `manifest` names, decoded from its one object or from its parts, read a few
+    /// at a time and decoded in order as they arrive (so neither the whole pack nor more than a
+    /// few parts are held beside its decoded form); and the bytes read.
+    async fn pack(
         &self,
         backend: &dyn Projects,
         manifest: &Manifest,
-    ) -> Result<Vec<u8>, BackendError> {
-        let objects = manifest.pack_objects();
-        if let [key] = objects.as_slice() {
-            return self.object(backend, key).await;
-        }
-        let mut bytes = Vec::with_capacity(manifest.pack_capacity());
-        for batch in objects.chunks(PARALLEL_PARTS) {
+        name: &str,
+    ) -> Result<(IndexPack, u64), BackendError> {
+        let mut opening = open::PackOpening::new(manifest);
+        let outdated_or_corrupt = |e: OpenError| match e {
+            OpenError::Pack(PackError::Version { found, expected }) => {
+                BackendError::Outdated(format!(
+                    "version {} of project `{name}` is in index format {found}; this server reads format {expected}",
+                    manifest.version
+                ))
+            }
+            e => BackendError::Corrupt(e.to_string()),
+        };
+        for batch in manifest.pack_objects().chunks(PARALLEL_PARTS) {
             let parts =
                 futures_util::future::join_all(batch.iter().map(|key| self.object(backend, key)))
                     .await;
             for part in parts {
-                bytes.extend_from_slice(&part?);
+                opening.push(&part?).map_err(outdated_or_corrupt)?;
             }
         }
-        Ok(bytes)
+        let read = opening.read();
+        Ok((opening.finish().map_err(outdated_or_corrupt)?, read))
     }
 
     /// The current version of `project`, opened (from the cache when it is there), and the
@@ -164,16 +172,8 @@ impl SnapshotCache {
             .await?;
         let manifest = open::read_manifest(org, &project.id, version, &manifest_bytes)
             .map_err(|e| BackendError::Corrupt(e.to_string()))?;
-        let bytes = self.pack_bytes(backend, &manifest).await?;
-        let read = (manifest_bytes.len() + bytes.len()) as u64;
-        let pack = open::open_pack(&manifest, &bytes).map_err(|e| match e {
-            OpenError::Pack(PackError::Version { found, expected }) => BackendError::Outdated(format!(
-                "version {version} of project `{}` is in index format {found}; this server reads format {expected}",
-                project.name
-            )),
-            e => BackendError::Corrupt(e.to_string()),
-        })?;
-        drop(bytes);
+        let (pack, pack_read) = self.pack(backend, &manifest, &project.name).await?;
+        let read = manifest_bytes.len() as u64 + pack_read;
         let snap = Arc::new(Snapshot {
             org: org.clone(),
             project: project.id.clone(),

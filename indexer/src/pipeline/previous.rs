@@ -32,11 +32,12 @@ pub fn open_current(
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
     let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
-    let mut bytes = Vec::with_capacity(manifest.pack_capacity());
+    // Decoded part by part: the whole pack is never held beside its decoded form.
+    let mut opening = open::PackOpening::new(&manifest);
     for key in manifest.pack_objects() {
-        bytes.extend_from_slice(&store.get_object(key)?);
+        opening.push(&store.get_object(key)?)?;
     }
-    let pack = open::open_pack(&manifest, &bytes)?;
+    let pack = opening.finish()?;
     Ok(Some(OpenVersion {
         version,
         manifest,

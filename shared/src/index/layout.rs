@@ -40,17 +40,6 @@ pub struct Manifest {
 pub const PACK_PART_MAX: u64 = 4 << 20;
 
 impl Manifest {
-    /// Bytes to reserve for joining the pack: its recorded size, but never more than its
-    /// objects can hold, so a damaged manifest cannot make a reader reserve memory it will not
-    /// fill (the size is checked once the pack is read).
-    pub fn pack_capacity(&self) -> usize {
-        let most = match self.pack_parts.len() {
-            0 => self.pack_bytes,
-            n => n as u64 * PACK_PART_MAX,
-        };
-        self.pack_bytes.min(most).min(1 << 30) as usize
-    }
-
     /// The objects whose bytes, concatenated in this order, are the pack.
     pub fn pack_objects(&self) -> Vec<&str> {
         if self.pack_parts.is_empty() {
@@ -126,11 +115,6 @@ mod tests {
         m.segment_keys.push("k/p1.seg".into());
         assert_eq!(m.pack_objects(), ["k/p1.seg", "k/a.seg"]);
         assert_eq!(m.objects(), ["k/a.seg", "k/p1.seg", "k/index.pack"]);
-        // Two parts hold at most 8 MiB, whatever the manifest claims.
-        m.pack_bytes = u64::MAX;
-        assert_eq!(m.pack_capacity(), 8 << 20);
-        m.pack_bytes = 5;
-        assert_eq!(m.pack_capacity(), 5);
     }
 
     #[test]

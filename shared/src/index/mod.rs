@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 8; version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 9; version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -13,8 +13,9 @@
 //! offset  size  content
 //! 0       8     magic  b"CTXGPACK"
 //! 8       4     format version, u32 little-endian (FORMAT_VERSION)
-//! 12      ..    body: an `IndexPack` encoded with postcard (varint integers, length-prefixed
-//!               sequences and strings, fields in declaration order)
+//! 12      ..    body: nine sections, each its length (u32 LE) and then one field of the
+//!               `IndexPack` encoded with postcard (varint integers, length-prefixed
+//!               sequences and strings), fields in declaration order ([`sections`])
 //! ```
 //!
 //! The body holds, in order: the pack's metadata ([`PackMeta`]: project name, the tiktoken
@@ -53,9 +54,11 @@ pub mod open;
 pub mod raw_bytes;
 pub mod recency;
 pub mod references;
+mod sections;
 
 pub use recency::Recency;
 pub use references::References;
+pub use sections::PackReader;
 
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +71,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -227,12 +230,7 @@ impl PackError {
 impl IndexPack {
     /// Serializes the pack with its header.
     pub fn encode(&self) -> Result<Vec<u8>, PackError> {
-        let mut out = Vec::with_capacity(1 << 20);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        let body = postcard::to_allocvec(self).map_err(|e| PackError::Corrupt(e.to_string()))?;
-        out.extend_from_slice(&body);
-        Ok(out)
+        sections::encode(self)
     }
 
     /// Reads the header of `bytes` and returns the format version it declares.
@@ -245,19 +243,12 @@ impl IndexPack {
         Ok(u32::from_le_bytes(v))
     }
 
-    /// Opens a pack, refusing other format versions.
+    /// Opens a pack, refusing other format versions ([`PackReader`] decodes one as its parts
+    /// arrive).
     pub fn decode(bytes: &[u8]) -> Result<Self, PackError> {
-        let found = Self::peek_version(bytes)?;
-        if found != FORMAT_VERSION {
-            return Err(PackError::Version {
-                found,
-                expected: FORMAT_VERSION,
-            });
-        }
-        let pack: Self =
-            postcard::from_bytes(&bytes[12..]).map_err(|e| PackError::Corrupt(e.to_string()))?;
-        check::check(&pack).map_err(PackError::Corrupt)?;
-        Ok(pack)
+        let mut reader = PackReader::new();
+        reader.push(bytes)?;
+        reader.finish()
     }
 
     /// Per-file facts every query reads, computed the first time they are asked for.

@@ -6,7 +6,7 @@
 //! a pack must have exactly the size its manifest records before it is decoded.
 
 use super::layout::{Manifest, keys};
-use super::{IndexPack, PackError};
+use super::{IndexPack, PackError, PackReader};
 
 /// Why a published version could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +72,56 @@ pub fn open_pack(manifest: &Manifest, bytes: &[u8]) -> Result<IndexPack, OpenErr
         });
     }
     Ok(IndexPack::decode(bytes)?)
+}
+
+/// A pack being decoded from its parts ([`Manifest::pack_objects`]) as they are read, so that a
+/// reader never holds the whole pack beside its decoded form; the size the manifest records is
+/// checked as the bytes arrive and at the end.
+pub struct PackOpening<'m> {
+    manifest: &'m Manifest,
+    reader: PackReader,
+    read: u64,
+}
+
+impl<'m> PackOpening<'m> {
+    /// Starts decoding the pack `manifest` names.
+    pub fn new(manifest: &'m Manifest) -> Self {
+        Self {
+            manifest,
+            reader: PackReader::new(),
+            read: 0,
+        }
+    }
+
+    fn size_error(&self) -> OpenError {
+        OpenError::PackSize {
+            key: self.manifest.pack_key.clone(),
+            found: self.read,
+            expected: self.manifest.pack_bytes,
+        }
+    }
+
+    /// Takes the pack's next bytes (the next part, in order).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), OpenError> {
+        self.read += bytes.len() as u64;
+        if self.read > self.manifest.pack_bytes {
+            return Err(self.size_error());
+        }
+        Ok(self.reader.push(bytes)?)
+    }
+
+    /// Bytes taken so far.
+    pub fn read(&self) -> u64 {
+        self.read
+    }
+
+    /// The decoded pack, once every byte the manifest records has arrived.
+    pub fn finish(self) -> Result<IndexPack, OpenError> {
+        if self.read != self.manifest.pack_bytes {
+            return Err(self.size_error());
+        }
+        Ok(self.reader.finish()?)
+    }
 }
 
 #[cfg(test)]
@@ -141,5 +191,17 @@ mod tests {
             })
         ));
         assert!(matches!(open_pack(&m, b"abc"), Err(OpenError::Pack(_))));
+        let mut parts = PackOpening::new(&m);
+        parts.push(b"ab").unwrap();
+        assert!(matches!(
+            parts.push(b"cd"),
+            Err(OpenError::PackSize { found: 4, .. })
+        ));
+        let mut short = PackOpening::new(&m);
+        short.push(b"ab").unwrap();
+        assert!(matches!(
+            short.finish(),
+            Err(OpenError::PackSize { found: 2, .. })
+        ));
     }
 }
