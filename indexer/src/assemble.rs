@@ -195,6 +195,9 @@ pub fn assemble(
     let _ = preload.join();
     let t2 = Instant::now();
     let done = ctxgate_core::assemble::assemble(pack, &source, query, &resolved, &options)?;
+    if let Some(to) = crate::candidate_dump::requested() {
+        crate::candidate_dump::write(&to, pack, &source, query, &options)?;
+    }
     let t3 = Instant::now();
     warnings.extend(done.warnings.iter().cloned());
     let saved = done.compression_saved_tokens;

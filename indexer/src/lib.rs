@@ -30,6 +30,7 @@
 pub mod assemble;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod candidate_dump;
 pub mod chat;
 pub mod crash;
 pub mod credentials;

@@ -8,6 +8,7 @@
 pub mod ask;
 mod candidates;
 mod estimate;
+pub mod features;
 mod pieces;
 mod plan;
 mod report;

@@ -1,0 +1,90 @@
+//! Every candidate of a query with its signals, for fitting the ranking weights offline
+//! (`scripts/learn-fusion.sh`): the assembled prompt reports only the pieces it chose, and a fit
+//! must also see the gold chunks that ranked too low to be chosen.
+
+use crate::intent::Intent;
+use crate::lexical::query_terms;
+use crate::rank::{Signals, rank};
+
+use super::retrieve::{add_hot_paths, named_users, search, understood};
+use super::{AssembleError, ChunkSource, QueryOptions};
+use crate::index::IndexPack;
+
+/// One candidate as ranking saw it, before file diversity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CandidateFeatures {
+    /// Pack index of the chunk.
+    pub chunk: u32,
+    /// Its score under the options' weights.
+    pub score: f32,
+    /// Its signals (the file-kind prior already applied for the options' weights).
+    pub signals: Signals,
+    /// Its file is a test ([`crate::rank::is_test_path`]): with `doc_file`, what a fit needs to
+    /// recompute the prior for other test/doc weights.
+    pub test_file: bool,
+    /// Its file is documentation ([`crate::rank::is_doc_path`]).
+    pub doc_file: bool,
+}
+
+/// A query's candidates and what about the query moves the priors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryFeatures {
+    /// The request asks for tests (the test prior does not apply).
+    pub wants_tests: bool,
+    /// The request asks for an explanation (the doc prior does not apply).
+    pub wants_docs: bool,
+    /// Every candidate with a positive score, best first.
+    pub candidates: Vec<CandidateFeatures>,
+}
+
+/// Ranks `query` as [`super::plan`] does (the `repair` profile's error output aside) and
+/// returns every candidate instead of a selection.
+pub fn candidate_features(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    query: &str,
+    options: &QueryOptions,
+) -> Result<QueryFeatures, AssembleError> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(AssembleError::EmptyQuery);
+    }
+    let (mut intent, search_text) = understood(query, None);
+    let terms = query_terms(&search_text);
+    let hits = search(pack, source, &terms, options)?;
+    let named = named_users(pack, source, &intent, options)?;
+    add_hot_paths(&mut intent, options);
+    let ranked = rank(
+        pack,
+        &hits,
+        &options.dense,
+        &terms,
+        &intent,
+        &options.weights,
+        &named,
+    );
+    let derived = pack.derived();
+    let kind = |c: u32, of: &[bool]| {
+        derived
+            .chunk_file
+            .get(c as usize)
+            .and_then(|&f| of.get(f as usize))
+            .copied()
+            .unwrap_or(false)
+    };
+    let candidates = ranked
+        .into_iter()
+        .map(|r| CandidateFeatures {
+            chunk: r.chunk,
+            score: r.score,
+            signals: r.signals,
+            test_file: kind(r.chunk, &derived.test_file),
+            doc_file: kind(r.chunk, &derived.doc_file),
+        })
+        .collect();
+    Ok(QueryFeatures {
+        wants_tests: intent.intent == Intent::Test,
+        wants_docs: intent.intent == Intent::Explain,
+        candidates,
+    })
+}
