@@ -109,7 +109,7 @@ pub fn plan(
         weights,
         &named,
     );
-    spread_to_neighbours(pack, &mut ranked, weights);
+    spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(pack, &mut ranked, weights.file_decay, budget);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
