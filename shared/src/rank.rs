@@ -128,6 +128,9 @@ pub struct Weights {
     pub neighbour_floor: f32,
     /// How many chunks away, each way in its file, a strong chunk's neighbours are.
     pub neighbour_reach: f32,
+    /// The budget (tokens) up to which the neighbour signal is off; it fades in to full weight
+    /// at four times that (`rank/neighbours.rs`, `strength_at`).
+    pub neighbour_from: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -201,6 +204,7 @@ impl Default for Weights {
             neighbour: NEIGHBOUR_WEIGHT,
             neighbour_floor: NEIGHBOUR_FLOOR,
             neighbour_reach: NEIGHBOUR_REACH,
+            neighbour_from: neighbours::NEIGHBOURS_FROM as f32,
         }
     }
 }
@@ -263,6 +267,7 @@ impl Weights {
                 "neighbour" => &mut self.neighbour,
                 "neighbour_floor" => &mut self.neighbour_floor,
                 "neighbour_reach" => &mut self.neighbour_reach,
+                "neighbour_from" => &mut self.neighbour_from,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;

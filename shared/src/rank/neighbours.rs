@@ -36,7 +36,7 @@ pub fn spread_to_neighbours(
     weights: &Weights,
     budget: u32,
 ) {
-    let weight = weights.neighbour * strength_at(budget);
+    let weight = weights.neighbour * strength_at(budget, weights.neighbour_from);
     if weight == 0.0 {
         return;
     }
@@ -53,11 +53,13 @@ pub fn spread_to_neighbours(
     apply(ranked, shares, weight);
 }
 
-/// The share of [`Weights::neighbour`] that counts at `budget` tokens: 0 up to
-/// [`NEIGHBOURS_FROM`], 1 from [`NEIGHBOURS_FULL_AT`], linear in log2 of the budget between.
-pub fn strength_at(budget: u32) -> f32 {
+/// The share of [`Weights::neighbour`] that counts at `budget` tokens: 0 up to `from` tokens
+/// ([`NEIGHBOURS_FROM`] by default), 1 from four times that ([`NEIGHBOURS_FULL_AT`] by
+/// default), linear in log2 of the budget between.
+pub fn strength_at(budget: u32, from: f32) -> f32 {
+    let from = f64::from(from.max(1.0));
     let span = (f64::from(NEIGHBOURS_FULL_AT) / f64::from(NEIGHBOURS_FROM)).log2();
-    let depth = (f64::from(budget.max(1)) / f64::from(NEIGHBOURS_FROM)).log2() / span;
+    let depth = (f64::from(budget.max(1)) / from).log2() / span;
     depth.clamp(0.0, 1.0) as f32
 }
 
@@ -172,11 +174,15 @@ mod tests {
 
     #[test]
     fn the_signal_fades_in_between_32k_and_128k() {
-        assert_eq!(strength_at(8_000), 0.0);
-        assert_eq!(strength_at(NEIGHBOURS_FROM), 0.0);
-        assert_eq!(strength_at(64_000), 0.5);
-        assert_eq!(strength_at(NEIGHBOURS_FULL_AT), 1.0);
-        assert_eq!(strength_at(1_000_000), 1.0);
+        let from = NEIGHBOURS_FROM as f32;
+        assert_eq!(strength_at(8_000, from), 0.0);
+        assert_eq!(strength_at(NEIGHBOURS_FROM, from), 0.0);
+        assert_eq!(strength_at(64_000, from), 0.5);
+        assert_eq!(strength_at(NEIGHBOURS_FULL_AT, from), 1.0);
+        assert_eq!(strength_at(1_000_000, from), 1.0);
+        // An experiment may start it lower: full at 32k from 8k.
+        assert_eq!(strength_at(16_000, 8_000.0), 0.5);
+        assert_eq!(strength_at(32_000, 8_000.0), 1.0);
     }
 
     #[test]
