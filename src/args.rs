@@ -476,6 +476,10 @@ pub struct OrgCreateArgs {
     /// Models it may use (repeatable; default: all).
     #[arg(long = "allow-model", value_name = "ID")]
     pub allow_models: Vec<String>,
+    /// Rank its requests with dense retrieval (`ctxgate serve --dense`, or the Worker's
+    /// embeddings provider; default off).
+    #[arg(long)]
+    pub dense: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

@@ -33,6 +33,7 @@ pub async fn create_org(
     name: &str,
     limits: Limits,
     allowed_models: Vec<String>,
+    dense: bool,
 ) -> Result<OrgRecord, ApiError> {
     valid_org_name(name)?;
     for m in &allowed_models {
@@ -42,6 +43,7 @@ pub async fn create_org(
         name: name.to_string(),
         limits,
         allowed_models,
+        dense,
         created_ms: state.accounts.now_ms(),
     };
     state.accounts.create_org(&org).await?;
@@ -73,6 +75,14 @@ pub async fn create_key(state: &AppState, org: &str) -> Result<String, ApiError>
     };
     state.accounts.put_key(&hash_key(&key), &record).await?;
     Ok(key)
+}
+
+/// Turns dense retrieval on or off for `org`'s requests.
+pub async fn set_dense(state: &AppState, org: &str, dense: bool) -> Result<OrgRecord, ApiError> {
+    let mut record = existing(state, org).await?;
+    record.dense = dense;
+    state.accounts.update_org(&record).await?;
+    Ok(record)
 }
 
 /// Replaces `org`'s limits.

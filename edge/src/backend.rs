@@ -85,6 +85,11 @@ pub struct OrgRecord {
     /// Models it may use (ids); empty is all.
     #[serde(default)]
     pub allowed_models: Vec<String>,
+    /// Whether its requests rank with dense retrieval: each request's query is embedded through
+    /// the host's embeddings provider (a call, and its latency and price, per request). Off
+    /// unless an admin turns it on; records written before the setting existed read as off.
+    #[serde(default)]
+    pub dense: bool,
     /// Created, milliseconds since the epoch.
     pub created_ms: u64,
 }

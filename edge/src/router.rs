@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/orgs", post(admin::create_org))
         .route("/v1/admin/orgs/{org}/keys", post(admin::create_key))
         .route("/v1/admin/orgs/{org}/limits", put(admin::set_limits))
+        .route("/v1/admin/orgs/{org}/dense", put(admin::set_dense))
         .route("/v1/admin/orgs/{org}/gc", post(admin::collect_garbage))
         .route(
             "/v1/admin/orgs/{org}/projects/{name}",

@@ -41,6 +41,8 @@ pub struct Snapshot {
     pub origin: Option<ctxgate_core::source::Origin>,
     /// When it was published, milliseconds since the epoch (its manifest's time).
     pub created_ms: u64,
+    /// Its chunks' embeddings, when the indexer published them (read only by dense retrieval).
+    pub vectors: Option<ctxgate_core::index::layout::VectorsRef>,
     /// `org/project/version`: this version's name in the text cache.
     pub(crate) id: Arc<str>,
     /// The texts read so far (shared by every version this process has open).
@@ -182,6 +184,7 @@ impl SnapshotCache {
             pack,
             origin: manifest.origin.clone(),
             created_ms: u64::try_from(manifest.created_at_ns / 1_000_000).unwrap_or(0),
+            vectors: manifest.vectors.clone(),
             id: Arc::from(format!("{org}/{}/{version}", project.id)),
             texts: self.texts.clone(),
         });

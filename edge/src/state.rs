@@ -7,6 +7,7 @@ use ctxgate_core::catalog::Catalog;
 
 use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
+use crate::dense::published::PublishedDense;
 use crate::hooks::Webhooks;
 use crate::metrics::Metrics;
 use crate::pointer::PointerCache;
@@ -57,8 +58,11 @@ pub struct AppState {
     pub snapshots: Arc<SnapshotCache>,
     /// Projects' current versions, read at most once per TTL.
     pub pointers: Arc<PointerCache>,
-    /// Dense retrieval, where the host has it.
+    /// Dense retrieval that embeds a version's chunks itself, where the host has it.
     pub dense: Option<Arc<dyn DenseRetrieval>>,
+    /// Dense retrieval over the vectors a version was published with, where the host can
+    /// embed queries.
+    pub published_dense: Option<Arc<PublishedDense>>,
     /// Counters and histograms of this process or isolate (`GET /metrics`).
     pub metrics: Arc<Metrics>,
     /// Push webhooks, where the host can queue re-indexing.
@@ -87,6 +91,7 @@ impl AppState {
             config: Arc::new(config),
             snapshots: Arc::new(SnapshotCache::default()),
             dense: None,
+            published_dense: None,
             metrics: Arc::default(),
             webhooks: None,
         }
@@ -109,6 +114,12 @@ impl AppState {
     /// The same state, ranking with `dense` retrieval too.
     pub fn with_dense(mut self, dense: Option<Arc<dyn DenseRetrieval>>) -> Self {
         self.dense = dense;
+        self
+    }
+
+    /// The same state, ranking with the vectors versions were published with too.
+    pub fn with_published_dense(mut self, dense: Option<Arc<PublishedDense>>) -> Self {
+        self.published_dense = dense;
         self
     }
 

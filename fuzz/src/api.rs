@@ -214,6 +214,7 @@ impl MemoryHost {
             name: ORG.into(),
             limits: Limits::default(),
             allowed_models: Vec::new(),
+            dense: false,
             created_ms: NOW_MS,
         };
         let key = KeyRecord {

@@ -23,6 +23,10 @@
 //! metadata endpoint.
 //! A git source that names a credential is fetched with the secret `{prefix}/{org}/{name}` of
 //! AWS Secrets Manager (`CTXGATE_SECRET_PREFIX`, default `ctxgate`; [`crate::credentials`]).
+//! With `CTXGATE_EMBED_URL`, `CTXGATE_EMBED_MODEL` and `CTXGATE_EMBED_DIMS` set, every version
+//! is published with its chunks' embeddings from that OpenAI-compatible API
+//! ([`embed_endpoint`]); the key is `CTXGATE_EMBED_API_KEY`, or the string of the Secrets
+//! Manager secret `CTXGATE_EMBED_API_KEY_SECRET` (read at start-up).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,6 +40,7 @@ use ctxgate_core::index::gc::GcPolicy;
 use crate::IndexerError;
 use crate::aws::{AwsStore, S3Location};
 use crate::credentials::{CredentialStore, DEFAULT_PREFIX, SecretsManagerCredentials};
+use crate::embed::openai::EmbeddingsEndpoint;
 use crate::jobs::{JobState, Trigger};
 use crate::pipeline::IndexOptions;
 use ctxgate_core::host_wire::IndexerEvent;
@@ -177,6 +182,47 @@ impl Function {
     }
 }
 
+/// The embeddings API from the function's variables, or none when `CTXGATE_EMBED_URL` is unset;
+/// `secret(id)` reads a Secrets Manager secret's string. Checked at start-up, so a function
+/// configured wrong fails to start rather than publishing versions without vectors.
+pub fn embed_endpoint(
+    var: impl Fn(&str) -> Option<String>,
+    secret: impl Fn(&str) -> Result<Option<String>, String>,
+) -> Result<Option<EmbeddingsEndpoint>, String> {
+    let Some(url) = var("CTXGATE_EMBED_URL").filter(|u| !u.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let model = var("CTXGATE_EMBED_MODEL")
+        .filter(|m| !m.trim().is_empty())
+        .ok_or("CTXGATE_EMBED_URL needs CTXGATE_EMBED_MODEL (the model to ask)")?;
+    let dims = var("CTXGATE_EMBED_DIMS")
+        .ok_or("CTXGATE_EMBED_URL needs CTXGATE_EMBED_DIMS (the model's dimensions)")?;
+    let dims: usize = dims
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&d| d > 0)
+        .ok_or_else(|| format!("CTXGATE_EMBED_DIMS must be a positive number, not `{dims}`"))?;
+    let api_key = match (
+        var("CTXGATE_EMBED_API_KEY").filter(|k| !k.is_empty()),
+        var("CTXGATE_EMBED_API_KEY_SECRET").filter(|k| !k.is_empty()),
+    ) {
+        (Some(key), _) => Some(key),
+        (None, Some(id)) => Some(
+            secret(&id)?
+                .map(|k| k.trim().to_owned())
+                .ok_or_else(|| format!("no secret `{id}` (CTXGATE_EMBED_API_KEY_SECRET)"))?,
+        ),
+        (None, None) => None,
+    };
+    Ok(Some(EmbeddingsEndpoint {
+        url,
+        model,
+        api_key,
+        dims,
+    }))
+}
+
 /// The garbage collection policy from the function's variables, or none when turned off.
 fn gc_policy(var: impl Fn(&str) -> Option<String>) -> Result<Option<GcPolicy>, String> {
     if var("CTXGATE_GC").is_some_and(|v| v == "off") {
@@ -230,6 +276,17 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let cache = work_dir.join("ctxgate-cache");
     let store = AwsStore::connect(location, &table, &cache, runtime.handle().clone())?;
     let gc = gc_policy(|name| std::env::var(name).ok())?;
+    let credentials = SecretsManagerCredentials::connect(
+        &std::env::var("CTXGATE_SECRET_PREFIX")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
+        runtime.handle().clone(),
+    );
+    let embed = embed_endpoint(
+        |name| std::env::var(name).ok(),
+        |id| credentials.secret_string(id),
+    )?;
     let function = Arc::new(Function {
         gc,
         // Off in production: a hosted function must not index its own disk.
@@ -240,15 +297,12 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             NetworkPolicy::PublicHttps
         },
         store,
-        credentials: Box::new(SecretsManagerCredentials::connect(
-            &std::env::var("CTXGATE_SECRET_PREFIX")
-                .ok()
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
-            runtime.handle().clone(),
-        )),
+        credentials: Box::new(credentials),
         work_dir,
-        options: IndexOptions::default(),
+        options: IndexOptions {
+            embed,
+            ..IndexOptions::default()
+        },
     });
     runtime.block_on(lambda_runtime::run(service_fn(
         move |event: LambdaEvent<Value>| {
@@ -293,6 +347,47 @@ mod tests {
             "resources": ["arn:aws:events:us-east-1:123456789012:rule/r"], "detail": {}
         });
         assert_eq!(parse_event(scheduled).unwrap(), Command::ReindexDue);
+    }
+
+    #[test]
+    fn the_embeddings_api_comes_from_the_variables_or_a_secret() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let no_secret = |_: &str| Ok(None);
+        assert_eq!(embed_endpoint(vars(&[]), no_secret).unwrap(), None);
+        let base: &[(&str, &str)] = &[
+            ("CTXGATE_EMBED_URL", "https://api.example.com/v1"),
+            ("CTXGATE_EMBED_MODEL", "text-embedding-3-small"),
+            ("CTXGATE_EMBED_DIMS", "1536"),
+            ("CTXGATE_EMBED_API_KEY_SECRET", "ctxgate/embeddings"),
+        ];
+        let e = embed_endpoint(vars(base), |id: &str| {
+            Ok((id == "ctxgate/embeddings").then(|| "sk-1\n".to_owned()))
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!((e.dims, e.api_key.as_deref()), (1536, Some("sk-1")));
+        let err = embed_endpoint(vars(base), no_secret).unwrap_err();
+        assert!(err.contains("ctxgate/embeddings"), "{err}");
+        let err =
+            embed_endpoint(vars(&[("CTXGATE_EMBED_URL", "http://x")]), no_secret).unwrap_err();
+        assert!(err.contains("CTXGATE_EMBED_MODEL"), "{err}");
+        let err = embed_endpoint(
+            vars(&[
+                ("CTXGATE_EMBED_URL", "http://x"),
+                ("CTXGATE_EMBED_MODEL", "m"),
+                ("CTXGATE_EMBED_DIMS", "many"),
+            ]),
+            no_secret,
+        )
+        .unwrap_err();
+        assert!(err.contains("CTXGATE_EMBED_DIMS"), "{err}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub mod jobs;
 #[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod pipeline;
+pub mod progress;
 pub mod publish;
 pub mod recency;
 pub mod reindex;

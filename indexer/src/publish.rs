@@ -257,6 +257,7 @@ mod tests {
             pack_parts: Vec::new(),
             created_at_ns: 0,
             origin: None,
+            vectors: None,
         };
         let order = upload_order(&m, keys::manifest("acme", "p1", 2));
         assert_eq!(order.len(), 4);

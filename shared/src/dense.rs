@@ -98,6 +98,24 @@ impl VectorTable {
         }
     }
 
+    /// Chunk `i`'s vector as stored (a unit vector up to quantization), or `None` when it has
+    /// none: what a re-index reuses instead of embedding an unchanged chunk again (quantizing
+    /// it again gives back the same components).
+    pub fn vector(&self, i: usize) -> Option<Vec<f32>> {
+        let d = self.dims as usize;
+        let scale = *self.scales.get(i)?;
+        if scale <= 0.0 {
+            return None;
+        }
+        let row = self.values.get(i * d..(i + 1) * d)?;
+        Some(row.iter().map(|&x| f32::from(x) * scale).collect())
+    }
+
+    /// Bytes the table holds in memory: what a host with a memory ceiling weighs.
+    pub fn memory_bytes(&self) -> usize {
+        self.values.len() + self.scales.len() * 4 + self.model.len()
+    }
+
     /// The cosine similarity of chunk `i` to the unit vector `query`.
     fn cosine(&self, i: usize, query: &[f32]) -> f32 {
         let d = self.dims as usize;
@@ -225,6 +243,20 @@ mod tests {
         let mut cut = t.encode();
         cut.truncate(cut.len() - 1);
         assert_eq!(VectorTable::decode(&cut), None);
+    }
+
+    #[test]
+    fn stored_vectors_quantize_back_to_themselves() {
+        let mut t = table(&[&[0.3, -0.9, 0.2], &[5.0, 1.0, 0.0]]);
+        t.push(None).unwrap();
+        assert_eq!(t.vector(2), None);
+        assert_eq!(t.vector(3), None);
+        let mut again = VectorTable::new("m", 3);
+        for i in 0..3 {
+            again.push(t.vector(i).as_deref()).unwrap();
+        }
+        assert_eq!(again.values, t.values);
+        assert_eq!(t.memory_bytes(), 9 + 12 + 1);
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
         &a.name,
         limits,
         a.allow_models.clone(),
+        a.dense,
     ))??;
     match a.format {
         Format::Json => print_json(&org),

@@ -96,7 +96,7 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
         let embedder = dense
             .embedder(&root)
             .map_err(ctxgate_indexer::IndexerError::from)?;
-        backend = backend.with_dense(embedder);
+        backend = backend.with_dense(Arc::from(embedder));
     }
     let config = Config {
         token_secret: super::serve::stored_secret(&root)?,
@@ -114,6 +114,8 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
             name: LOCAL_ORG.into(),
             limits: Limits::default(),
             allowed_models: Vec::new(),
+            // Dense is this process's `--dense` choice: on when the backend has a model.
+            dense: true,
             created_ms: 0,
         },
         key_id: "stdio".into(),

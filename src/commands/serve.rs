@@ -7,6 +7,9 @@ use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
 use ctxgate_edge::backend::Projects;
 use ctxgate_edge::dense::DenseRetrieval;
+use ctxgate_edge::dense::published::PublishedDense;
+
+use crate::host::query_embedder::NativeQueryEmbedder;
 use ctxgate_edge::hooks::Webhooks;
 use ctxgate_edge::{AppState, Config};
 use serde_json::json;
@@ -55,6 +58,9 @@ fn aws_config(store: &StoreArgs) -> Result<Option<AwsConfig>, Failure> {
     .map_err(|e| Failure::input("invalid_store", e))
 }
 
+/// The largest published vector table the server keeps (a 1M-chunk index of 384 dimensions).
+const NATIVE_TABLE_CEILING: u64 = 512 << 20;
+
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let dir = data_dir(global)?;
     let access = SourceAccess {
@@ -68,10 +74,19 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     // Shared by the router (requests) and the backend (its indexing jobs): `GET /metrics`.
     let metrics = Arc::new(ctxgate_edge::metrics::Metrics::default());
     let mut backend = EmbeddedBackend::open(&dir, access)?.with_metrics(metrics.clone());
+    // Published vectors are used wherever the projects come from; versions without them are
+    // embedded here (data directory only, below).
+    let mut published_dense = None;
     if let Some(dense) = super::dense_config(&args.dense)? {
-        let embedder = dense
-            .embedder(&dir)
-            .map_err(ctxgate_indexer::IndexerError::from)?;
+        let embedder: Arc<dyn ctxgate_indexer::embed::Embedder> = Arc::from(
+            dense
+                .embedder(&dir)
+                .map_err(ctxgate_indexer::IndexerError::from)?,
+        );
+        published_dense = Some(Arc::new(PublishedDense::new(
+            Arc::new(NativeQueryEmbedder(embedder.clone())),
+            NATIVE_TABLE_CEILING,
+        )));
         backend = backend.with_dense(embedder);
     }
     // The fast exact counters, before the first request needs them (tiktoken-rs's own tables
@@ -125,6 +140,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     };
     let state = AppState::new(backend, projects, catalog(global)?, config)
         .with_dense(dense)
+        .with_published_dense(published_dense)
         .with_metrics(metrics)
         .with_webhooks(webhooks);
     let state_pointers = state.pointers.clone();

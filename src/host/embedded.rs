@@ -99,9 +99,9 @@ impl EmbeddedBackend {
 
     /// Turns dense retrieval on with `embedder` (loaded by the caller: the local model takes
     /// a moment, and a server should fail at start-up, not on its first request).
-    pub fn with_dense(mut self, embedder: Box<dyn Embedder>) -> Self {
+    pub fn with_dense(mut self, embedder: std::sync::Arc<dyn Embedder>) -> Self {
         self.dense = Some(Dense {
-            embedder: std::sync::Arc::from(embedder),
+            embedder,
             tables: Mutex::new(Vec::new()),
         });
         self

@@ -3,3 +3,4 @@
 //! crates depends on the core only; what joins them lives here.
 
 pub mod embedded;
+pub mod query_embedder;

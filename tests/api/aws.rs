@@ -6,13 +6,13 @@
 
 #[allow(dead_code)]
 #[path = "../../indexer/tests/support/moto.rs"]
-mod moto;
+pub mod moto;
 #[allow(dead_code)]
 #[path = "../../indexer/tests/support/repo.rs"]
-mod repo;
+pub mod repo;
 #[allow(dead_code)]
 #[path = "../../indexer/tests/support/runtime_api.rs"]
-mod runtime_api;
+pub mod runtime_api;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,7 +31,7 @@ const BUCKET: &str = "ctxgate-e2e";
 const TABLE: &str = "ctxgate-e2e";
 
 /// The Lambda binary `cargo test --workspace` builds beside this test's binary.
-fn lambda_binary() -> PathBuf {
+pub fn lambda_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap();
     let bin = dir.join("ctxgate-lambda");

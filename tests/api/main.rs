@@ -58,6 +58,11 @@ fn native_dense_retrieval_over_an_embeddings_api() {
 }
 
 #[test]
+fn worker_dense_retrieval_over_published_vectors() {
+    dense::worker();
+}
+
+#[test]
 fn native_damaged_segments_are_named() {
     damaged::run();
 }

@@ -10,7 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::backend::{OrgRecord, ProjectInfo};
 use crate::mcp::{RpcAnswer, RpcRequest};
 use crate::metrics::MetricsSnapshot;
-use crate::routes::admin::{CreateOrg, CreatedKey};
+use crate::routes::admin::{CreateOrg, CreatedKey, SetDense};
 use crate::routes::history::{CompactAnswer, CompactRequest};
 use crate::routes::meta::ModelList;
 use crate::routes::projects::{CreateProject, ProjectStatus, Reindexed};
@@ -607,6 +607,23 @@ pub(super) fn operations() -> Vec<Operation> {
                 "/v1/admin/orgs/{org}/limits",
                 "setLimits",
                 "Replace an organisation's limits (admin secret)",
+                Access::Admin,
+            )
+        },
+        Operation {
+            description: Some(
+                "With dense on, `/v1/context` embeds each query through the host's embeddings \
+                 provider and ranks with the version's published vectors (the `dense` signal); \
+                 off (the default) makes no provider call.",
+            ),
+            body: Body::Json(of::<SetDense>),
+            answers: ok(of::<OrgRecord>),
+            own_errors: vec![(404, vec!["org_not_found", "not_found"])],
+            ..op(
+                "put",
+                "/v1/admin/orgs/{org}/dense",
+                "setDense",
+                "Turn dense retrieval on or off for an organisation (admin secret)",
                 Access::Admin,
             )
         },

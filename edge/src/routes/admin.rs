@@ -27,6 +27,18 @@ pub struct CreateOrg {
     /// Models it may use (ids); empty is all.
     #[serde(default)]
     allowed_models: Vec<String>,
+    /// Rank its requests with dense retrieval too (default off; see `PUT
+    /// /v1/admin/orgs/{org}/dense`).
+    #[serde(default)]
+    dense: bool,
+}
+
+/// `PUT /v1/admin/orgs/{org}/dense` body.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetDense {
+    /// Whether the organisation's requests rank with dense retrieval.
+    pub dense: bool,
 }
 
 /// The answer of `POST /v1/admin/orgs/{org}/keys`.
@@ -44,7 +56,8 @@ pub async fn create_org(
     _: Admin,
     JsonBody(req): JsonBody<CreateOrg>,
 ) -> Result<(StatusCode, Json<OrgRecord>), ApiError> {
-    let org = admin::create_org(&state, &req.name, req.limits, req.allowed_models).await?;
+    let org =
+        admin::create_org(&state, &req.name, req.limits, req.allowed_models, req.dense).await?;
     Ok((StatusCode::CREATED, Json(org)))
 }
 
@@ -66,6 +79,16 @@ pub async fn set_limits(
     JsonBody(limits): JsonBody<Limits>,
 ) -> Result<Json<OrgRecord>, ApiError> {
     Ok(Json(admin::set_limits(&state, &org, limits).await?))
+}
+
+/// `PUT /v1/admin/orgs/{org}/dense`.
+pub async fn set_dense(
+    State(state): State<AppState>,
+    _: Admin,
+    Path(org): Path<String>,
+    JsonBody(req): JsonBody<SetDense>,
+) -> Result<Json<OrgRecord>, ApiError> {
+    Ok(Json(admin::set_dense(&state, &org, req.dense).await?))
 }
 
 /// `PUT /v1/admin/orgs/{org}/projects/{name}`: registers a project whose index objects an

@@ -11,6 +11,8 @@
 //! `CTXGATE_TABLE` and AWS credentials (optional: read projects from what the batch indexer
 //! published to S3 and DynamoDB; see `aws_fetch::config`). An Analytics Engine dataset bound as
 //! `ANALYTICS` (optional) receives one data point per request (`analytics`).
+//! `CTXGATE_EMBED_URL`/`_MODEL`/`_DIMS` vars and the `CTXGATE_EMBED_API_KEY` secret (optional)
+//! embed queries of organisations with dense on ([`published_dense`]).
 
 mod analytics;
 mod aws_fetch;
@@ -32,6 +34,8 @@ use worker::{Context, Env, HttpRequest, event};
 pub use cloudflare::CloudflareBackend;
 pub use org_object::OrgObject;
 
+use crate::dense::provider::{ApiSettings, EmbeddingsApi};
+use crate::dense::published::{PublishedDense, WORKER_TABLE_CEILING};
 use crate::error::ApiError;
 use crate::observe::RequestRecord;
 use crate::state::{AppState, Config};
@@ -172,8 +176,29 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
         None => AppState::new(backend.clone(), backend.clone(), catalog(env)?, config)
             .with_admission(backend),
     };
-    let state = state.with_object_cache(Arc::new(edge_cache::EdgeCache));
+    let state = state
+        .with_object_cache(Arc::new(edge_cache::EdgeCache))
+        .with_published_dense(published_dense(env)?);
     Ok((crate::router(state), limits))
+}
+
+/// Dense retrieval over published vectors when an embeddings API is configured
+/// (`CTXGATE_EMBED_URL`, `CTXGATE_EMBED_MODEL`, `CTXGATE_EMBED_DIMS`, the secret
+/// `CTXGATE_EMBED_API_KEY`); `DENSE_MAX_TABLE_BYTES` bounds a version's table in the isolate.
+fn published_dense(env: &Env) -> Result<Option<Arc<PublishedDense>>, HostError> {
+    let Some(settings) = ApiSettings::from_vars(|name| var(env, name))
+        .map_err(|e| HostError::BadVar("CTXGATE_EMBED_URL", e))?
+    else {
+        return Ok(None);
+    };
+    let ceiling = match var(env, "DENSE_MAX_TABLE_BYTES") {
+        Some(v) => v.parse().map_err(|e: std::num::ParseIntError| {
+            HostError::BadVar("DENSE_MAX_TABLE_BYTES", e.to_string())
+        })?,
+        None => WORKER_TABLE_CEILING,
+    };
+    let embedder = Arc::new(EmbeddingsApi::new(aws_fetch::WorkerFetch, settings));
+    Ok(Some(Arc::new(PublishedDense::new(embedder, ceiling))))
 }
 
 /// Built on the isolate's first request and kept: bindings are the same for every request.

@@ -52,12 +52,18 @@ impl SecretsManagerCredentials {
     pub fn put(&self, org: &str, name: &str, credential: &Credential) -> Result<(), String> {
         let id = self.id(org, name)?;
         let value = serde_json::to_string(credential).map_err(|e| e.to_string())?;
+        self.put_string(&id, &value)
+    }
+
+    /// Stores (or replaces) the secret `id` with the string `value` (an operator's secret, such
+    /// as the embeddings API key [`Self::secret_string`] reads).
+    pub fn put_string(&self, id: &str, value: &str) -> Result<(), String> {
         self.handle.block_on(async {
             let created = self
                 .client
                 .create_secret()
-                .name(&id)
-                .secret_string(&value)
+                .name(id)
+                .secret_string(value)
                 .send()
                 .await;
             match created {
@@ -68,8 +74,8 @@ impl SecretsManagerCredentials {
                 {
                     self.client
                         .put_secret_value()
-                        .secret_id(&id)
-                        .secret_string(&value)
+                        .secret_id(id)
+                        .secret_string(value)
                         .send()
                         .await
                         .map(|_| ())
@@ -78,6 +84,27 @@ impl SecretsManagerCredentials {
                 Err(e) => Err(format!("creating secret `{id}`: {}", service_message(&e))),
             }
         })
+    }
+
+    /// The string of the secret `id` (a full name or ARN, not under the prefix: an operator's
+    /// secret such as the embeddings API key), or `None` when there is none by that name.
+    pub fn secret_string(&self, id: &str) -> Result<Option<String>, String> {
+        let got = self
+            .handle
+            .block_on(self.client.get_secret_value().secret_id(id).send());
+        match got {
+            Ok(v) => v
+                .secret_string()
+                .map(|s| Some(s.to_owned()))
+                .ok_or_else(|| format!("secret `{id}` holds no string")),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(format!("reading secret `{id}`: {}", service_message(&e))),
+        }
     }
 
     fn id(&self, org: &str, name: &str) -> Result<String, String> {

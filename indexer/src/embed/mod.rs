@@ -20,7 +20,7 @@ use ctxgate_core::dense::VectorTable;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
 
-use crate::pipeline::Progress;
+use crate::progress::Progress;
 
 /// Turns texts into vectors.
 pub trait Embedder: Send + Sync {
@@ -307,7 +307,7 @@ pub fn pack_vectors(
 }
 
 /// What a chunk's vector depends on: its text, path and symbol ([`chunk_text`]).
-fn embedding_key(path: &str, symbol: Option<&str>, sha: &Sha256Digest) -> Sha256Digest {
+pub(crate) fn embedding_key(path: &str, symbol: Option<&str>, sha: &Sha256Digest) -> Sha256Digest {
     let mut buf = Vec::with_capacity(path.len() + 64);
     buf.extend_from_slice(path.as_bytes());
     buf.push(0);

@@ -48,6 +48,7 @@ pub(super) fn publish(
     org: &str,
     project_id: &str,
     pack: &IndexPack,
+    vectors: Option<&ctxgate_core::dense::VectorTable>,
     base: &Base,
 ) -> Result<u64, IndexerError> {
     let mut version = base
@@ -81,6 +82,15 @@ pub(super) fn publish(
         }
         None => &bytes,
     };
+    // The vectors are content-addressed like segments: an unchanged table is stored once.
+    let vectors = match vectors {
+        Some(table) => {
+            let (bytes, named) = super::vectors::stored(org, project_id, table);
+            store.put_new_object(&named.key, &bytes)?;
+            Some(named)
+        }
+        None => None,
+    };
     // Version objects are never overwritten: a number whose pack exists (left by a killed run,
     // or written by a racing indexer) is skipped, so version numbers may have gaps.
     let mut skipped_numbers = 0;
@@ -106,6 +116,7 @@ pub(super) fn publish(
         pack_parts,
         created_at_ns: base.indexed_at_ns,
         origin: base.origin.clone(),
+        vectors,
     };
     let manifest_json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;

@@ -14,6 +14,7 @@ mod previous;
 mod scan;
 mod segments;
 mod terms;
+mod vectors;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use ctxgate_core::source::SourceSpec;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
+pub use crate::progress::{NoProgress, Progress};
 pub use previous::{OpenVersion, open_current};
 pub use segments::{LISTS_INLINE_MAX, SEGMENT_CAP};
 
@@ -52,6 +54,9 @@ pub struct IndexOptions {
     pub force: bool,
     /// A model that writes file summaries instead of the extractive summarizer.
     pub summarize_llm: Option<ChatEndpoint>,
+    /// An embeddings API whose vectors of the chunks are published with the version (the
+    /// Lambda's `CTXGATE_EMBED_*`); `None` publishes none.
+    pub embed: Option<crate::embed::openai::EmbeddingsEndpoint>,
 }
 
 impl Default for IndexOptions {
@@ -63,6 +68,7 @@ impl Default for IndexOptions {
             encodings: vec![Encoding::O200kBase, Encoding::Cl100kBase],
             force: false,
             summarize_llm: None,
+            embed: None,
         }
     }
 }
@@ -93,25 +99,6 @@ impl IndexOptions {
                 .join("+")
         )
     }
-}
-
-/// Receives progress while files are processed (a progress bar in the CLI).
-pub trait Progress: Sync {
-    /// Processing of `total` files starts.
-    fn start(&self, total: u64);
-    /// One file is done.
-    fn advance(&self);
-    /// All files are done.
-    fn finish(&self);
-}
-
-/// Progress that goes nowhere.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn start(&self, _: u64) {}
-    fn advance(&self) {}
-    fn finish(&self) {}
 }
 
 /// Whether indexing produced a new version.
@@ -162,6 +149,10 @@ pub struct IndexReport {
     pub text_bytes: u64,
     /// File, directory and project summaries.
     pub summaries: SummaryReport,
+    /// The vectors published with the version, when the run embeds: how many chunks have one
+    /// and how many texts the provider was asked for (the rest were reused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<crate::embed::EmbedReport>,
     /// Problems met (unreadable files, links, invalid UTF-8).
     pub warnings: Vec<String>,
     /// Wall time.
@@ -302,8 +293,18 @@ pub fn index_project(
     let wanted = summarizer(opts.summarize_llm.as_ref());
     let model_summaries = opts.summarize_llm.as_ref().map(|_| wanted.as_str());
     let change = scan::change(&outcomes, previous.is_some(), reusable, model_summaries);
+    let embedder = match &opts.embed {
+        Some(endpoint) => Some(crate::embed::openai::OpenAiEmbeddings::new(endpoint)?),
+        None => None,
+    };
+    let vectors_missing = |prev: &OpenVersion| {
+        embedder
+            .as_ref()
+            .is_some_and(|e| vectors::missing(prev, crate::embed::Embedder::model(e)))
+    };
     if !change.changed
         && let Some(prev) = &previous
+        && !vectors_missing(prev)
     {
         let project = store
             .project(org, project_id)?
@@ -398,7 +399,25 @@ pub fn index_project(
             .clone()
             .or_else(|| crate::recency::origin(&root)),
     };
-    let version = commit::publish(store, org, project_id, &pack, &base)?;
+    let embedded = match &embedder {
+        Some(e) => Some(vectors::embed_version(
+            store,
+            org,
+            project_id,
+            &pack,
+            previous.as_ref(),
+            e,
+        )?),
+        None => None,
+    };
+    let version = commit::publish(
+        store,
+        org,
+        project_id,
+        &pack,
+        embedded.as_ref().map(|(t, _)| t),
+        &base,
+    )?;
     let project = store
         .project(org, project_id)?
         .ok_or_else(|| IndexerError::Corrupt("project vanished".into()))?;
@@ -416,6 +435,7 @@ pub fn index_project(
         tokens: totals(&pack),
         text_bytes: pack.meta.text_bytes,
         summaries: summary_report,
+        embeddings: embedded.map(|(_, r)| r),
         warnings,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
@@ -466,6 +486,7 @@ fn up_to_date(
         tokens: totals(pack),
         text_bytes: pack.meta.text_bytes,
         summaries: SummaryReport::unchanged(&pack.summaries, wanted.to_owned()),
+        embeddings: None,
         warnings: Vec::new(),
         elapsed_ms: 0,
     }

@@ -34,6 +34,25 @@ pub struct Manifest {
     /// source are made of (never a credential: [`crate::source::Origin::new`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::source::Origin>,
+    /// The chunks' embeddings, when the indexer made them: an object of its own beside the
+    /// pack (never inside it), so a host without dense retrieval never reads it and a host
+    /// with it can tell, before reading, whether the table fits its memory and its model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<VectorsRef>,
+}
+
+/// Where a version's [`crate::dense::VectorTable`] is and what it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorsRef {
+    /// Its content-addressed key ([`keys::vectors`]): an unchanged table is stored once for
+    /// every version that names it.
+    pub key: String,
+    /// Its size in bytes (a reader with a memory ceiling skips a larger table unread).
+    pub bytes: u64,
+    /// The model that made the vectors (a query must be embedded by the same one).
+    pub model: String,
+    /// Dimensions per vector.
+    pub dims: u32,
 }
 
 /// The largest part of a pack stored in parts (the indexer's segment size).
@@ -50,13 +69,14 @@ impl Manifest {
     }
 
     /// Every object the version consists of besides the manifest, each once, in the order a
-    /// writer stores them: every segment (the pack's parts among them), then the pack (or its
-    /// header).
+    /// writer stores them: every segment (the pack's parts among them), the vectors, then the
+    /// pack (or its header).
     pub fn objects(&self) -> Vec<&str> {
         let mut seen = std::collections::HashSet::new();
         self.segment_keys
             .iter()
             .chain(&self.pack_parts)
+            .chain(self.vectors.as_ref().map(|v| &v.key))
             .chain(std::iter::once(&self.pack_key))
             .map(String::as_str)
             .filter(|k| seen.insert(*k))
@@ -81,6 +101,10 @@ pub mod keys {
     /// A content-addressed segment of chunk texts.
     pub fn segment(org: &str, project: &str, sha_hex: &str) -> String {
         format!("{}/segments/{sha_hex}.seg", self::project(org, project))
+    }
+    /// A content-addressed table of chunk embeddings.
+    pub fn vectors(org: &str, project: &str, sha_hex: &str) -> String {
+        format!("{}/vectors/{sha_hex}.vec", self::project(org, project))
     }
     /// A version's index pack.
     pub fn pack(org: &str, project: &str, version: u64) -> String {
@@ -115,6 +139,20 @@ mod tests {
         m.segment_keys.push("k/p1.seg".into());
         assert_eq!(m.pack_objects(), ["k/p1.seg", "k/a.seg"]);
         assert_eq!(m.objects(), ["k/a.seg", "k/p1.seg", "k/index.pack"]);
+        // Vectors are an object of the version too (garbage collection keeps what it names).
+        assert!(!serde_json::to_string(&m).unwrap().contains("vectors"));
+        m.vectors = Some(super::VectorsRef {
+            key: "k/v.vec".into(),
+            bytes: 9,
+            model: "m".into(),
+            dims: 4,
+        });
+        assert_eq!(
+            m.objects(),
+            ["k/a.seg", "k/p1.seg", "k/v.vec", "k/index.pack"]
+        );
+        let back: Manifest = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.vectors, m.vectors);
     }
 
     #[test]

@@ -141,6 +141,7 @@ mod tests {
             pack_parts: Vec::new(),
             created_at_ns: 0,
             origin: None,
+            vectors: None,
         })
         .unwrap()
     }

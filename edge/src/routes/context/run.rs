@@ -234,10 +234,13 @@ async fn assemble(
     exclude.extend(indices_of(&snap.pack, &known));
     // A chunk the session saw as a signature may come whole later, not as a signature again.
     let signatures_sent = indices_of(&snap.pack, &known_signatures);
-    let dense = match &state.dense {
-        Some(d) => d.dense_hits(snap.clone(), query).await?,
-        None => Vec::new(),
+    let sources = crate::dense::Sources {
+        published: state.published_dense.as_deref(),
+        own: state.dense.as_deref(),
+        projects: state.projects.as_ref(),
+        shared: state.snapshots.shared(),
     };
+    let dense = crate::dense::signal(sources, caller.org.dense, &snap, query).await?;
     let options = QueryOptions {
         hot_paths: asked.hot_paths,
         exclude,
@@ -246,7 +249,7 @@ async fn assemble(
         profile: asked.profile,
         error_output: asked.error_output,
         without_summaries: asked.pieces_only,
-        dense,
+        dense: dense.hits,
         ..QueryOptions::default()
     };
     let (mut done, text_bytes) = crate::texts::answer(
@@ -258,6 +261,7 @@ async fn assemble(
         &options,
     )
     .await?;
+    done.warnings.extend(dense.note);
     let referenced = references(&snap.pack, &done.already_delivered);
     for p in &mut done.pieces {
         p.source_url = source_url(snap.origin.as_ref(), project, p);
