@@ -31,14 +31,14 @@ fuzz_target!(|input: Input| {
         let end = start.checked_add(usize::try_from(r.len).ok()?)?;
         segments.get(r.segment as usize)?.get(start..end)
     };
-    if let Ok(hits) = index.search_with(&query, Bm25Params::default(), &from_segments) {
+    if let Ok(hits) = index.search_with(&query, Bm25Params::default(), &from_segments, usize::MAX) {
         assert_eq!(hits, inline);
     }
     for t in index.stored_terms(&query) {
         let _ = index.lists().verify(t, &input.postings);
     }
     let read_back = |_| Some(input.postings.as_slice());
-    let _ = index.search_with(&query, Bm25Params::default(), &read_back);
+    let _ = index.search_with(&query, Bm25Params::default(), &read_back, usize::MAX);
     // A decoded dictionary is read only once it passes the check a pack makes of it.
     if let Ok(decoded) = postcard::from_bytes::<Bm25Index>(&input.index)
         && decoded.check(decoded.len(), usize::MAX).is_ok()
@@ -48,6 +48,6 @@ fuzz_target!(|input: Input| {
             let _ = decoded.lists().range(t);
             let _ = decoded.lists().verify(t, &input.postings);
         }
-        let _ = decoded.search_with(&query, Bm25Params::default(), &read_back);
+        let _ = decoded.search_with(&query, Bm25Params::default(), &read_back, usize::MAX);
     }
 });
