@@ -189,6 +189,80 @@ pub fn scaled_hits(nearest: &[(u32, f32)]) -> Vec<(u32, f32)> {
         .collect()
 }
 
+/// The OpenAI-compatible embeddings wire format (`POST {url}/embeddings`), spoken by the
+/// indexer's blocking client and the edge's query embedder alike, so both ask and read the same.
+pub mod wire {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    struct Answer {
+        data: Vec<Item>,
+    }
+
+    #[derive(Deserialize)]
+    struct Item {
+        index: usize,
+        embedding: Vec<f32>,
+    }
+
+    /// The request body embedding `inputs` with `model`, as floats.
+    pub fn request(model: &str, inputs: &[&str]) -> String {
+        serde_json::json!({ "model": model, "input": inputs, "encoding_format": "float" })
+            .to_string()
+    }
+
+    /// What a refusal says: the provider's `error.message`, else the start of its body.
+    pub fn refusal(body: &[u8]) -> String {
+        serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect())
+    }
+
+    /// The vectors of an answer to a request of `count` inputs, each placed by its `index` and
+    /// of `dims` dimensions; what is wrong with the answer otherwise.
+    pub fn vectors(body: &[u8], count: usize, dims: usize) -> Result<Vec<Vec<f32>>, String> {
+        let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+        let mut out: Vec<Option<Vec<f32>>> = vec![None; count];
+        for item in answer.data {
+            let slot = out
+                .get_mut(item.index)
+                .ok_or_else(|| format!("index {} out of range", item.index))?;
+            if item.embedding.len() != dims {
+                return Err(format!(
+                    "a vector of {} dimensions, expected {dims}",
+                    item.embedding.len()
+                ));
+            }
+            *slot = Some(item.embedding);
+        }
+        out.into_iter()
+            .enumerate()
+            .map(|(i, v)| v.ok_or_else(|| format!("no vector for input {i}")))
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn vectors_are_placed_by_index_and_checked() {
+            let body = br#"{"data":[{"index":1,"embedding":[3,4]},{"index":0,"embedding":[1,2]}]}"#;
+            assert_eq!(
+                vectors(body, 2, 2).unwrap(),
+                vec![vec![1.0, 2.0], vec![3.0, 4.0]]
+            );
+            assert!(vectors(body, 2, 3).unwrap_err().contains("3"));
+            assert!(vectors(body, 1, 2).unwrap_err().contains("out of range"));
+            assert!(vectors(body, 3, 2).unwrap_err().contains("input 2"));
+            assert!(vectors(b"{", 1, 2).is_err());
+            assert_eq!(refusal(br#"{"error":{"message":"bad key"}}"#), "bad key");
+            assert_eq!(refusal(b"plain"), "plain");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 //! is passed on with the same codes (`embed_unauthorized`, `embed_rate_limited`, ...).
 
 use async_trait::async_trait;
-use serde::Deserialize;
+use ctxgate_core::dense::wire;
 
 use super::QueryEmbedder;
 use crate::aws::{HttpClient, SignedRequest};
@@ -70,17 +70,6 @@ pub struct EmbeddingsApi<C> {
     settings: ApiSettings,
 }
 
-#[derive(Deserialize)]
-struct Answer {
-    data: Vec<Item>,
-}
-
-#[derive(Deserialize)]
-struct Item {
-    index: usize,
-    embedding: Vec<f32>,
-}
-
 impl<C: HttpClient> EmbeddingsApi<C> {
     /// Queries embedded at `settings` through `client`.
     pub fn new(client: C, settings: ApiSettings) -> Self {
@@ -111,19 +100,9 @@ fn status_code(status: u16) -> &'static str {
 
 /// The one vector of an answer to a one-input request, checked.
 fn vector_of(body: &[u8], dims: usize) -> Result<Vec<f32>, String> {
-    let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-    let item = answer
-        .data
-        .into_iter()
-        .find(|i| i.index == 0)
-        .ok_or("no vector for the query")?;
-    if item.embedding.len() != dims {
-        return Err(format!(
-            "a vector of {} dimensions, expected {dims}",
-            item.embedding.len()
-        ));
-    }
-    Ok(item.embedding)
+    wire::vectors(body, 1, dims)?
+        .pop()
+        .ok_or_else(|| "no vector for the query".to_owned())
 }
 
 #[async_trait]
@@ -133,11 +112,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
     }
 
     async fn embed_query(&self, query: &str) -> Result<Vec<f32>, BackendError> {
-        let body = serde_json::json!({
-            "model": self.settings.model,
-            "input": [query],
-            "encoding_format": "float",
-        });
+        let body = wire::request(&self.settings.model, &[query]);
         let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
         if let Some(key) = &self.settings.api_key {
             headers.push(("authorization".to_owned(), format!("Bearer {key}")));
@@ -146,7 +121,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
             method: "POST",
             url: self.url.clone(),
             headers,
-            body: body.to_string().into_bytes(),
+            body: body.into_bytes(),
         };
         let res = self
             .client
@@ -154,15 +129,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
             .await
             .map_err(|e| self.failed("embed_unreachable", e))?;
         if !(200..300).contains(&res.status) {
-            let detail = serde_json::from_slice::<serde_json::Value>(&res.body)
-                .ok()
-                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| {
-                    String::from_utf8_lossy(&res.body)
-                        .chars()
-                        .take(300)
-                        .collect()
-                });
+            let detail = wire::refusal(&res.body);
             return Err(self.failed(
                 status_code(res.status),
                 format!("HTTP {}: {detail}", res.status),

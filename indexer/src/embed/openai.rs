@@ -8,8 +8,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::json;
+use ctxgate_core::dense::wire;
 
 use super::{EmbedError, Embedder};
 
@@ -45,17 +44,6 @@ pub struct OpenAiEmbeddings {
     label: String,
     key: Option<String>,
     dims: usize,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    data: Vec<Item>,
-}
-
-#[derive(Deserialize)]
-struct Item {
-    index: usize,
-    embedding: Vec<f32>,
 }
 
 impl OpenAiEmbeddings {
@@ -116,13 +104,12 @@ impl Embedder for OpenAiEmbeddings {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let body =
-            json!({ "model": self.remote_model, "input": texts, "encoding_format": "float" });
+        let body = wire::request(&self.remote_model, texts);
         let mut req = self
             .client
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_string());
+            .body(body);
         if let Some(key) = &self.key {
             req = req.bearer_auth(key);
         }
@@ -134,31 +121,9 @@ impl Embedder for OpenAiEmbeddings {
             .bytes()
             .map_err(|e| self.http(Some(status.as_u16()), e.to_string()))?;
         if !status.is_success() {
-            let detail = serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(300).collect());
+            let detail = wire::refusal(&bytes);
             return Err(self.http(Some(status.as_u16()), format!("HTTP {status}: {detail}")));
         }
-        let answer: Answer =
-            serde_json::from_slice(&bytes).map_err(|e| self.answer(e.to_string()))?;
-        let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
-        for item in answer.data {
-            let slot = out
-                .get_mut(item.index)
-                .ok_or_else(|| self.answer(format!("index {} out of range", item.index)))?;
-            if item.embedding.len() != self.dims {
-                return Err(self.answer(format!(
-                    "a vector of {} dimensions, expected {}",
-                    item.embedding.len(),
-                    self.dims
-                )));
-            }
-            *slot = Some(item.embedding);
-        }
-        out.into_iter()
-            .enumerate()
-            .map(|(i, v)| v.ok_or_else(|| self.answer(format!("no vector for input {i}"))))
-            .collect()
+        wire::vectors(&bytes, texts.len(), self.dims).map_err(|e| self.answer(e))
     }
 }
