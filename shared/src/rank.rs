@@ -167,8 +167,8 @@ pub const RECENCY_WEIGHT: f32 = 0.0;
 pub const ALTERNATIVES: f32 = 0.0;
 
 /// Weight of the neighbour signal (the chunks of a strong chunk's file; [`spread_to_neighbours`]),
-/// in full from 128k tokens and off up to 32k. Measured on the visible benchmark (README,
-/// "Regions of strong files"): at 128k, line recall 0.900 → 0.935 for 0.003 of file recall;
+/// in full from 128k tokens and off up to 32k. Measured on the visible benchmark
+/// (docs/retrieval.md, the regions of strong files): at 128k, line recall 0.900 → 0.935 for 0.003 of file recall;
 /// 0.3 to 0.5 with a floor of 0.15 to 0.3 all scored within 0.001 of each other.
 pub const NEIGHBOUR_WEIGHT: f32 = 0.3;
 

@@ -59,16 +59,7 @@ impl PublishedDense {
             )));
         }
         let vector = self.embedder.embed_query(query).await?;
-        let nearest = table
-            .nearest(&vector, CANDIDATES)
-            .map_err(|e| BackendError::Embedding {
-                code: "embed_bad_answer",
-                message: e.to_string(),
-            })?;
-        Ok(DenseSignal {
-            hits: scaled_hits(&nearest),
-            note: None,
-        })
+        Ok(compare(&table, &vector))
     }
 
     /// The table `named`, from memory or read (and then kept, evicting the least recently
@@ -120,6 +111,19 @@ impl PublishedDense {
     }
 }
 
+/// The dense signal of a query's `vector` against `table`. A vector of another size than the
+/// table's (the host configured for other dimensions than the indexer was) cannot be compared:
+/// the request ranks without it, and the answer says why.
+fn compare(table: &VectorTable, vector: &[f32]) -> DenseSignal {
+    match table.nearest(vector, CANDIDATES) {
+        Ok(nearest) => DenseSignal {
+            hits: scaled_hits(&nearest),
+            note: None,
+        },
+        Err(e) => DenseSignal::skipped(format!("dense retrieval skipped: {e}")),
+    }
+}
+
 /// Whether `named` can be used by a host embedding queries with `model` under `ceiling`
 /// bytes; if not, the note the answer carries.
 fn admit(named: &VectorsRef, model: &str, ceiling: u64) -> Result<(), String> {
@@ -142,6 +146,18 @@ fn admit(named: &VectorsRef, model: &str, ceiling: u64) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_vector_of_other_dimensions_is_skipped_with_a_note() {
+        let mut table = VectorTable::new("openai:a", 2);
+        table.push(Some(&[1.0, 0.0])).unwrap();
+        table.push(Some(&[0.0, 1.0])).unwrap();
+        let hit = compare(&table, &[1.0, 0.1]);
+        assert_eq!((hit.hits.first().map(|h| h.0), hit.note), (Some(0), None));
+        let skipped = compare(&table, &[1.0, 0.0, 0.0]);
+        assert!(skipped.hits.is_empty());
+        assert!(skipped.note.is_some_and(|n| n.contains("3 dimensions")));
+    }
 
     #[test]
     fn tables_of_another_model_or_over_the_ceiling_are_skipped_with_a_note() {

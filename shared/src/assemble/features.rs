@@ -38,7 +38,9 @@ pub struct QueryFeatures {
 }
 
 /// Ranks `query` as [`super::plan`] does (the `repair` profile's error output aside) and
-/// returns every candidate instead of a selection.
+/// returns every candidate instead of a selection. The steps of `plan` that depend on the
+/// budget — the regions of strong files and file diversity — are not applied (a dump serves
+/// every budget): their signals read 0 here, and a fit simulates them itself.
 pub fn candidate_features(
     pack: &IndexPack,
     source: &dyn ChunkSource,

@@ -5,13 +5,15 @@
 //! chunk table of an 88M-token repository) ended with up to twice its size reserved, and while
 //! it grew the old and the new buffer were both held. In a Worker the WebAssembly memory never
 //! shrinks, so that transient peak is what the isolate keeps: reserving exactly took the
-//! decoded pack of that repository from 107 to about 95 MiB.
+//! decoded pack of that repository from 107 to 89 MiB.
 
 use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
 
-/// The most bytes reserved up front whatever a (damaged) length claims; a longer sequence still
-/// decodes, growing past it as usual.
-const MAX_RESERVE_BYTES: usize = 256 << 20;
+/// The most bytes reserved up front whatever a (damaged) length claims — postcard bounds a
+/// length by the bytes left, not by what they can hold, and a failed allocation aborts a
+/// Worker's isolate instead of failing the decode. Every table of a pack an isolate can hold is
+/// smaller; a longer sequence still decodes, growing past it as usual.
+const MAX_RESERVE_BYTES: usize = 32 << 20;
 
 /// Reads a sequence into a `Vec` of exactly its announced length (up to [`MAX_RESERVE_BYTES`]).
 pub fn deserialize<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
