@@ -8,7 +8,9 @@ use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use super::operations::{Access, Body, Operation, operations, parameter};
+use super::operation::{Access, Body, Operation};
+use super::operations::operations;
+use super::prose::parameter;
 use crate::wire::ErrorBody;
 
 const COMPONENTS: &str = "#/components/schemas/";

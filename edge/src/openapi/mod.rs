@@ -10,7 +10,10 @@
 //! stays readable in review.
 
 mod document;
+mod errors;
+mod operation;
 mod operations;
+mod prose;
 
 pub use document::document;
 

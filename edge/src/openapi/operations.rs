@@ -2,11 +2,18 @@
 //! it can answer with, status by status. [`super::document`] turns it into the document.
 //!
 //! Codes common to a kind of operation (a caller's key, the admin secret, a JSON body, a
-//! metered call, an index read) are added by [`Operation::errors`]; each entry lists only what
-//! its handler adds.
+//! metered call, an index read) are added by [`Operation::errors`] (`errors.rs`); each entry
+//! lists only what its handler adds. What an operation is: `operation.rs`; long descriptions:
+//! `prose.rs`.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+use super::errors::{
+    BUDGET, CONTINUATION, CONVERSATION, EMBEDDING, QUERY, SOURCE_INVALID, SOURCE_REFUSED,
+    SOURCE_UPSTREAM,
+};
+use super::operation::{Access, Answer, Body, Operation, SchemaOf};
+use super::prose::{COMPACT, CREATE_PROJECT, CREATE_WEBHOOK, DELIVERY, GC, METRICS};
 use crate::backend::{OrgRecord, ProjectInfo};
 use crate::mcp::{RpcAnswer, RpcRequest};
 use crate::metrics::MetricsSnapshot;
@@ -24,188 +31,9 @@ use crate::wire::Health;
 use ctxgate_core::host_wire::{GcAnswer, GcRequest, PublishedProject};
 use ctxgate_core::quota::Limits;
 
-/// How a type's schema is written into the document: a `$ref` to `components/schemas`.
-pub(super) type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
-
 /// The schema of `T` ([`SchemaOf`]).
 fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
-}
-
-/// Who may call an operation.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Access {
-    /// Anyone.
-    Public,
-    /// An organisation's API key.
-    Key,
-    /// The admin secret.
-    Admin,
-}
-
-/// What an operation's request carries.
-pub(super) enum Body {
-    /// Nothing.
-    None,
-    /// JSON of this type.
-    Json(SchemaOf),
-    /// Raw bytes (an index object).
-    Bytes,
-    /// JSON of this type, authenticated by a signature over its raw bytes (a forge's webhook
-    /// delivery): read as bytes, so the JSON body's own error codes do not apply.
-    Signed(SchemaOf),
-}
-
-/// A successful answer.
-pub(super) struct Answer {
-    /// Its status.
-    pub status: u16,
-    /// What it means.
-    pub description: &'static str,
-    /// Its JSON body's type; `None` for an empty body.
-    pub body: Option<SchemaOf>,
-}
-
-/// One operation of the API.
-pub(super) struct Operation {
-    /// `get`, `post`, ...
-    pub method: &'static str,
-    /// The path, parameters in braces.
-    pub path: &'static str,
-    /// The `operationId`.
-    pub id: &'static str,
-    /// One line.
-    pub summary: &'static str,
-    /// More, when there is more to say.
-    pub description: Option<&'static str>,
-    /// Who may call it.
-    pub access: Access,
-    /// What the request carries.
-    pub body: Body,
-    /// Whether it reserves quota (so a refusal is 429 `quota_exceeded`).
-    pub metered: bool,
-    /// Whether it reads a project's index (so the index's own failures can answer).
-    pub reads_index: bool,
-    /// Its successful answers.
-    pub answers: Vec<Answer>,
-    /// The error codes its handler adds, by status.
-    pub own_errors: Vec<(u16, Vec<&'static str>)>,
-    /// Request headers it reads (name, what it is), all optional: a missing one has its code.
-    pub headers: Vec<(&'static str, &'static str)>,
-}
-
-/// The codes of an unknown model or a budget the core refuses.
-const BUDGET: &[&str] = &[
-    "unknown_model",
-    "budget_missing",
-    "budget_zero",
-    "budget_exceeds_window",
-    "budget_nothing_usable",
-];
-/// The codes of a query the core refuses.
-const QUERY: &[&str] = &["query_empty", "query_too_large"];
-/// The codes of a continuation token that cannot be used.
-const CONTINUATION: &[&str] = &[
-    "continuation_malformed",
-    "continuation_invalid",
-    "continuation_expired",
-    "continuation_mismatch",
-];
-/// The codes of a conversation the core refuses (`messages`).
-const CONVERSATION: &[&str] = &[
-    "invalid_conversation",
-    "conversation_empty",
-    "malformed_message",
-    "unknown_role",
-    "budget_too_small",
-];
-/// The codes of an embeddings API that failed (dense retrieval, 502).
-const EMBEDDING: &[&str] = &[
-    "embed_bad_answer",
-    "embed_cache_error",
-    "embed_failed",
-    "embed_http_error",
-    "embed_model_unavailable",
-    "embed_rate_limited",
-    "embed_unauthorized",
-    "embed_unreachable",
-    "embed_url_missing",
-];
-/// The codes of a source the caller got wrong (400).
-const SOURCE_INVALID: &[&str] = &[
-    "invalid_source",
-    "source_bad_archive",
-    "source_bad_rev",
-    "source_bad_url",
-    "source_http_error",
-    "source_rev_not_found",
-    "source_too_large",
-    "source_too_many_files",
-    "source_unsafe_entry",
-    "source_unsupported",
-    "repo_not_found",
-    "repo_not_a_directory",
-    "source_auth_required",
-    "source_credential_rejected",
-    "credential_not_found",
-];
-/// The codes of a source this server will not fetch (403).
-const SOURCE_REFUSED: &[&str] = &["source_not_allowed", "source_refused"];
-/// The codes of a remote that failed (502).
-const SOURCE_UPSTREAM: &[&str] = &[
-    "source_git_error",
-    "source_http_error",
-    "source_unreachable",
-];
-
-impl Operation {
-    /// Every error code the operation can answer with, by status: its own and those of its
-    /// kind.
-    pub(super) fn errors(&self) -> std::collections::BTreeMap<u16, Vec<&'static str>> {
-        let mut all: Vec<(u16, &[&'static str])> = vec![(413, &["body_too_large"])];
-        match self.access {
-            Access::Public => {}
-            Access::Key => all.extend([
-                (401, &["missing_api_key", "invalid_api_key"][..]),
-                (500, &["index_corrupt"][..]),
-                (503, &["storage_unavailable"][..]),
-            ]),
-            Access::Admin => all.extend([
-                (401, &["invalid_admin_secret"][..]),
-                (403, &["admin_disabled"][..]),
-                (500, &["index_corrupt"][..]),
-                (503, &["storage_unavailable"][..]),
-            ]),
-        }
-        if let Body::Json(_) = self.body {
-            all.extend([
-                (
-                    400,
-                    &["malformed_json", "invalid_request", "invalid_body"][..],
-                ),
-                (415, &["unsupported_media_type"][..]),
-            ]);
-        }
-        if self.metered {
-            all.push((429, &["quota_exceeded"]));
-        }
-        if self.reads_index {
-            all.extend([
-                (404, &["project_not_found", "not_found"][..]),
-                (409, &["project_not_indexed", "index_outdated"][..]),
-                (502, EMBEDDING),
-            ]);
-        }
-        let mut by_status = std::collections::BTreeMap::<u16, Vec<&'static str>>::new();
-        let own = self.own_errors.iter().map(|(s, c)| (*s, c.as_slice()));
-        for (status, codes) in all.into_iter().chain(own) {
-            let list = by_status.entry(status).or_default();
-            list.extend(codes);
-            list.sort_unstable();
-            list.dedup();
-        }
-        by_status
-    }
 }
 
 fn ok(body: SchemaOf) -> Vec<Answer> {
@@ -759,82 +587,6 @@ fn webhook_delivery(
         headers,
     }
 }
-
-/// What a path parameter is.
-pub(super) fn parameter(name: &str) -> &'static str {
-    match name {
-        "id" => "The project's id or name.",
-        "project" => "The project's id, as `POST /v1/projects/{id}/webhook` answered.",
-        "org" => "The organisation's name.",
-        "name" => "The project's name within the organisation.",
-        "key" => {
-            "The object's key within the organisation's store. It may hold `/` separators, \
-             sent as they are: the route takes the rest of the path (OpenAPI cannot express \
-             such a parameter, so generated clients must not percent-encode the slashes)."
-        }
-        _ => "",
-    }
-}
-
-const CREATE_PROJECT: &str = "Fetches and indexes the source, then answers (synchronous: \
-seconds for a small repository). `ctxgate serve` fetches git (https) and tarball (https) URLs on \
-public addresses only; `--allow-private-sources` lets it reach private, loopback and link-local \
-addresses and plain http, and `--allow-local-paths` lets it read folders (`local`, `file://` git \
-URLs) on its own machine. A private git repository is fetched over http(s) with the credential \
-its source names (`\"credential\": NAME`, stored by the operator with `ctxgate credential set NAME \
---org ORG`, usable by that org only; the token is never shown): 400 `source_auth_required` when \
-the server asks for credentials and the source names none, `source_credential_rejected` when it \
-refuses the one named, `credential_not_found` when the org has no credential by that name, \
-`source_bad_url` for a URL that carries a password. A refused source answers 403 `source_not_allowed` (policy) or \
-`source_refused` (local paths); a wrong source 400 (`source_bad_archive`, `source_rev_not_found`, \
-`source_too_large`, ...); an unreachable or failing remote 502 (`source_unreachable`, \
-`source_git_error`, `source_http_error`). The Worker does not index. Deployed over S3 and \
-DynamoDB, it registers git and tarball sources for the batch indexer (the Lambda function's \
-scheduled pass fetches them; by default public https hosts only) and answers 202 with \
-`current_version` null; registering a name again replaces a registration that was never \
-indexed, and a name already indexed is 409 `conflict`. Folders and `file://` URLs are 403 \
-`source_refused` there. Deployed over R2 and Durable Objects, it answers 403 `source_refused` \
-and serves what an indexer publishes through the admin endpoints.";
-
-const METRICS: &str = "Counters and latency histograms since this process started (`ctxgate \
-serve`) or, in the Worker, since this isolate started: Cloudflare runs many isolates, each \
-counting its own requests; the whole deployment's figures are in the Workers Analytics Engine \
-dataset when one is bound. Series: `ctxgate_http_requests_total` and \
-`ctxgate_http_request_duration_seconds` by method, route template and status, \
-`ctxgate_tokens_delivered_total` by org and route, `ctxgate_quota_refusals_total` by org and \
-limit, `ctxgate_index_cache_lookups_total` by cache and result, \
-`ctxgate_index_job_duration_seconds` by trigger and outcome (docs/observability.md).";
-
-const CREATE_WEBHOOK: &str = "A new random secret for the project's push webhook, \
-replacing any previous one (whose deliveries are refused from then on). The answer is the only \
-place the secret appears: it is stored server-side and never shown again. Set it on the forge \
-with the answered path below this server's public URL (GitHub: content type application/json, \
-the `push` event; GitLab: secret token, push events). Only projects indexed from a git \
-repository registered through this server take webhooks (409 `webhook_source_unsupported`); a \
-host that cannot queue indexing answers 403 `webhooks_unsupported`. docs/webhooks.md.";
-
-const DELIVERY: &str = "Authenticated by the project's webhook secret, not an API key: a \
-missing signature is 401 `webhook_signature_missing`, a wrong one (or a project without a \
-webhook: the two are not told apart) 401 `webhook_signature_invalid`. A delivery whose id or \
-body was received before is 409 `webhook_replayed`. A push to another repository than the \
-project's is 422 `webhook_repository_mismatch`; a push of another branch or tag than the one \
-the project follows (its `rev`, or the default branch), a deleted ref, a ping or another event \
-is 200 with nothing done; a push of the followed ref is 202 with the re-index queued (natively \
-a job on this server; over AWS an asynchronous invocation of the indexer function). Refused \
-deliveries change nothing.";
-
-const COMPACT: &str = "Keeps system and pinned messages and the last `keep_rounds` rounds \
-verbatim; older messages become extractive summaries (agent turns keep files, commands, test \
-counts, errors, commits, decisions), the oldest one aggregate; only then are the oldest dropped. \
-Secrets are never carried into summaries. Metered: reserves `budget` tokens, settles \
-`tokens_total`. `budget_too_small` (400) gives `details.needed`.";
-
-const GC: &str = "Garbage collection of what `ctxgate project publish` uploaded (a Worker's R2; \
-the native host's data directory): keeps each project's current version, the `keep_last` before \
-it, versions younger than `keep_younger_than_seconds`, and anything superseded or written less \
-than `grace_seconds` ago; deletes every other version's manifest and pack and the segments no \
-kept version names. A host reading the indexer's S3 answers 501 `not_supported` (collect it with \
-`ctxgate gc --store`). `ctxgate gc --to URL --org ORG` calls this.";
 
 /// A push event's body as GitHub and GitLab send it: the fields read (the rest is ignored).
 fn push_payload(_: &mut SchemaGenerator) -> Schema {
