@@ -8,12 +8,11 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use ctxgate_core::dense::VectorTable;
 use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::credentials::{self, DataDirCredentials};
-use ctxgate_indexer::embed::{EmbedError, Embedder, pack_vectors, query_hits};
+use ctxgate_indexer::embed::Embedder;
 use ctxgate_indexer::error::source_code;
 use ctxgate_indexer::jobs::{self, JobRecord, JobState, Trigger};
 use ctxgate_indexer::pipeline::{
@@ -29,9 +28,9 @@ use ctxgate_edge::backend::{
     Accounts, AuditRecord, BackendError, JobSummary, KeyRecord, OrgRecord, ProjectInfo, Projects,
     SourceFault, StoredJob,
 };
-use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::metrics::Metrics;
 
+mod dense;
 mod hooks;
 
 /// Which sources `POST /v1/projects` may index.
@@ -57,23 +56,11 @@ pub struct EmbeddedBackend {
     root: PathBuf,
     access: SourceAccess,
     index: IndexOptions,
-    dense: Option<Dense>,
+    dense: Option<dense::Dense>,
     /// Where its indexing jobs' durations are counted (`GET /metrics`), when serving.
     metrics: Option<std::sync::Arc<Metrics>>,
     jobs: std::sync::Arc<hooks::JobQueue>,
 }
-
-/// Dense retrieval on this server: the model, loaded once, and each open version's vectors.
-struct Dense {
-    embedder: std::sync::Arc<dyn Embedder>,
-    tables: Mutex<Vec<(VersionKey, std::sync::Arc<VectorTable>)>>,
-}
-
-/// Organisation, project id and version.
-type VersionKey = (String, String, u64);
-
-/// Versions whose vector tables stay in memory (as many as the snapshot cache keeps).
-const DENSE_TABLES: usize = 4;
 
 impl EmbeddedBackend {
     /// Opens the data directory at `root`; `access` says which sources `POST /v1/projects`
@@ -100,7 +87,7 @@ impl EmbeddedBackend {
     /// Turns dense retrieval on with `embedder` (loaded by the caller: the local model takes
     /// a moment, and a server should fail at start-up, not on its first request).
     pub fn with_dense(mut self, embedder: std::sync::Arc<dyn Embedder>) -> Self {
-        self.dense = Some(Dense {
+        self.dense = Some(dense::Dense {
             embedder,
             tables: Mutex::new(Vec::new()),
         });
@@ -368,71 +355,6 @@ fn info(p: ProjectItem) -> ProjectInfo {
         org: p.org,
         source: p.source,
         current_version: p.current_version,
-    }
-}
-
-fn embed_error(e: EmbedError) -> BackendError {
-    BackendError::Embedding {
-        code: e.code(),
-        message: e.to_string(),
-    }
-}
-
-#[async_trait]
-impl DenseRetrieval for EmbeddedBackend {
-    async fn dense_hits(
-        &self,
-        snap: std::sync::Arc<ctxgate_edge::state::Snapshot>,
-        query: &str,
-    ) -> Result<Vec<(u32, f32)>, BackendError> {
-        let Some(dense) = &self.dense else {
-            return Ok(Vec::new());
-        };
-        let key = (snap.org.clone(), snap.project.clone(), snap.version);
-        let cached = dense
-            .tables
-            .lock()
-            .ok()
-            .and_then(|t| t.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()));
-        let embedder = dense.embedder.clone();
-        let root = self.root.clone();
-        let texts = ctxgate_indexer::assemble::SegmentFiles {
-            objects: self.with(|s| Ok(s.objects_dir()))?,
-            org: snap.org.clone(),
-            project: snap.project.clone(),
-        };
-        let query = query.to_string();
-        // Embedding is CPU work (a whole version's chunks the first time): off the async threads.
-        let (table, hits) = tokio::task::spawn_blocking(move || {
-            let table = match cached {
-                Some(t) => t,
-                None => {
-                    let (t, _) = pack_vectors(
-                        &root,
-                        &snap.pack,
-                        &snap.pack_sha256,
-                        &texts,
-                        embedder.as_ref(),
-                        &NoProgress,
-                    )?;
-                    std::sync::Arc::new(t)
-                }
-            };
-            let hits = query_hits(embedder.as_ref(), &table, &query)?;
-            Ok::<_, EmbedError>((table, hits))
-        })
-        .await
-        .map_err(|e| BackendError::Storage(format!("embedding task failed: {e}")))?
-        .map_err(embed_error)?;
-        if let Ok(mut tables) = dense.tables.lock()
-            && !tables.iter().any(|(k, _)| *k == key)
-        {
-            if tables.len() >= DENSE_TABLES {
-                tables.remove(0);
-            }
-            tables.push((key, table.clone()));
-        }
-        Ok(hits)
     }
 }
 
