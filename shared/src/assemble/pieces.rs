@@ -302,7 +302,7 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
         byte_end: c.byte_end,
         kind: c.kind.name().to_string(),
         symbol: c.symbol.clone(),
-        chunk_id: c.id.clone(),
+        chunk_id: c.id.to_string(),
         sha256: c.sha256.to_hex(),
         text,
         tokens,

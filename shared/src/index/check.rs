@@ -85,7 +85,7 @@ mod tests {
                 chunk_count: 1,
             }],
             chunks: vec![ChunkRecord {
-                id: "c".into(),
+                id: ChunkId::new("c").unwrap(),
                 file: 0,
                 kind: crate::chunk::ChunkKind::Function,
                 symbol: None,
@@ -94,7 +94,7 @@ mod tests {
                 byte_start: 0,
                 byte_end: 3,
                 sha256: Sha256Digest::of(b"abc"),
-                tokens: vec![1],
+                tokens: TokenCounts::new(&[1]).unwrap(),
                 segment: 0,
                 segment_offset: 0,
             }],
@@ -123,7 +123,7 @@ mod tests {
             ("missing segment", |p| p.chunks[0].segment = 1),
             ("backwards bytes", |p| p.chunks[0].byte_start = 5),
             ("counts of another encoding list", |p| {
-                p.chunks[0].tokens.push(2)
+                p.chunks[0].tokens = TokenCounts::new(&[1, 2]).unwrap()
             }),
             ("chunk range past the end", |p| p.files[0].chunk_count = 2),
             ("dictionary of other documents", |p| {

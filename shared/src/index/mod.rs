@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 9; version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 10; version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -13,9 +13,10 @@
 //! offset  size  content
 //! 0       8     magic  b"CTXGPACK"
 //! 8       4     format version, u32 little-endian (FORMAT_VERSION)
-//! 12      ..    body: nine sections, each its length (u32 LE) and then one field of the
-//!               `IndexPack` encoded with postcard (varint integers, length-prefixed
-//!               sequences and strings), fields in declaration order ([`sections`])
+//! 12      ..    body: length-prefixed frames (u32 LE) of postcard values (varint
+//!               integers, length-prefixed sequences and strings), the `IndexPack`'s fields
+//!               in declaration order, the large tables as a count and frames of records
+//!               ([`sections`])
 //! ```
 //!
 //! The body holds, in order: the pack's metadata ([`PackMeta`]: project name, the tiktoken
@@ -48,6 +49,7 @@ mod check;
 pub mod derived;
 pub(crate) mod exact_vec;
 pub mod gc;
+pub mod inline;
 pub mod layout;
 pub mod lists;
 pub mod open;
@@ -56,6 +58,7 @@ pub mod recency;
 pub mod references;
 mod sections;
 
+pub use inline::{ChunkId, TokenCounts};
 pub use recency::Recency;
 pub use references::References;
 pub use sections::PackReader;
@@ -71,7 +74,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -130,7 +133,7 @@ pub struct FileEntry {
 pub struct ChunkRecord {
     /// Stable id: derived from path, content and position among identical chunks of the file,
     /// so it survives edits elsewhere in the file.
-    pub id: String,
+    pub id: ChunkId,
     /// Index into the file table.
     pub file: u32,
     /// What it holds.
@@ -148,7 +151,7 @@ pub struct ChunkRecord {
     /// sha256 of the chunk's text.
     pub sha256: Sha256Digest,
     /// Exact token counts, one per [`PackMeta::encodings`].
-    pub tokens: Vec<u32>,
+    pub tokens: TokenCounts,
     /// Index into [`IndexPack::segments`].
     pub segment: u32,
     /// Offset of the text in its segment.
@@ -280,13 +283,15 @@ impl IndexPack {
 
 /// A stable chunk id: 24 hex characters of sha256(path, content digest, ordinal among identical
 /// chunks of the same file).
-pub fn chunk_id(path: &str, sha: &Sha256Digest, ordinal: u32) -> String {
+pub fn chunk_id(path: &str, sha: &Sha256Digest, ordinal: u32) -> ChunkId {
     let mut buf = Vec::with_capacity(path.len() + 40);
     buf.extend_from_slice(path.as_bytes());
     buf.push(0);
     buf.extend_from_slice(&sha.0);
     buf.extend_from_slice(&ordinal.to_le_bytes());
-    crate::hash::hex(&Sha256Digest::of(&buf).0[..12])
+    let hex = crate::hash::hex(&Sha256Digest::of(&buf).0[..12]);
+    // 24 ASCII hex characters: always an id.
+    ChunkId::new(&hex).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ mod tests {
 
     fn chunk(symbol: Option<&str>) -> ChunkRecord {
         ChunkRecord {
-            id: String::new(),
+            id: Default::default(),
             file: 0,
             kind: ChunkKind::Function,
             symbol: symbol.map(str::to_string),
@@ -142,7 +142,7 @@ mod tests {
             byte_start: 0,
             byte_end: 1,
             sha256: Sha256Digest::of(b""),
-            tokens: vec![1],
+            tokens: crate::index::TokenCounts::new(&[1]).unwrap(),
             segment: 0,
             segment_offset: 0,
         }

@@ -1,37 +1,107 @@
-//! The pack's body as sections, each preceded by its length, so that a reader can decode a pack
-//! while its parts arrive and let go of each section's bytes once it is decoded.
+//! The pack's body as sections of length-prefixed frames, so that a reader can decode a pack
+//! while its parts arrive and let go of each frame's bytes once it is decoded.
 //!
 //! Before format 9 the body was one postcard value, decoded after the whole pack was joined in
 //! memory: an 88M-token repository's 59 MiB pack and its 89 MiB decoded form were both held at
-//! once, and in a Worker the WebAssembly memory that peak reached is never given back. Read
-//! section by section, a reader holds the decoded sections, the one section being completed and
-//! the parts in flight.
+//! once, and in a Worker the WebAssembly memory that peak reached is never given back. Format 9
+//! read it section by section, but a section was still decoded only once all of it was in, so
+//! the largest late section's bytes (the summaries, about 15 MB there) sat beside everything
+//! decoded before. Format 10 cuts the large tables into frames of [`FRAME_RECORDS`] records, so
+//! a reader holds what is decoded, one frame and the parts in flight.
 //!
 //! ```text
-//! per section, in order (meta, files, chunks, segments, lexical, summaries, graph, references,
-//! recency):
-//!   4   length of the section's bytes, u32 little-endian
-//!   ..  the section: its value encoded with postcard
+//! per frame:
+//!   4   length of the frame's bytes, u32 little-endian
+//!   ..  a value encoded with postcard
+//! sections, in order: meta, files*, chunks*, segments, lexical, file summaries*, directory
+//! summaries*, project summary, graph, references, recency — one frame each, except the tables
+//! (*): a frame with the number of records (u64), then frames of up to FRAME_RECORDS records
+//! each (a postcard sequence), as many as the records need
 //! ```
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{FORMAT_VERSION, IndexPack, MAGIC, PackError, PackMeta, check};
+use crate::summary::{DirSummary, FileSummary, Summaries, Summary};
 
-/// Bytes of a section's length.
+/// Bytes of a frame's length.
 const LEN: usize = 4;
 
-/// Number of sections of a pack.
-const SECTIONS: usize = 9;
+/// Records in one frame of a table: a chunk record is about 150 bytes encoded, so a frame is
+/// about 150 KB — small beside a pack part (up to 4 MiB), large enough that framing costs
+/// nothing measurable.
+pub(crate) const FRAME_RECORDS: usize = 1024;
 
-/// Appends `value` as one section.
-fn section<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<(), PackError> {
+/// The most bytes reserved up front for a table whatever its count frame claims (a damaged
+/// count must not abort a Worker's isolate on allocation); a longer table still decodes,
+/// growing past it.
+const MAX_RESERVE_BYTES: usize = 32 << 20;
+
+/// The sections, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Section {
+    Meta,
+    Files,
+    Chunks,
+    Segments,
+    Lexical,
+    FileSummaries,
+    DirSummaries,
+    Project,
+    Graph,
+    References,
+    Recency,
+}
+
+const ORDER: [Section; 11] = [
+    Section::Meta,
+    Section::Files,
+    Section::Chunks,
+    Section::Segments,
+    Section::Lexical,
+    Section::FileSummaries,
+    Section::DirSummaries,
+    Section::Project,
+    Section::Graph,
+    Section::References,
+    Section::Recency,
+];
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Meta => "meta",
+            Section::Files => "files",
+            Section::Chunks => "chunks",
+            Section::Segments => "segments",
+            Section::Lexical => "lexical",
+            Section::FileSummaries => "file summaries",
+            Section::DirSummaries => "directory summaries",
+            Section::Project => "project summary",
+            Section::Graph => "graph",
+            Section::References => "references",
+            Section::Recency => "recency",
+        }
+    }
+}
+
+/// Appends `value` as one frame.
+fn frame<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), PackError> {
     let body = postcard::to_allocvec(value).map_err(|e| PackError::Corrupt(e.to_string()))?;
     let len = u32::try_from(body.len())
-        .map_err(|_| PackError::Corrupt("a section of 4 GiB or more".into()))?;
+        .map_err(|_| PackError::Corrupt("a frame of 4 GiB or more".into()))?;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&body);
+    Ok(())
+}
+
+/// Appends `rows` as a table: its count, then its frames.
+fn table<T: Serialize>(out: &mut Vec<u8>, rows: &[T]) -> Result<(), PackError> {
+    frame(out, &(rows.len() as u64))?;
+    for part in rows.chunks(FRAME_RECORDS) {
+        frame(out, part)?;
+    }
     Ok(())
 }
 
@@ -40,19 +110,21 @@ pub(super) fn encode(pack: &IndexPack) -> Result<Vec<u8>, PackError> {
     let mut out = Vec::with_capacity(1 << 20);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    section(&mut out, &pack.meta)?;
-    section(&mut out, &pack.files)?;
-    section(&mut out, &pack.chunks)?;
-    section(&mut out, &pack.segments)?;
-    section(&mut out, &pack.lexical)?;
-    section(&mut out, &pack.summaries)?;
-    section(&mut out, &pack.graph)?;
-    section(&mut out, &pack.references)?;
-    section(&mut out, &pack.recency)?;
+    frame(&mut out, &pack.meta)?;
+    table(&mut out, &pack.files)?;
+    table(&mut out, &pack.chunks)?;
+    frame(&mut out, &pack.segments)?;
+    frame(&mut out, &pack.lexical)?;
+    table(&mut out, &pack.summaries.files)?;
+    table(&mut out, &pack.summaries.dirs)?;
+    frame(&mut out, &pack.summaries.project)?;
+    frame(&mut out, &pack.graph)?;
+    frame(&mut out, &pack.references)?;
+    frame(&mut out, &pack.recency)?;
     Ok(out)
 }
 
-/// The sections decoded so far.
+/// The sections decoded so far (a table from its count frame on).
 #[derive(Default)]
 struct Decoded {
     meta: Option<PackMeta>,
@@ -60,31 +132,30 @@ struct Decoded {
     chunks: Option<Vec<super::ChunkRecord>>,
     segments: Option<Vec<String>>,
     lexical: Option<crate::lexical::Bm25Index>,
-    summaries: Option<crate::summary::Summaries>,
+    summary_files: Option<Vec<FileSummary>>,
+    summary_dirs: Option<Vec<DirSummary>>,
+    project: Option<Option<Summary>>,
     graph: Option<crate::graph::ImportGraph>,
     references: Option<super::References>,
     recency: Option<super::Recency>,
 }
 
-/// Decodes a pack from its bytes in order, in pieces of any size: each section as soon as its
+/// Decodes a pack from its bytes in order, in pieces of any size: each frame as soon as its
 /// last byte has arrived, after which its bytes are dropped.
 #[derive(Default)]
 pub struct PackReader {
-    /// Bytes received and not yet decoded (the header, or the current section).
+    /// Bytes received and not yet decoded (the header, or the current frame).
     pending: Vec<u8>,
     /// Whether the header was read and accepted.
     header: bool,
-    /// Sections decoded.
+    /// Sections completed.
     done: usize,
+    /// Records the current table still expects, once its count frame was read.
+    rows_left: Option<u64>,
     decoded: Decoded,
 }
 
-/// A large table, decoded into a vector of exactly its length (encoded as the vector itself).
-#[derive(serde::Deserialize)]
-#[serde(bound(deserialize = "T: serde::Deserialize<'de>"))]
-struct Exact<T>(#[serde(deserialize_with = "super::exact_vec::deserialize")] Vec<T>);
-
-/// One section's value, or why it does not decode.
+/// One frame's value, or why it does not decode.
 fn value<T: DeserializeOwned>(bytes: &[u8], name: &str) -> Result<T, PackError> {
     let (v, rest) = postcard::take_from_bytes::<T>(bytes)
         .map_err(|e| PackError::Corrupt(format!("section `{name}`: {e}")))?;
@@ -97,13 +168,41 @@ fn value<T: DeserializeOwned>(bytes: &[u8], name: &str) -> Result<T, PackError> 
     Ok(v)
 }
 
+/// Takes one frame of a table into `slot`: its count (reserving that many records) or its
+/// next records. Whether the table is complete.
+fn table_frame<T: DeserializeOwned>(
+    slot: &mut Option<Vec<T>>,
+    rows_left: &mut Option<u64>,
+    bytes: &[u8],
+    name: &str,
+) -> Result<bool, PackError> {
+    let Some(left) = *rows_left else {
+        let count: u64 = value(bytes, name)?;
+        let most = (MAX_RESERVE_BYTES / std::mem::size_of::<T>().max(1)) as u64;
+        let reserve = usize::try_from(count.min(most)).unwrap_or(0);
+        *slot = Some(Vec::with_capacity(reserve));
+        *rows_left = Some(count);
+        return Ok(count == 0);
+    };
+    let rows: Vec<T> = value(bytes, name)?;
+    let n = rows.len() as u64;
+    if n == 0 || n > left {
+        return Err(PackError::Corrupt(format!(
+            "section `{name}`: a frame of {n} records where {left} were left"
+        )));
+    }
+    slot.get_or_insert_with(Vec::new).extend(rows);
+    *rows_left = Some(left - n);
+    Ok(left == n)
+}
+
 impl PackReader {
     /// A reader waiting for the pack's first bytes.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Takes the next `bytes` of the pack, decoding every section they complete.
+    /// Takes the next `bytes` of the pack, decoding every frame they complete.
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), PackError> {
         if !self.header {
             let want = 12 - self.pending.len();
@@ -123,50 +222,92 @@ impl PackReader {
             self.header = true;
             self.pending.clear();
         }
-        // Whole sections inside `bytes` decode from it directly; only a section cut by the end
-        // of `bytes` is kept, to be completed by the next pushes.
-        if !self.pending.is_empty() {
-            self.pending.extend_from_slice(bytes);
-            let Some((sec, _)) = Self::whole(&self.pending) else {
+        // Whole frames inside `bytes` decode from it directly; only a frame cut by the end of
+        // `bytes` is kept, completed from the next pushes a little at a time (never a whole
+        // next part appended while one frame is waiting).
+        while !self.pending.is_empty() {
+            if !self.fill_pending(&mut bytes, LEN) {
                 return Ok(());
-            };
-            let used = LEN + sec.len();
+            }
+            let mut len = [0u8; LEN];
+            len.copy_from_slice(&self.pending[..LEN]);
+            let need = LEN + u32::from_le_bytes(len) as usize;
+            if !self.fill_pending(&mut bytes, need) {
+                return Ok(());
+            }
             let pending = std::mem::take(&mut self.pending);
-            self.section(&pending[LEN..used])?;
-            // What followed the completed section, decoded from the copy just made.
-            return self.push(&pending[used..]);
+            self.frame(&pending[LEN..])?;
         }
-        while let Some((sec, rest)) = Self::whole(bytes) {
-            self.section(sec)?;
+        while let Some((body, rest)) = Self::whole(bytes) {
+            self.frame(body)?;
             bytes = rest;
         }
         self.pending.extend_from_slice(bytes);
         Ok(())
     }
 
-    /// The first section of `bytes` when all of it is there, and what follows it.
+    /// Moves bytes from the front of `bytes` into `pending` until it holds `need`; whether it
+    /// does.
+    fn fill_pending(&mut self, bytes: &mut &[u8], need: usize) -> bool {
+        let take = need.saturating_sub(self.pending.len()).min(bytes.len());
+        self.pending.extend_from_slice(&bytes[..take]);
+        *bytes = &bytes[take..];
+        self.pending.len() >= need
+    }
+
+    /// The first frame of `bytes` when all of it is there, and what follows it.
     fn whole(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
         let (len, rest) = bytes.split_first_chunk::<LEN>()?;
         let len = u32::from_le_bytes(*len) as usize;
         (rest.len() >= len).then(|| rest.split_at(len))
     }
 
-    /// Decodes the next section from its bytes.
-    fn section(&mut self, bytes: &[u8]) -> Result<(), PackError> {
+    /// Decodes the next frame from its bytes.
+    fn frame(&mut self, bytes: &[u8]) -> Result<(), PackError> {
+        let Some(&section) = ORDER.get(self.done) else {
+            return Err(PackError::Corrupt("bytes past the last section".into()));
+        };
+        let name = section.name();
         let d = &mut self.decoded;
-        match self.done {
-            0 => d.meta = Some(value(bytes, "meta")?),
-            1 => d.files = Some(value::<Exact<_>>(bytes, "files")?.0),
-            2 => d.chunks = Some(value::<Exact<_>>(bytes, "chunks")?.0),
-            3 => d.segments = Some(value(bytes, "segments")?),
-            4 => d.lexical = Some(value(bytes, "lexical")?),
-            5 => d.summaries = Some(value(bytes, "summaries")?),
-            6 => d.graph = Some(value(bytes, "graph")?),
-            7 => d.references = Some(value(bytes, "references")?),
-            8 => d.recency = Some(value(bytes, "recency")?),
-            _ => return Err(PackError::Corrupt("bytes past the last section".into())),
+        let left = &mut self.rows_left;
+        let complete = match section {
+            Section::Meta => {
+                d.meta = Some(value(bytes, name)?);
+                true
+            }
+            Section::Files => table_frame(&mut d.files, left, bytes, name)?,
+            Section::Chunks => table_frame(&mut d.chunks, left, bytes, name)?,
+            Section::Segments => {
+                d.segments = Some(value(bytes, name)?);
+                true
+            }
+            Section::Lexical => {
+                d.lexical = Some(value(bytes, name)?);
+                true
+            }
+            Section::FileSummaries => table_frame(&mut d.summary_files, left, bytes, name)?,
+            Section::DirSummaries => table_frame(&mut d.summary_dirs, left, bytes, name)?,
+            Section::Project => {
+                d.project = Some(value(bytes, name)?);
+                true
+            }
+            Section::Graph => {
+                d.graph = Some(value(bytes, name)?);
+                true
+            }
+            Section::References => {
+                d.references = Some(value(bytes, name)?);
+                true
+            }
+            Section::Recency => {
+                d.recency = Some(value(bytes, name)?);
+                true
+            }
+        };
+        if complete {
+            self.done += 1;
+            self.rows_left = None;
         }
-        self.done += 1;
         Ok(())
     }
 
@@ -175,13 +316,14 @@ impl PackReader {
         if !self.header {
             return Err(PackError::Magic);
         }
-        if self.done == SECTIONS && !self.pending.is_empty() {
+        if self.done == ORDER.len() && !self.pending.is_empty() {
             return Err(PackError::Corrupt("bytes past the last section".into()));
         }
-        if self.done != SECTIONS {
+        if self.done != ORDER.len() || !self.pending.is_empty() {
             return Err(PackError::Corrupt(format!(
-                "the pack ends inside section {} of {SECTIONS}",
-                self.done + 1
+                "the pack ends inside section {} of {}",
+                self.done + 1,
+                ORDER.len()
             )));
         }
         let d = self.decoded;
@@ -192,7 +334,11 @@ impl PackReader {
             chunks: d.chunks.ok_or_else(missing)?,
             segments: d.segments.ok_or_else(missing)?,
             lexical: d.lexical.ok_or_else(missing)?,
-            summaries: d.summaries.ok_or_else(missing)?,
+            summaries: Summaries {
+                files: d.summary_files.ok_or_else(missing)?,
+                dirs: d.summary_dirs.ok_or_else(missing)?,
+                project: d.project.ok_or_else(missing)?,
+            },
             graph: d.graph.ok_or_else(missing)?,
             references: d.references.ok_or_else(missing)?,
             recency: d.recency.ok_or_else(missing)?,
@@ -220,6 +366,58 @@ mod tests {
         }
     }
 
+    /// A pack whose summary table takes several frames (the chunk table is checked against the
+    /// files, so a long table of summaries is the cheap one to make).
+    fn framed() -> IndexPack {
+        let mut pack = crate::index::tests::tiny();
+        pack.summaries.dirs = (0..FRAME_RECORDS * 2 + 7)
+            .map(|i| DirSummary {
+                path: format!("d{i:05}"),
+                summary: Summary {
+                    text: format!("directory {i}"),
+                    tokens: vec![3],
+                },
+            })
+            .collect();
+        pack
+    }
+
+    #[test]
+    fn a_table_in_several_frames_decodes_from_any_cut() {
+        let pack = framed();
+        let bytes = pack.encode().unwrap();
+        for size in [1, 7, 4096, 100_000, bytes.len()] {
+            let mut r = PackReader::new();
+            for piece in bytes.chunks(size) {
+                r.push(piece).unwrap();
+            }
+            let back = r.finish().unwrap();
+            assert_eq!(back, pack, "pieces of {size}");
+            assert_eq!(back.summaries.dirs.capacity(), FRAME_RECORDS * 2 + 7);
+        }
+    }
+
+    #[test]
+    fn a_frame_longer_than_its_table_is_corrupt() {
+        let mut pack = crate::index::tests::tiny();
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        frame(&mut out, &pack.meta).unwrap();
+        frame(&mut out, &1u64).unwrap();
+        pack.files = vec![];
+        let two: Vec<u32> = vec![1, 2];
+        frame(&mut out, &two).unwrap();
+        let err = PackReader::new().push(&out).unwrap_err();
+        assert!(matches!(err, PackError::Corrupt(m) if m.contains("files")));
+        // An empty frame is no value at all.
+        let mut empty = out[..12].to_vec();
+        empty.extend_from_slice(&0u32.to_le_bytes());
+        let mut r = PackReader::new();
+        r.push(&empty[..13]).unwrap();
+        assert!(r.push(&empty[13..]).is_err());
+    }
+
     #[test]
     fn a_short_or_long_pack_is_corrupt() {
         let bytes = crate::index::tests::tiny().encode().unwrap();
@@ -236,7 +434,7 @@ mod tests {
     #[test]
     fn a_section_with_bytes_past_its_value_is_corrupt() {
         let mut out = Vec::new();
-        section(&mut out, &7u32).unwrap();
+        frame(&mut out, &7u32).unwrap();
         out[0] += 1;
         out.push(0);
         assert!(value::<u32>(&out[LEN..], "x").is_err());

@@ -297,7 +297,7 @@ fn indices_of(pack: &IndexPack, ids: &HashSet<String>) -> Vec<u32> {
     pack.chunks
         .iter()
         .enumerate()
-        .filter(|(_, c)| ids.contains(&c.id))
+        .filter(|(_, c)| ids.contains(c.id.as_str()))
         .map(|(i, _)| i as u32)
         .collect()
 }

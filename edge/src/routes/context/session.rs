@@ -56,7 +56,7 @@ pub(super) fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<ChunkRef> {
             let c = pack.chunks.get(i as usize)?;
             let f = pack.files.get(c.file as usize)?;
             Some(ChunkRef {
-                chunk_id: c.id.clone(),
+                chunk_id: c.id.to_string(),
                 path: f.path.clone(),
                 start_line: c.start_line,
                 end_line: c.end_line,
