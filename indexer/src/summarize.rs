@@ -154,7 +154,7 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
             extracted.push(true);
             FileSummary {
                 file: i,
-                origin: EXTRACTIVE.to_string(),
+                origin: EXTRACTIVE.into(),
                 line: e.line,
                 summary: Summary {
                     text: e.text,
@@ -199,7 +199,7 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
                 )),
                 Ok(Some(text)) => {
                     let s = &mut files[k];
-                    s.origin = wanted.clone();
+                    s.origin = wanted.as_str().into();
                     s.line = first_sentence(&text, 120);
                     s.summary = Summary {
                         text,

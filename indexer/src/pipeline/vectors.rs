@@ -115,7 +115,7 @@ impl ChunkSource for StoredSegments<'_> {
     fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
         let c = &pack.chunks[i];
         let mut read = self.read.borrow_mut();
-        if !read.contains_key(&c.segment) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = read.entry(c.segment) {
             let name = pack
                 .segments
                 .get(c.segment as usize)
@@ -124,7 +124,7 @@ impl ChunkSource for StoredSegments<'_> {
                 .store
                 .get_object(&keys::segment(self.org, self.project, name))
                 .map_err(|e| AssembleError::Source(e.to_string()))?;
-            read.insert(c.segment, bytes);
+            slot.insert(bytes);
         }
         let segment = &read[&c.segment];
         let start = c.segment_offset as usize;

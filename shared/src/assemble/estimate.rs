@@ -10,7 +10,7 @@ use crate::index::IndexPack;
 pub(super) fn header_cost(pack: &IndexPack, i: usize) -> u32 {
     let c = &pack.chunks[i];
     let path = pack.files[c.file as usize].path.len();
-    let symbol = c.symbol.as_ref().map_or(0, String::len);
+    let symbol = c.symbol.as_ref().map_or(0, |s| s.len());
     ((2 * path + symbol + 80) / 3) as u32
 }
 

@@ -295,13 +295,13 @@ fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> P
     let f = &pack.files[c.file as usize];
     Piece {
         path: f.path.clone(),
-        language: f.language.clone(),
+        language: f.language.to_string(),
         start_line: c.start_line,
         end_line: c.end_line,
         byte_start: c.byte_start,
         byte_end: c.byte_end,
         kind: c.kind.name().to_string(),
-        symbol: c.symbol.clone(),
+        symbol: c.symbol.as_deref().map(str::to_string),
         chunk_id: c.id.to_string(),
         sha256: c.sha256.to_hex(),
         text,

@@ -49,7 +49,7 @@ pub fn build(files: &[FileEntry], chunks: &[ChunkRecord], terms: Vec<ChunkTerms>
     let mut builder = Bm25Builder::default();
     let mut specs: Vec<(String, Vec<String>)> = files
         .iter()
-        .map(|f| (f.language.clone(), Vec::new()))
+        .map(|f| (f.language.to_string(), Vec::new()))
         .collect();
     let mut used = Vec::with_capacity(chunks.len());
     for (c, t) in chunks.iter().zip(terms) {

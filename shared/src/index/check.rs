@@ -135,7 +135,7 @@ mod tests {
             ("summary of a missing file", |p| {
                 p.summaries.files = vec![crate::summary::FileSummary {
                     file: 4,
-                    origin: String::new(),
+                    origin: Default::default(),
                     line: String::new(),
                     summary: crate::summary::Summary::counted(String::new(), &[]),
                 }]

@@ -118,8 +118,8 @@ pub struct FileEntry {
     pub sha256: Sha256Digest,
     /// Stat at indexing time.
     pub stat: FileStat,
-    /// Language label.
-    pub language: String,
+    /// Language label (held inline).
+    pub language: compact_str::CompactString,
     /// Why the file was not chunked, if it was not.
     pub skipped: Option<String>,
     /// Its chunks: `chunks[first_chunk .. first_chunk + chunk_count]`.
@@ -138,8 +138,9 @@ pub struct ChunkRecord {
     pub file: u32,
     /// What it holds.
     pub kind: ChunkKind,
-    /// The symbol it defines.
-    pub symbol: Option<String>,
+    /// The symbol it defines (most are short enough to be held inline, without an allocation
+    /// per chunk).
+    pub symbol: Option<compact_str::CompactString>,
     /// First line, 1-based.
     pub start_line: u32,
     /// Last line, inclusive.

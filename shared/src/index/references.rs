@@ -136,7 +136,7 @@ mod tests {
             id: Default::default(),
             file: 0,
             kind: ChunkKind::Function,
-            symbol: symbol.map(str::to_string),
+            symbol: symbol.map(Into::into),
             start_line: 1,
             end_line: 1,
             byte_start: 0,

@@ -66,8 +66,9 @@ impl Summary {
 pub struct FileSummary {
     /// Index into the pack's file table.
     pub file: u32,
-    /// Which summarizer wrote it: [`EXTRACTIVE`], or `llm-1:<model>`.
-    pub origin: String,
+    /// Which summarizer wrote it: [`EXTRACTIVE`], or `llm-1:<model>` (held inline when short, as
+    /// the extractive origin is).
+    pub origin: compact_str::CompactString,
     /// One line describing the file, for its directory's summary.
     pub line: String,
     /// The summary.

@@ -60,7 +60,7 @@ pub(super) fn references(pack: &IndexPack, chunks: &[u32]) -> Vec<ChunkRef> {
                 path: f.path.clone(),
                 start_line: c.start_line,
                 end_line: c.end_line,
-                symbol: c.symbol.clone(),
+                symbol: c.symbol.as_deref().map(str::to_string),
             })
         })
         .collect()
