@@ -664,7 +664,10 @@ mod tests {
         let a = out.find("### a.rs:").unwrap();
         assert!(b < a, "the best piece's file comes first");
         assert!(out.find("b1").unwrap() < out.find("b2").unwrap());
-        assert!(out.contains("\n### b.rs:10-10\n```rust\nfn b2() {}\n```\n"), "{out}");
+        assert!(
+            out.contains("\n### b.rs:10-10\n```rust\nfn b2() {}\n```\n"),
+            "{out}"
+        );
         assert!(!out.contains("abc"), "chunk ids stay out of the prompt");
         assert!(out.ends_with("# Task\n\nwhy?\n"));
     }
@@ -728,9 +731,8 @@ mod tests {
         let t = TokenizerSpec::Exact(Encoding::O200kBase);
         let c = fit(ps.clone(), "q", 10_000, &t).unwrap();
         assert!(
-            c.prompt.contains(
-                "### a.rs:1-5\n```rust\nfn a() {\n}\n\nfn b() {\n}\n```\n"
-            ),
+            c.prompt
+                .contains("### a.rs:1-5\n```rust\nfn a() {\n}\n\nfn b() {\n}\n```\n"),
             "{}",
             c.prompt
         );

@@ -17,9 +17,9 @@
 //!
 //! The score is their weighted sum ([`Weights`]), times the file-kind prior; the graph share is
 //! computed from the other signals' scores, so it never feeds on itself. Under small budgets
-//! [`diversify`] then lowers each file's further chunks so that more files are reached, and
-//! [`deepen_around_strong_chunks`] gives the places those further chunks keep to the code next
-//! to the strongest chunks first.
+//! [`diversify`] then lowers each file's further chunks so that more files are reached; at
+//! every budget [`deepen_around_strong_chunks`] gives the places those further chunks take to
+//! the code next to the strongest chunks first.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -135,10 +135,10 @@ pub struct Weights {
     /// The budget (tokens) up to which the neighbour signal is off; it fades in to full weight
     /// at four times that (`rank/neighbours.rs`, `strength_at`).
     pub neighbour_from: f32,
-    /// Under small budgets, how far the chunks next to a strong chunk go ahead of its file's
-    /// other further chunks in the places those take ([`deepen_around_strong_chunks`]; 0 = off).
+    /// How far the chunks next to a strong chunk go ahead of its file's other further chunks in
+    /// the places those take ([`deepen_around_strong_chunks`]; 0 = off).
     pub depth_neighbour: f32,
-    /// Share of the best score a chunk needs for its neighbours to go ahead under small budgets.
+    /// Share of the best score a chunk needs for its neighbours to go ahead.
     pub depth_floor: f32,
     /// How many chunks away, each way in its file, those neighbours are.
     pub depth_reach: f32,
@@ -190,16 +190,16 @@ pub const NEIGHBOUR_FLOOR: f32 = 0.3;
 /// (reach 1 and 3 earned 0.915 and 0.923 at 128k against 0.935 for the whole file).
 pub const NEIGHBOUR_REACH: f32 = 1.0e6;
 
-/// Under small budgets, how far a strong chunk's neighbours go ahead of its file's other
-/// further chunks ([`deepen_around_strong_chunks`]), in shares of the best score. Measured on
-/// the visible benchmark at 8k with the short headers (docs/retrieval.md, depth places):
+/// How far a strong chunk's neighbours go ahead of its file's other further chunks
+/// ([`deepen_around_strong_chunks`]), in shares of the best score. Measured on the visible
+/// benchmark at 8k with the short headers (docs/retrieval.md, depth places):
 /// 0.1 changed nothing, 0.2 and 0.3 raised files and lines (LR 0.675 → 0.685 / 0.683 at reach
 /// 1), 0.5 and 1 put evidence-less neighbours ahead of matching chunks and lost lines (0.671,
 /// 0.643).
 pub const DEPTH_NEIGHBOUR: f32 = 0.2;
 
-/// Share of the best score a chunk needs to send its neighbours ahead under small budgets (0.3
-/// and 0.7 scored a little under 0.5).
+/// Share of the best score a chunk needs to send its neighbours ahead (0.3 and 0.7 scored a
+/// little under 0.5).
 pub const DEPTH_FLOOR: f32 = 0.5;
 
 /// How many chunks away, each way in its file, those neighbours are: two (LR 0.693 at 8k

@@ -113,7 +113,7 @@ pub fn plan(
     );
     spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(pack, &mut ranked, weights.file_decay, budget);
-    deepen_around_strong_chunks(pack, &mut ranked, weights, budget);
+    deepen_around_strong_chunks(pack, &mut ranked, weights);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
     let framed = ordered.framed;

@@ -1,7 +1,6 @@
-//! Under small budgets, the places a file's further chunks take go first to the chunks next to
-//! a strong one.
+//! The places a file's further chunks take go first to the chunks next to a strong one.
 //!
-//! [`super::diversify`] decides which files a small budget reaches; each file's first chunk
+//! Ranking and [`super::diversify`] decide which files a budget reaches; each file's first chunk
 //! ("lead") keeps its place. Its further chunks ("depth") fill the places between, by score:
 //! often a lucky match far from the strong chunk, while the code right next to it (the rest of
 //! a split definition, the helper above it) is what a change touches with it. Here the depth
@@ -15,21 +14,17 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::index::IndexPack;
 
 use super::neighbours::{file_chunks, neighbour_shares};
-use super::{Ranked, Signals, Weights, small_budget_strength};
+use super::{Ranked, Signals, Weights};
 
 /// Gives the depth places of `ranked` (best first on entry and on return) to the chunks within
 /// [`Weights::depth_reach`] chunks of one scoring at least [`Weights::depth_floor`] of the best,
 /// ahead of the other depth chunks by [`Weights::depth_neighbour`] × that chunk's share of the
 /// best score (neighbours that had no evidence of their own become candidates). Each chunk
-/// takes the score of the place it takes, so later sorting keeps the order. The step counts in
-/// full up to 8k tokens and fades out by 32k, as diversity does.
-pub fn deepen_around_strong_chunks(
-    pack: &IndexPack,
-    ranked: &mut Vec<Ranked>,
-    weights: &Weights,
-    budget: u32,
-) {
-    let weight = weights.depth_neighbour * small_budget_strength(budget);
+/// takes the score of the place it takes, so later sorting keeps the order. It counts at every
+/// budget: at 8k and 32k it raised line recall with the files unchanged, at 128k (where the
+/// regions of strong files fit whole anyway) it changed next to nothing (docs/retrieval.md).
+pub fn deepen_around_strong_chunks(pack: &IndexPack, ranked: &mut Vec<Ranked>, weights: &Weights) {
+    let weight = weights.depth_neighbour;
     if weight <= 0.0 {
         return;
     }

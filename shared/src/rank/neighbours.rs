@@ -168,12 +168,7 @@ mod tests {
             ..Weights::default()
         };
         let mut r = ranked(&[(1, 2.0), (4, 1.0)]);
-        let shares = neighbour_shares(
-            &r,
-            weights.neighbour_reach,
-            weights.neighbour_floor,
-            files,
-        );
+        let shares = neighbour_shares(&r, weights.neighbour_reach, weights.neighbour_floor, files);
         let share = |c: u32| shares.get(&c).map(|s| s.0);
         assert_eq!(share(0), Some(1.0));
         assert_eq!(share(2), Some(1.0));
@@ -211,12 +206,7 @@ mod tests {
             ..Weights::default()
         };
         let r = ranked(&[(2, 1.0), (5, 0.5)]);
-        let shares = neighbour_shares(
-            &r,
-            weights.neighbour_reach,
-            weights.neighbour_floor,
-            files,
-        );
+        let shares = neighbour_shares(&r, weights.neighbour_reach, weights.neighbour_floor, files);
         let mut got: Vec<u32> = shares.keys().copied().collect();
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 3]);
