@@ -1,14 +1,19 @@
 //! Composing the prompt, and the promise that it fits.
 //!
 //! The prompt is the selected pieces grouped by file (the file of the best piece first), each
-//! file's pieces in line order, every piece under a header that cites it (`path:start-end`, its
-//! kind and symbol, its chunk id), followed by the task. [`fit`] counts the whole prompt with the
-//! target tokenizer and drops the least relevant pieces until the count is within the budget:
-//! the count of the returned prompt is the count a model's tokenizer gives, not a sum of parts.
+//! file's pieces in line order, every piece under a header that cites it (`path:start-end`, and
+//! what was left out of a piece that is not its chunk verbatim), followed by the task. [`fit`]
+//! counts the whole prompt with the target tokenizer and drops the least relevant pieces until
+//! the count is within the budget: the count of the returned prompt is the count a model's
+//! tokenizer gives, not a sum of parts.
+//!
+//! Headers are short on purpose: at small budgets every token of a header is a token of code
+//! less. Provenance (kind, symbol, chunk id, sha256) is in the structured piece list that comes
+//! with the prompt, where a program reads it; the model needs where the code is, and the code.
 //!
 //! Whole pieces that continue each other in their file (separated by at most [`MAX_JOIN_GAP`]
-//! empty lines, or overlapping) are quoted as one stretch under one header that cites each one's
-//! lines and chunk id: the model reads the code as it stands in the file, and the prompt saves a
+//! empty lines, or overlapping) are quoted as one stretch under one header that cites the
+//! stretch's lines: the model reads the code as it stands in the file, and the prompt saves a
 //! header and a fence per joined piece. The stretch is rebuilt from the pieces' own texts and
 //! byte ranges, so it is verbatim.
 //!
@@ -184,28 +189,32 @@ impl ComposeError {
     }
 }
 
-/// The header above one piece.
+/// The header above one piece: where it is, and for a piece that is not its chunk verbatim,
+/// what was left out (the model must not take a signature or an elided body for the code).
 pub fn piece_header(p: &Piece) -> String {
-    let mut what = match &p.symbol {
-        Some(s) => format!("{} `{}`", p.kind, s),
-        None => p.kind.clone(),
-    };
-    if let Some(before) = p.original_tokens.filter(|&b| b > 0) {
-        let cut = 100.0 * (1.0 - f64::from(p.tokens) / f64::from(before));
-        let elided = p.elided_lines.unwrap_or(0);
-        let done = match p.form {
-            PieceForm::Medium => format!("medium: function bodies elided ({elided} lines)"),
-            PieceForm::Aggressive => {
-                format!("aggressive: signatures and key lines only ({elided} lines elided)")
-            }
-            _ => "light: comments and blank lines removed".to_string(),
-        };
-        what.push_str(&format!(", {done}, -{cut:.0}%"));
+    let range = format!("### {}:{}-{}", p.path, p.start_line, p.end_line);
+    match form_note(p) {
+        Some(note) => format!("{range} ({note})\n"),
+        None => format!("{range}\n"),
     }
-    format!(
-        "### {}:{}-{} ({what}, chunk {})\n",
-        p.path, p.start_line, p.end_line, p.chunk_id
-    )
+}
+
+/// What a piece leaves out of its chunk, if anything.
+fn form_note(p: &Piece) -> Option<String> {
+    if p.form == PieceForm::Signature {
+        return Some("signature only".to_string());
+    }
+    let before = p.original_tokens.filter(|&b| b > 0)?;
+    let cut = 100.0 * (1.0 - f64::from(p.tokens) / f64::from(before));
+    let elided = p.elided_lines.unwrap_or(0);
+    let done = match p.form {
+        PieceForm::Medium => format!("medium: function bodies elided ({elided} lines)"),
+        PieceForm::Aggressive => {
+            format!("aggressive: signatures and key lines only ({elided} lines elided)")
+        }
+        _ => "light: comments and blank lines removed".to_string(),
+    };
+    Some(format!("{done}, -{cut:.0}%"))
 }
 
 /// Most empty lines between two whole pieces of a file that are still quoted as one stretch.
@@ -276,7 +285,7 @@ fn blocks(pieces: &[&Piece]) -> Vec<Vec<(usize, Join)>> {
     out
 }
 
-/// The header above a block of several joined pieces: the stretch and the chunks it quotes.
+/// The header above a block of several joined pieces: the stretch they quote together.
 fn joined_header(block: &[&Piece]) -> String {
     let first = block[0];
     let end = block
@@ -284,17 +293,7 @@ fn joined_header(block: &[&Piece]) -> String {
         .map(|p| p.end_line)
         .max()
         .unwrap_or(first.end_line);
-    let members: Vec<String> = block
-        .iter()
-        .map(|p| format!("{}-{} {}", p.start_line, p.end_line, p.chunk_id))
-        .collect();
-    format!(
-        "### {}:{}-{end} ({} chunks: {})\n",
-        first.path,
-        first.start_line,
-        block.len(),
-        members.join(", ")
-    )
+    format!("### {}:{}-{end}\n", first.path, first.start_line)
 }
 
 /// Indices of the pieces (in `pieces`, any order) that are quoted in the block of an earlier
@@ -377,11 +376,8 @@ fn render_with_spans(
     }
     if !pieces.is_empty() {
         out.push_str("# Code context\n");
-        for (path, mut ps) in files {
+        for (_, mut ps) in files {
             ps.sort_by_key(|p| (p.start_line, p.end_line));
-            out.push_str("\n## ");
-            out.push_str(path);
-            out.push('\n');
             for block in blocks(&ps) {
                 let members: Vec<&Piece> = block.iter().map(|&(k, _)| ps[k]).collect();
                 out.push('\n');
@@ -664,11 +660,15 @@ mod tests {
             piece("b.rs", 1, "fn b1() {}\n", 1.0),
         ];
         let out = render(&ps, "why?");
-        let b = out.find("## b.rs").unwrap();
-        let a = out.find("## a.rs").unwrap();
+        let b = out.find("### b.rs:").unwrap();
+        let a = out.find("### a.rs:").unwrap();
         assert!(b < a, "the best piece's file comes first");
         assert!(out.find("b1").unwrap() < out.find("b2").unwrap());
-        assert!(out.contains("### b.rs:10-10 (function `f`, chunk abc)"));
+        assert!(
+            out.contains("\n### b.rs:10-10\n```rust\nfn b2() {}\n```\n"),
+            "{out}"
+        );
+        assert!(!out.contains("abc"), "chunk ids stay out of the prompt");
         assert!(out.ends_with("# Task\n\nwhy?\n"));
     }
 
@@ -731,15 +731,14 @@ mod tests {
         let t = TokenizerSpec::Exact(Encoding::O200kBase);
         let c = fit(ps.clone(), "q", 10_000, &t).unwrap();
         assert!(
-            c.prompt.contains(
-                "### a.rs:1-5 (2 chunks: 1-2 aaa, 4-5 bbb)\n```rust\nfn a() {\n}\n\nfn b() {\n}\n```\n"
-            ),
+            c.prompt
+                .contains("### a.rs:1-5\n```rust\nfn a() {\n}\n\nfn b() {\n}\n```\n"),
             "{}",
             c.prompt
         );
         assert!(
             c.prompt
-                .contains("### a.rs:11-11 (function `f`, chunk ccc)")
+                .contains("### a.rs:11-11\n```rust\nfn c() {}\n```\n")
         );
         let blocks: Vec<(&str, u32)> = c
             .pieces
@@ -761,7 +760,7 @@ mod tests {
         ];
         let out = render(&ps, "q");
         assert_eq!(quoted_blocks(&out), [(1, 10, file_lines(&file, 1, 10))]);
-        assert!(out.contains("(3 chunks: 1-6 w1, 5-10 w2, 7-8 w3)"));
+        assert!(out.contains("\n### a.rs:1-10\n```rust\nline 1\n"), "{out}");
     }
 
     #[test]
@@ -825,7 +824,7 @@ mod tests {
         p.elided_lines = Some(9);
         assert_eq!(
             piece_header(&p),
-            "### a.rs:3-5 (function `f`, medium: function bodies elided (9 lines), -75%, chunk abc)\n"
+            "### a.rs:3-5 (medium: function bodies elided (9 lines), -75%)\n"
         );
         p.form = PieceForm::Aggressive;
         assert!(
@@ -834,6 +833,9 @@ mod tests {
         );
         p.form = PieceForm::Light;
         assert!(piece_header(&p).contains("light: comments and blank lines removed, -75%"));
+        p.form = PieceForm::Signature;
+        p.original_tokens = None;
+        assert_eq!(piece_header(&p), "### a.rs:3-5 (signature only)\n");
     }
 
     #[test]

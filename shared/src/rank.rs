@@ -17,7 +17,9 @@
 //!
 //! The score is their weighted sum ([`Weights`]), times the file-kind prior; the graph share is
 //! computed from the other signals' scores, so it never feeds on itself. Under small budgets
-//! [`diversify`] then lowers each file's further chunks so that more files are reached.
+//! [`diversify`] then lowers each file's further chunks so that more files are reached; at
+//! every budget [`deepen_around_strong_chunks`] gives the places those further chunks take to
+//! the code next to the strongest chunks first.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -26,9 +28,11 @@ use serde::Serialize;
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 
+mod depth;
 mod neighbours;
 mod signals;
 
+pub use depth::deepen_around_strong_chunks;
 pub use neighbours::spread_to_neighbours;
 
 /// Per-signal scores of one candidate.
@@ -131,6 +135,13 @@ pub struct Weights {
     /// The budget (tokens) up to which the neighbour signal is off; it fades in to full weight
     /// at four times that (`rank/neighbours.rs`, `strength_at`).
     pub neighbour_from: f32,
+    /// How far the chunks next to a strong chunk go ahead of its file's other further chunks in
+    /// the places those take ([`deepen_around_strong_chunks`]; 0 = off).
+    pub depth_neighbour: f32,
+    /// Share of the best score a chunk needs for its neighbours to go ahead.
+    pub depth_floor: f32,
+    /// How many chunks away, each way in its file, those neighbours are.
+    pub depth_reach: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -179,6 +190,22 @@ pub const NEIGHBOUR_FLOOR: f32 = 0.3;
 /// (reach 1 and 3 earned 0.915 and 0.923 at 128k against 0.935 for the whole file).
 pub const NEIGHBOUR_REACH: f32 = 1.0e6;
 
+/// How far a strong chunk's neighbours go ahead of its file's other further chunks
+/// ([`deepen_around_strong_chunks`]), in shares of the best score. Measured on the visible
+/// benchmark at 8k with the short headers (docs/retrieval.md, depth places):
+/// 0.1 changed nothing, 0.2 and 0.3 raised files and lines (LR 0.675 → 0.685 / 0.683 at reach
+/// 1), 0.5 and 1 put evidence-less neighbours ahead of matching chunks and lost lines (0.671,
+/// 0.643).
+pub const DEPTH_NEIGHBOUR: f32 = 0.2;
+
+/// Share of the best score a chunk needs to send its neighbours ahead (0.3 and 0.7 scored a
+/// little under 0.5).
+pub const DEPTH_FLOOR: f32 = 0.5;
+
+/// How many chunks away, each way in its file, those neighbours are: two (LR 0.693 at 8k
+/// against 0.685 for the adjacent ones only; three scored as two).
+pub const DEPTH_REACH: f32 = 2.0;
+
 /// How many users of a named symbol get the reference signal: the most relevant ones by their
 /// own lexical score, so that a symbol used everywhere does not flood the budget.
 pub const REFERENCE_USERS: usize = 4;
@@ -205,6 +232,9 @@ impl Default for Weights {
             neighbour_floor: NEIGHBOUR_FLOOR,
             neighbour_reach: NEIGHBOUR_REACH,
             neighbour_from: neighbours::NEIGHBOURS_FROM as f32,
+            depth_neighbour: DEPTH_NEIGHBOUR,
+            depth_floor: DEPTH_FLOOR,
+            depth_reach: DEPTH_REACH,
         }
     }
 }
@@ -268,6 +298,9 @@ impl Weights {
                 "neighbour_floor" => &mut self.neighbour_floor,
                 "neighbour_reach" => &mut self.neighbour_reach,
                 "neighbour_from" => &mut self.neighbour_from,
+                "depth_neighbour" => &mut self.depth_neighbour,
+                "depth_floor" => &mut self.depth_floor,
+                "depth_reach" => &mut self.depth_reach,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;
@@ -428,10 +461,15 @@ pub fn diversify(pack: &IndexPack, ranked: &mut [Ranked], decay: f32, budget: u3
 
 /// The decay [`diversify`] applies for `budget` tokens.
 fn decay_at(decay: f32, budget: u32) -> f32 {
+    1.0 - (1.0 - decay.clamp(0.0, 1.0)) * small_budget_strength(budget)
+}
+
+/// How much the small-budget steps count at `budget` tokens: 1 up to [`DIVERSE_UP_TO`], 0 from
+/// [`DEEP_FROM`], linear in log2 of the budget between.
+fn small_budget_strength(budget: u32) -> f32 {
     let span = (f64::from(DEEP_FROM) / f64::from(DIVERSE_UP_TO)).log2();
     let depth = (f64::from(DEEP_FROM) / f64::from(budget.max(1))).log2() / span;
-    let strength = depth.clamp(0.0, 1.0) as f32;
-    1.0 - (1.0 - decay.clamp(0.0, 1.0)) * strength
+    depth.clamp(0.0, 1.0) as f32
 }
 
 fn decay_by_file(ranked: &mut [Ranked], decay: f32, file_of: impl Fn(u32) -> Option<u32>) {

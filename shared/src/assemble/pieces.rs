@@ -273,9 +273,10 @@ impl Plan {
     }
 }
 
-/// A conservative guess of what a piece costs in the header of a block it joins: its lines,
-/// its chunk id and a separator (an id of 24 hex digits is 12-18 tokens).
-const JOINED_ENTRY_COST: u32 = 24;
+/// A conservative guess of what a piece costs in the block it joins beyond its own text: the
+/// header cites the stretch, not its members, so only the empty lines between them (at most
+/// [`crate::compose::MAX_JOIN_GAP`]).
+const JOINED_ENTRY_COST: u32 = 2;
 
 /// Rounds of filling the room joined headers give back (each added piece may join too).
 const JOIN_ROUNDS: usize = 3;

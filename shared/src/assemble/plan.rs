@@ -12,7 +12,9 @@ use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 use crate::lexical::query_terms;
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
-use crate::rank::{Ranked, Signals, diversify, rank, spread_to_neighbours};
+use crate::rank::{
+    Ranked, Signals, deepen_around_strong_chunks, diversify, rank, spread_to_neighbours,
+};
 use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
@@ -111,6 +113,7 @@ pub fn plan(
     );
     spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(pack, &mut ranked, weights.file_decay, budget);
+    deepen_around_strong_chunks(pack, &mut ranked, weights);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
     let framed = ordered.framed;

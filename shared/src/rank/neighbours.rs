@@ -40,8 +40,19 @@ pub fn spread_to_neighbours(
     if weight == 0.0 {
         return;
     }
+    let shares = neighbour_shares(
+        ranked,
+        weights.neighbour_reach,
+        weights.neighbour_floor,
+        file_chunks(pack),
+    );
+    apply(ranked, shares, weight);
+}
+
+/// A chunk's file and the range of chunk indices the file holds.
+pub(super) fn file_chunks(pack: &IndexPack) -> impl Fn(u32) -> Option<(u32, std::ops::Range<u32>)> {
     let chunks = pack.chunks.len() as u32;
-    let shares = neighbour_shares(ranked, weights, |c| {
+    move |c| {
         let file = pack.chunks.get(c as usize)?.file;
         let entry = pack.files.get(file as usize)?;
         let end = entry
@@ -49,8 +60,7 @@ pub fn spread_to_neighbours(
             .saturating_add(entry.chunk_count)
             .min(chunks);
         Some((file, entry.first_chunk..end))
-    });
-    apply(ranked, shares, weight);
+    }
 }
 
 /// The share of [`Weights::neighbour`] that counts at `budget` tokens: 0 up to `from` tokens
@@ -63,24 +73,26 @@ pub fn strength_at(budget: u32, from: f32) -> f32 {
     depth.clamp(0.0, 1.0) as f32
 }
 
-/// Each neighbour's best share and the prior it takes, for chunks whose file and its range of
-/// chunk indices `file_chunks` gives.
-fn neighbour_shares(
+/// Each neighbour's best share and the prior it takes: the chunks within `reach` chunks of one
+/// scoring at least `floor` of the best, for chunks whose file and its range of chunk indices
+/// `file_chunks` gives.
+pub(super) fn neighbour_shares(
     ranked: &[Ranked],
-    weights: &Weights,
+    reach: f32,
+    floor: f32,
     file_chunks: impl Fn(u32) -> Option<(u32, std::ops::Range<u32>)>,
 ) -> HashMap<u32, (f32, f32)> {
     let mut shares: HashMap<u32, (f32, f32)> = HashMap::default();
     let Some(best) = ranked.first().map(|r| r.score).filter(|&b| b > 0.0) else {
         return shares;
     };
-    let reach = weights.neighbour_reach.max(1.0) as u32;
+    let reach = reach.max(1.0) as u32;
     // The windows already spread in each file: a weaker chunk whose window lies inside one
     // changes nothing (best first), which keeps a long reach to one pass over each file.
     let mut spread: HashMap<u32, Vec<(u32, u32)>> = HashMap::default();
     for r in ranked {
         let share = r.score / best;
-        if share <= 0.0 || share < weights.neighbour_floor {
+        if share <= 0.0 || share < floor {
             break;
         }
         let Some((file, range)) = file_chunks(r.chunk) else {
@@ -156,7 +168,7 @@ mod tests {
             ..Weights::default()
         };
         let mut r = ranked(&[(1, 2.0), (4, 1.0)]);
-        let shares = neighbour_shares(&r, &weights, files);
+        let shares = neighbour_shares(&r, weights.neighbour_reach, weights.neighbour_floor, files);
         let share = |c: u32| shares.get(&c).map(|s| s.0);
         assert_eq!(share(0), Some(1.0));
         assert_eq!(share(2), Some(1.0));
@@ -194,7 +206,7 @@ mod tests {
             ..Weights::default()
         };
         let r = ranked(&[(2, 1.0), (5, 0.5)]);
-        let shares = neighbour_shares(&r, &weights, files);
+        let shares = neighbour_shares(&r, weights.neighbour_reach, weights.neighbour_floor, files);
         let mut got: Vec<u32> = shares.keys().copied().collect();
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 3]);
