@@ -360,7 +360,10 @@ fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &Tokenize
     if text == p.text {
         return p;
     }
-    let tokens = spec.count(&text);
+    // The count in the base encoding is kept: the prompt's exact count then takes it instead
+    // of counting the compressed text a second time.
+    let base = spec.base().count(&text);
+    let tokens = spec.scale(base);
     if tokens >= p.tokens {
         return p;
     }
@@ -370,7 +373,7 @@ fn compressed(mut p: Piece, level: Compression, keys: &KeyTerms, spec: &Tokenize
     p.text = text;
     p.form = form;
     p.elided_lines = elided;
-    p.base_tokens = None;
+    p.base_tokens = Some(base);
     p
 }
 
@@ -380,9 +383,10 @@ fn to_signature(mut p: Piece, len: usize, spec: &TokenizerSpec) -> Piece {
     p.byte_end = p.byte_start + len as u64;
     p.end_line = p.start_line + p.text.trim_end_matches('\n').matches('\n').count() as u32;
     p.sha256 = crate::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
-    p.tokens = spec.count(&p.text);
+    let base = spec.base().count(&p.text);
+    p.tokens = spec.scale(base);
     p.form = PieceForm::Signature;
-    p.base_tokens = None;
+    p.base_tokens = Some(base);
     p
 }
 
