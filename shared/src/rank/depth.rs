@@ -106,18 +106,8 @@ fn reorder(
 
 #[cfg(test)]
 mod tests {
+    use super::super::neighbours::tests::ranked;
     use super::*;
-
-    fn ranked(scores: &[(u32, f32)]) -> Vec<Ranked> {
-        scores
-            .iter()
-            .map(|&(chunk, score)| Ranked {
-                chunk,
-                score,
-                signals: Signals::default(),
-            })
-            .collect()
-    }
 
     // Two files: chunks 0-9 in file 0, 10-19 in file 1.
     fn file_of(c: u32) -> Option<u32> {

@@ -140,10 +140,11 @@ fn apply(ranked: &mut Vec<Ranked>, mut shares: HashMap<u32, (f32, f32)>, weight:
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn ranked(scores: &[(u32, f32)]) -> Vec<Ranked> {
+    /// A ranking of `(chunk, score)` pairs with no signals.
+    pub(in crate::rank) fn ranked(scores: &[(u32, f32)]) -> Vec<Ranked> {
         scores
             .iter()
             .map(|&(chunk, score)| Ranked {
