@@ -12,8 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Longest chunk id: [`super::chunk_id`] writes 24 hex characters.
 pub const CHUNK_ID_MAX: usize = 24;
 
-/// A chunk's id, at most [`CHUNK_ID_MAX`] ASCII characters.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A chunk's id, at most [`CHUNK_ID_MAX`] ASCII characters. It hashes, compares and orders as
+/// its text (it can be looked up by `&str` through [`Borrow`](std::borrow::Borrow)); the bytes
+/// past its length are always zero.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ChunkId {
     len: u8,
     bytes: [u8; CHUNK_ID_MAX],
@@ -51,6 +53,24 @@ impl Default for ChunkId {
             len: 0,
             bytes: [0; CHUNK_ID_MAX],
         }
+    }
+}
+
+impl std::hash::Hash for ChunkId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialOrd for ChunkId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ChunkId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
     }
 }
 
@@ -246,6 +266,16 @@ mod tests {
         assert!(postcard::from_bytes::<ChunkId>(&long).is_err());
         assert!(ChunkId::new("é").is_err());
         assert_eq!(ChunkId::new("").unwrap().as_str(), "");
+    }
+
+    #[test]
+    fn ids_are_found_by_their_text_and_ordered_as_it() {
+        let mut set = std::collections::HashSet::new();
+        set.insert(ChunkId::new("abc").unwrap());
+        assert!(set.contains("abc"));
+        assert!(!set.contains("abd"));
+        let (b, ab) = (ChunkId::new("b").unwrap(), ChunkId::new("ab").unwrap());
+        assert_eq!(b.cmp(&ab), "b".cmp("ab"));
     }
 
     #[test]
