@@ -18,8 +18,11 @@ pub struct Derived {
     pub test_file: Vec<bool>,
     /// Whether each file is documentation ([`crate::rank::is_doc_path`]).
     pub doc_file: Vec<bool>,
-    /// Each file's import neighbours in either direction ([`ImportGraph::neighbours`]).
-    pub neighbours: Vec<Vec<u32>>,
+    /// Each file's import neighbours in either direction ([`ImportGraph::neighbours`]), flat:
+    /// `neighbour_files[neighbour_ends[f-1]..neighbour_ends[f]]` — one vector per file cost
+    /// an allocation per file in every isolate ([`Derived::neighbours`] reads it).
+    neighbour_files: Vec<u32>,
+    neighbour_ends: Vec<u32>,
     /// Each chunk's file, indexed like [`super::IndexPack::chunks`]: ranking reads it for every
     /// candidate several times, and a chunk record is large enough that each read missed the
     /// cache.
@@ -58,6 +61,13 @@ impl Derived {
             });
             path_ends.push(path_terms.len() as u32);
         }
+        let mut neighbour_files = Vec::new();
+        let mut neighbour_ends = Vec::with_capacity(graph.imports.len());
+        for ns in graph.neighbours() {
+            neighbour_files.extend_from_slice(&ns);
+            neighbour_ends.push(neighbour_files.len() as u32);
+        }
+        neighbour_files.shrink_to_fit();
         Self {
             path_terms,
             path_ends,
@@ -69,7 +79,8 @@ impl Derived {
                 .iter()
                 .map(|f| crate::rank::is_doc_path(&f.path))
                 .collect(),
-            neighbours: graph.neighbours(),
+            neighbour_files,
+            neighbour_ends,
             chunk_file: chunks.iter().map(|c| c.file).collect(),
             tokens_total: chunks.iter().fold(Vec::new(), |mut total, c| {
                 if total.len() < c.tokens.len() {
@@ -88,6 +99,17 @@ impl Derived {
         self.tokens_total.get(slot).copied().unwrap_or(0)
     }
 
+    /// File `f`'s import neighbours in either direction, sorted (none for a file past the
+    /// graph).
+    pub fn neighbours(&self, f: usize) -> &[u32] {
+        let start = match f.checked_sub(1) {
+            Some(p) => self.neighbour_ends.get(p).copied().unwrap_or(0) as usize,
+            None => 0,
+        };
+        let end = self.neighbour_ends.get(f).copied().unwrap_or(0) as usize;
+        self.neighbour_files.get(start..end).unwrap_or_default()
+    }
+
     /// The term ids of file `f`'s path (each once).
     pub fn path_terms(&self, f: usize) -> &[u32] {
         let start = if f == 0 {
@@ -97,5 +119,24 @@ impl Derived {
         };
         let end = self.path_ends.get(f).copied().unwrap_or(0) as usize;
         self.path_terms.get(start..end).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexical::{Bm25Builder, Bm25Params};
+
+    #[test]
+    fn neighbours_are_each_files_imports_both_ways() {
+        let graph = ImportGraph {
+            imports: vec![vec![1], vec![], vec![0, 1]],
+        };
+        let lexical = Bm25Builder::default().finish(Bm25Params::default());
+        let d = Derived::of(&[], &[], &lexical, &graph);
+        assert_eq!(d.neighbours(0), &[1, 2]);
+        assert_eq!(d.neighbours(1), &[0, 2]);
+        assert_eq!(d.neighbours(2), &[0, 1]);
+        assert!(d.neighbours(3).is_empty(), "a file past the graph has none");
     }
 }

@@ -245,7 +245,6 @@ pub(super) fn set_graph(touched: &mut Touched, pack: &IndexPack, weights: &Weigh
     let file_strength = file_strength(touched, files, weights);
     let top = file_strength.iter().copied().fold(0.0f32, f32::max);
     if top > 0.0 {
-        let neighbours = &derived.neighbours;
         let mut near = vec![f32::NAN; files];
         for (k, &f) in touched.files.iter().enumerate() {
             if touched.signals[k].lexical <= 0.0 {
@@ -253,13 +252,13 @@ pub(super) fn set_graph(touched: &mut Touched, pack: &IndexPack, weights: &Weigh
             }
             let f = f as usize;
             if near[f].is_nan() {
-                near[f] = neighbours.get(f).map_or(0.0, |ns| {
-                    ns.iter()
-                        .filter_map(|&g| file_strength.get(g as usize))
-                        .copied()
-                        .fold(0.0f32, f32::max)
-                        / top
-                });
+                near[f] = derived
+                    .neighbours(f)
+                    .iter()
+                    .filter_map(|&g| file_strength.get(g as usize))
+                    .copied()
+                    .fold(0.0f32, f32::max)
+                    / top;
             }
             touched.signals[k].graph = near[f];
         }
