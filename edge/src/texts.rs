@@ -141,7 +141,7 @@ impl<'a> RequestTexts<'a> {
                 self.lists.insert(id, p);
                 continue;
             }
-            let r = snap.pack.lists(id.kind).range(id.key).ok_or_else(|| {
+            let r = snap.pack.list_range(id).ok_or_else(|| {
                 BackendError::Corrupt(format!("{id} is not stored outside the pack"))
             })?;
             wanted.push(Want {
@@ -338,7 +338,7 @@ fn check_item(
         Item::List(id) => {
             let slice = slice
                 .ok_or_else(|| BackendError::Corrupt(format!("{id} is outside `{}`", key())))?;
-            pack.lists(id.kind).verify(id.key, slice).map_err(|e| {
+            pack.verify_list(id, slice).map_err(|e| {
                 BackendError::Corrupt(format!(
                     "{e} in segment `{}` (bytes {}..{})",
                     key(),
@@ -398,6 +398,11 @@ pub async fn answer(
                     batch.extend(planned.following(i, MISS_BATCH));
                 }
                 texts.fetch(backend, &batch).await?;
+            }
+            // The chosen summaries' texts, all at once.
+            Err(AssembleError::ListsNeeded(ids)) if rounds < MAX_ROUNDS => {
+                rounds += 1;
+                texts.fetch_lists(backend, &ids).await?;
             }
             other => return Ok((other?, texts.read_bytes)),
         }

@@ -335,17 +335,15 @@ fn stored_list(
     project: &str,
     read: impl FnOnce(&str, u64, usize) -> Result<Vec<u8>, String>,
 ) -> Result<Cow<'static, [u8]>, AssembleError> {
-    let lists = pack.lists(id.kind);
-    let r = lists
-        .range(id.key)
+    let r = pack
+        .list_range(id)
         .ok_or_else(|| AssembleError::Source(format!("{id} is not stored outside the pack")))?;
     let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
         AssembleError::Source(format!("list segment #{} is not listed", r.segment))
     })?;
     let key = keys::segment(org, project, sha);
     let bytes = read(&key, r.start, r.len as usize).map_err(AssembleError::Source)?;
-    lists
-        .verify(id.key, &bytes)
+    pack.verify_list(id, &bytes)
         .map_err(|e| AssembleError::Source(format!("{e} (segment `{key}`)")))?;
     Ok(Cow::Owned(bytes))
 }

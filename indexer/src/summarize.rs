@@ -14,6 +14,7 @@ use ctxgate_core::chunk::Language;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack};
 use ctxgate_core::summary::file::{Extract, extract};
+use ctxgate_core::summary::stored::StoredSummaries;
 use ctxgate_core::summary::tree::{FileFacts, ProjectInputs, directories, project};
 use ctxgate_core::summary::{
     DirSummary, EXTRACTIVE, FileSummary, Summaries, Summary, first_sentence, llm_origin,
@@ -51,7 +52,7 @@ pub struct SummaryReport {
 
 impl SummaryReport {
     /// The report of a version left as it was.
-    pub fn unchanged(summaries: &Summaries, summarizer: String) -> Self {
+    pub fn unchanged(summaries: &StoredSummaries, summarizer: String) -> Self {
         Self {
             files: summaries.files.len(),
             directories: summaries.dirs.len(),
@@ -84,8 +85,9 @@ pub(crate) struct Inputs<'a> {
     pub fresh: HashMap<u32, Extract>,
     /// The previous file index of each reused file, by new file index.
     pub reused: HashMap<u32, u32>,
-    /// The previous version, when readable (whatever its settings).
-    pub previous: Option<&'a IndexPack>,
+    /// The previous version and its summaries with their texts, when readable (whatever its
+    /// settings).
+    pub previous: Option<(&'a IndexPack, &'a Summaries)>,
     /// Whether `reused` indexes into `previous` (its files were reusable).
     pub reused_from_previous: bool,
     /// The model that writes file summaries, if any.
@@ -101,12 +103,11 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
         ..SummaryReport::default()
     };
     let prev = inputs.previous;
-    let same_encodings = prev.is_some_and(|p| p.meta.encodings == inputs.encodings);
+    let same_encodings = prev.is_some_and(|(p, _)| p.meta.encodings == inputs.encodings);
     // Earlier summaries by (file sha256, summarizer): the cache of model summaries.
     let cache: HashMap<(Sha256Digest, &str), &FileSummary> = prev
-        .map(|p| {
-            p.summaries
-                .files
+        .map(|(p, sums)| {
+            sums.files
                 .iter()
                 .filter_map(|s| {
                     let f = p.files.get(s.file as usize)?;
@@ -133,7 +134,7 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
                     .reused
                     .get(&i)
                     .filter(|_| inputs.reused_from_previous)?;
-                prev?.summaries.file(p)
+                prev?.1.file(p)
             });
         let summary = if let Some(s) = kept {
             report.reused += 1;
@@ -252,9 +253,8 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
         .collect();
     let prev_dirs: HashMap<(&str, &str), &Vec<u32>> = prev
         .filter(|_| same_encodings)
-        .map(|p| {
-            p.summaries
-                .dirs
+        .map(|(_, sums)| {
+            sums.dirs
                 .iter()
                 .map(|d| {
                     (

@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use ctxgate_core::index::IndexPack;
-use ctxgate_core::summary::EXTRACTIVE;
-use ctxgate_indexer::pipeline::{IndexOptions, IndexReport, NoProgress, index_repo, open_current};
+use ctxgate_core::summary::{EXTRACTIVE, Summaries};
+use ctxgate_indexer::pipeline::{
+    IndexOptions, IndexReport, NoProgress, index_repo, load_summaries, open_current,
+};
 use ctxgate_indexer::store::{LOCAL_ORG, Store};
 
 fn write(root: &Path, rel: &str, text: &str) {
@@ -38,26 +40,36 @@ fn sample(root: &Path) {
     write(root, "Cargo.toml", "[package]\nname = \"sample\"\n");
 }
 
-fn index(home: &Path, repo: &Path) -> (IndexReport, IndexPack) {
+/// Indexes `repo` into the data directory `home`: the report, the pack, and its summaries with
+/// their texts read back from the segments they were stored in.
+fn index(home: &Path, repo: &Path) -> (IndexReport, IndexPack, Summaries) {
     let store = Store::open(home).unwrap();
     let report = index_repo(&store, repo, &IndexOptions::default(), &NoProgress).unwrap();
     let pack = open_current(&store, LOCAL_ORG, &report.project.id)
         .unwrap()
         .unwrap()
         .pack;
-    (report, pack)
+    assert!(
+        pack.summaries.texts.is_stored() && pack.summaries.lines.is_stored(),
+        "this test keeps every summary text in segments"
+    );
+    let summaries = load_summaries(&store, LOCAL_ORG, &report.project.id, &pack).unwrap();
+    (report, pack, summaries)
 }
 
 #[test]
 fn every_level_is_summarized_deterministically_and_unchanged_files_keep_theirs() {
+    // Every list and summary text goes to segments (the large-repository layout); small
+    // repositories' inline layout is what every other test indexes.
+    // SAFETY: the only test of this binary, set before any thread reads the environment.
+    unsafe { std::env::set_var("CTXGATE_LISTS_INLINE_MAX", "0") };
     let repo = tempfile::tempdir().unwrap();
     sample(repo.path());
     let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (report, pack) = index(home_a.path(), repo.path());
+    let (report, pack, s) = index(home_a.path(), repo.path());
     assert_eq!(report.summaries.files, 5);
     assert_eq!(report.summaries.extracted, 5);
 
-    let s = &pack.summaries;
     let file = |path: &str| {
         let i = pack.files.iter().position(|f| f.path == path).unwrap();
         s.file(i as u32).unwrap().clone()
@@ -102,8 +114,9 @@ fn every_level_is_summarized_deterministically_and_unchanged_files_keep_theirs()
     );
 
     // The same repository indexed elsewhere gives the same summaries.
-    let (_, again) = index(home_b.path(), repo.path());
+    let (_, again, again_s) = index(home_b.path(), repo.path());
     assert_eq!(again.summaries, pack.summaries);
+    assert_eq!(again_s, s);
 
     // One file changes: only its summary is made again.
     write(
@@ -111,7 +124,7 @@ fn every_level_is_summarized_deterministically_and_unchanged_files_keep_theirs()
         "src/main.rs",
         "//! The binary.\nfn main() {\n    println!(\"bye\");\n}\n",
     );
-    let (report, changed) = index(home_a.path(), repo.path());
+    let (report, changed, changed_s) = index(home_a.path(), repo.path());
     assert_eq!(
         (report.summaries.reused, report.summaries.extracted),
         (4, 1),
@@ -123,22 +136,15 @@ fn every_level_is_summarized_deterministically_and_unchanged_files_keep_theirs()
         .iter()
         .position(|f| f.path == "src/config.rs")
         .unwrap();
-    assert_eq!(
-        changed.summaries.file(i as u32).unwrap().summary,
-        config.summary
-    );
+    assert_eq!(changed_s.file(i as u32).unwrap().summary, config.summary);
     let i = changed
         .files
         .iter()
         .position(|f| f.path == "src/main.rs")
         .unwrap();
-    assert_eq!(
-        changed.summaries.file(i as u32).unwrap().line,
-        "The binary."
-    );
+    assert_eq!(changed_s.file(i as u32).unwrap().line, "The binary.");
     assert!(
-        changed
-            .summaries
+        changed_s
             .dir("src")
             .unwrap()
             .summary

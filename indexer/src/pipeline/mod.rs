@@ -26,11 +26,12 @@ use ctxgate_core::index::build::{Built, build};
 use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, PackMeta, Recency};
 use ctxgate_core::source::Origin;
 use ctxgate_core::source::SourceSpec;
+use ctxgate_core::summary::stored::StoredSummaries;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
 pub use crate::progress::{NoProgress, Progress};
-pub use previous::{OpenVersion, open_current};
+pub use previous::{OpenVersion, open_current, summaries as load_summaries};
 pub use segments::{LISTS_INLINE_MAX, SEGMENT_CAP};
 
 use crate::IndexerError;
@@ -356,6 +357,20 @@ pub fn index_project(
         .filter(|f| f.skipped.is_none())
         .map(|f| f.stat.size)
         .sum();
+    // The previous version's summaries with their texts (those of unchanged files are kept);
+    // unreadable ones are rebuilt rather than block the run.
+    let previous_summaries = match &previous {
+        Some(p) => match previous::summaries(store, org, project_id, &p.pack) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                warnings.push(format!(
+                    "previous summaries unreadable, summarizing again: {e}"
+                ));
+                None
+            }
+        },
+        None => None,
+    };
     let (summaries, summary_report, summary_warnings) =
         crate::summarize::build(crate::summarize::Inputs {
             root: &root,
@@ -365,11 +380,21 @@ pub fn index_project(
             encodings: &opts.encodings,
             fresh: fresh_extracts,
             reused: reused_from,
-            previous: previous.as_ref().map(|p| &p.pack),
+            previous: previous
+                .as_ref()
+                .zip(previous_summaries.as_ref())
+                .map(|(p, s)| (&p.pack, s)),
             reused_from_previous: reusable.is_some(),
             llm: opts.summarize_llm.as_ref(),
         });
     warnings.extend(summary_warnings);
+    drop(previous_summaries);
+    // Large summary texts go to segments of their own too: a query reads the few it shows.
+    let mut summaries = StoredSummaries::store(summaries)
+        .map_err(|e| IndexerError::Corrupt(format!("summaries: {e}")))?;
+    let parts = summaries.split(SEGMENT_CAP, inline_max, segments.len() as u32);
+    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
+    drop(parts);
     let recency = recency(&root, &files);
     let pack = IndexPack {
         meta: PackMeta {

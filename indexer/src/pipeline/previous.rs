@@ -2,8 +2,12 @@
 //! aside (with a warning) when it is of another format or damaged, so a bad version never
 //! blocks every later run.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use ctxgate_core::index::open;
 use ctxgate_core::index::{IndexPack, PackError};
+use ctxgate_core::summary::Summaries;
 
 use crate::IndexerError;
 use crate::store::{IndexStore, Manifest, keys};
@@ -66,4 +70,42 @@ pub(super) fn read(
         }
         Err(e) => Err(e),
     }
+}
+
+/// The summaries of `pack` with every text, reading those it keeps in segments (each segment
+/// once): a new version reuses unchanged files' summaries and rebuilds directories from their
+/// lines.
+pub fn summaries(
+    store: &dyn IndexStore,
+    org: &str,
+    project: &str,
+    pack: &IndexPack,
+) -> Result<Summaries, IndexerError> {
+    let mut read: HashMap<u32, Vec<u8>> = HashMap::new();
+    pack.summaries.load(
+        |r| {
+            let bytes = match read.entry(r.segment) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(slot) => {
+                    let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
+                        IndexerError::Corrupt(format!(
+                            "summary segment #{} is not listed",
+                            r.segment
+                        ))
+                    })?;
+                    slot.insert(store.get_object(&keys::segment(org, project, sha))?)
+                }
+            };
+            bytes
+                .get(r.start as usize..(r.start + r.len) as usize)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| {
+                    IndexerError::Corrupt(format!(
+                        "summary segment #{} is shorter than the pack says",
+                        r.segment
+                    ))
+                })
+        },
+        IndexerError::Corrupt,
+    )
 }

@@ -113,7 +113,7 @@ pub(super) fn change(
                 p.files[*prev].chunk_count > 0
                     && p.summaries
                         .file(*prev as u32)
-                        .is_none_or(|s| s.origin != wanted)
+                        .is_none_or(|(_, s)| s.origin != wanted)
             }
             _ => false,
         });

@@ -9,9 +9,10 @@ use crate::chunk::{ChunkKind, signature_len};
 use crate::compose::{Piece, PieceForm, SummaryPiece, fit_with_summaries};
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
+use crate::index::lists::{ListId, ListKind};
 use crate::profile::Profile;
 use crate::select::Candidate;
-use crate::summary::fill::Filled;
+use crate::summary::fill::{Filled, TextAt};
 
 use super::estimate::{declares_its_symbol, header_cost};
 use super::plan::Plan;
@@ -64,7 +65,7 @@ impl Plan {
             self.add_alternatives(pack, source, &mut draft)?;
         }
         let mut left_out = self.candidates_count.saturating_sub(draft.pieces.len());
-        let (filled, wanted) = self.summaries(pack, &draft);
+        let (filled, wanted) = self.summaries(pack, source, &draft)?;
         let spec = &self.resolved.tokenizer;
         let composition = fit_with_summaries(draft.pieces, wanted, &self.task, self.budget, spec)?;
         let strategy = format!(
@@ -251,8 +252,14 @@ impl Plan {
     }
 
     /// Summaries fill what the pieces left; a continuation page (the caller has the first) or a
-    /// caller that wants pieces only gets none. The summaries chosen, and those to compose.
-    fn summaries(&self, pack: &IndexPack, draft: &Draft) -> (Filled, Vec<SummaryPiece>) {
+    /// caller that wants pieces only gets none. The summaries chosen, and those to compose with
+    /// their texts (those the source has not read yet are one [`AssembleError::ListsNeeded`]).
+    fn summaries(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        draft: &Draft,
+    ) -> Result<(Filled, Vec<SummaryPiece>), AssembleError> {
         let mut filled = crate::summary::fill(&crate::summary::fill::FillInput {
             pack,
             pieces: &draft.pieces,
@@ -269,8 +276,50 @@ impl Plan {
         } else {
             std::mem::take(&mut filled.summaries)
         };
-        (filled, wanted)
+        let mut missing = Vec::new();
+        let mut pieces = Vec::with_capacity(wanted.len());
+        for (mut piece, at) in wanted {
+            match summary_text(pack, source, at) {
+                Ok(text) => piece.text = text,
+                Err(AssembleError::ListsNeeded(ids)) => missing.extend(ids),
+                Err(e) => return Err(e),
+            }
+            pieces.push(piece);
+        }
+        if !missing.is_empty() {
+            return Err(AssembleError::ListsNeeded(missing));
+        }
+        Ok((filled, pieces))
     }
+}
+
+/// A chosen summary's text: from the pack, or read through `source`.
+fn summary_text(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    at: TextAt,
+) -> Result<String, AssembleError> {
+    let k = match at {
+        TextAt::Project => {
+            return Ok(pack
+                .summaries
+                .project
+                .as_ref()
+                .map(|p| p.text.clone())
+                .unwrap_or_default());
+        }
+        TextAt::Stored(k) => k,
+    };
+    let id = ListId {
+        kind: ListKind::SummaryTexts,
+        key: k,
+    };
+    let bytes = match pack.summaries.texts.inline(k as usize) {
+        Some(b) => std::borrow::Cow::Borrowed(b),
+        None => source.list(pack, id)?,
+    };
+    String::from_utf8(bytes.into_owned())
+        .map_err(|_| AssembleError::Source(format!("{id} is not UTF-8")))
 }
 
 /// A conservative guess of what a piece costs in the block it joins beyond its own text: the

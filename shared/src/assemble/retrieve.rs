@@ -83,7 +83,7 @@ pub(super) fn fetched_lists<'s>(
     let mut fetched = Vec::new();
     let mut missing = Vec::new();
     for id in ids {
-        if !pack.lists(id.kind).must_read(id.key as usize) {
+        if !pack.must_read(id) {
             continue;
         }
         match source.list(pack, id) {

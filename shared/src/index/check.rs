@@ -44,20 +44,7 @@ pub(super) fn check(pack: &IndexPack) -> Result<(), String> {
     if !pack.recency.within(files) {
         return Err("recency names a missing file".into());
     }
-    let summaries = &pack.summaries;
-    if summaries.files.iter().any(|s| s.file as usize >= files) {
-        return Err("a file summary names a missing file".into());
-    }
-    let counted = summaries
-        .files
-        .iter()
-        .map(|s| &s.summary)
-        .chain(summaries.dirs.iter().map(|d| &d.summary))
-        .chain(&summaries.project);
-    if counted.into_iter().any(|s| s.tokens.len() != encodings) {
-        return Err("a summary's counts do not match the encodings".into());
-    }
-    Ok(())
+    pack.summaries.check(files, encodings, pack.segments.len())
 }
 
 #[cfg(test)]
@@ -133,12 +120,17 @@ mod tests {
                 p.graph.imports = vec![vec![3]]
             }),
             ("summary of a missing file", |p| {
-                p.summaries.files = vec![crate::summary::FileSummary {
-                    file: 4,
-                    origin: Default::default(),
-                    line: String::new(),
-                    summary: crate::summary::Summary::counted(String::new(), &[]),
-                }]
+                p.summaries =
+                    crate::summary::stored::StoredSummaries::store(crate::summary::Summaries {
+                        files: vec![crate::summary::FileSummary {
+                            file: 4,
+                            origin: Default::default(),
+                            line: String::new(),
+                            summary: crate::summary::Summary::counted(String::new(), &[]),
+                        }],
+                        ..Default::default()
+                    })
+                    .unwrap()
             }),
         ];
         for (what, damage) in damages {

@@ -64,6 +64,8 @@ pub enum ListKind {
     Postings,
     /// Symbol references, keyed by name.
     References,
+    /// Summary texts, by position ([`crate::summary::stored::StoredSummaries::texts`]).
+    SummaryTexts,
 }
 
 /// One key's value among a pack's lists.
@@ -81,6 +83,7 @@ impl std::fmt::Display for ListId {
         match self.kind {
             ListKind::Postings => write!(f, "the postings of term #{}", self.key),
             ListKind::References => write!(f, "the users of name #{}", self.key),
+            ListKind::SummaryTexts => write!(f, "the text of summary #{}", self.key),
         }
     }
 }
@@ -111,7 +114,7 @@ pub enum ListError {
 }
 
 /// The check value [`ListStore::Segments`] keeps for `bytes`.
-fn sum_of(bytes: &[u8]) -> u32 {
+pub(crate) fn sum_of(bytes: &[u8]) -> u32 {
     let d = crate::hash::Sha256Digest::of(bytes).0;
     u32::from_be_bytes([d[0], d[1], d[2], d[3]])
 }

@@ -1,12 +1,13 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 10; version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 11; version 10 kept every summary text in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
 //! summaries, version 1 no ctime or inode in the file stat)
 //!
-//! Summaries ([`crate::summary::Summaries`]), the import graph, the symbol references and the
+//! Summaries ([`crate::summary::stored::StoredSummaries`]: their texts apart, by range once
+//! large), the import graph, the symbol references and the
 //! files' recency come at the end of the body.
 //!
 //! ```text
@@ -57,6 +58,7 @@ pub mod raw_bytes;
 pub mod recency;
 pub mod references;
 mod sections;
+pub mod values;
 
 pub use inline::{ChunkId, TokenCounts};
 pub use recency::Recency;
@@ -74,7 +76,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -186,8 +188,8 @@ pub struct IndexPack {
     pub segments: Vec<String>,
     /// BM25 over chunks (document id = chunk index).
     pub lexical: Bm25Index,
-    /// File, directory and project summaries.
-    pub summaries: crate::summary::Summaries,
+    /// File, directory and project summaries (their texts by range once large).
+    pub summaries: crate::summary::stored::StoredSummaries,
     /// Imports between files.
     pub graph: ImportGraph,
     /// Chunks that use each defined symbol.
@@ -262,11 +264,32 @@ impl IndexPack {
         })
     }
 
-    /// The pack's lists of `kind`.
-    pub fn lists(&self, kind: lists::ListKind) -> &lists::KeyedLists {
-        match kind {
-            lists::ListKind::Postings => self.lexical.lists(),
-            lists::ListKind::References => self.references.lists(),
+    /// Where list value `id` is read from, when the pack does not hold it.
+    pub fn list_range(&self, id: lists::ListId) -> Option<lists::ListRange> {
+        match id.kind {
+            lists::ListKind::Postings => self.lexical.lists().range(id.key),
+            lists::ListKind::References => self.references.lists().range(id.key),
+            lists::ListKind::SummaryTexts => self.summaries.texts.range(id.key),
+        }
+    }
+
+    /// Checks bytes read for list value `id` against what the pack recorded.
+    pub fn verify_list(&self, id: lists::ListId, bytes: &[u8]) -> Result<(), lists::ListError> {
+        match id.kind {
+            lists::ListKind::Postings => self.lexical.lists().verify(id.key, bytes),
+            lists::ListKind::References => self.references.lists().verify(id.key, bytes),
+            lists::ListKind::SummaryTexts => self.summaries.texts.verify(id.key, bytes),
+        }
+    }
+
+    /// Whether list value `id` must be read from a segment (it is outside the pack and not
+    /// empty).
+    pub fn must_read(&self, id: lists::ListId) -> bool {
+        let k = id.key as usize;
+        match id.kind {
+            lists::ListKind::Postings => self.lexical.lists().must_read(k),
+            lists::ListKind::References => self.references.lists().must_read(k),
+            lists::ListKind::SummaryTexts => self.summaries.texts.must_read(k),
         }
     }
 

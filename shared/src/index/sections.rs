@@ -14,7 +14,7 @@
 //!   4   length of the frame's bytes, u32 little-endian
 //!   ..  a value encoded with postcard
 //! sections, in order: meta, files*, chunks*, segments, lexical, file summaries*, directory
-//! summaries*, project summary, graph, references, recency — one frame each, except the tables
+//! summaries*, project summary, summary texts, summary lines, graph, references, recency — one frame each, except the tables
 //! (*): a frame with the number of records (u64), then frames of up to FRAME_RECORDS records
 //! each (a postcard sequence), as many as the records need
 //! ```
@@ -23,7 +23,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{FORMAT_VERSION, IndexPack, MAGIC, PackError, PackMeta, check};
-use crate::summary::{DirSummary, FileSummary, Summaries, Summary};
+use crate::index::values::ValueList;
+use crate::summary::Summary;
+use crate::summary::stored::{StoredDir, StoredFile, StoredSummaries};
 
 /// Bytes of a frame's length.
 const LEN: usize = 4;
@@ -49,12 +51,14 @@ enum Section {
     FileSummaries,
     DirSummaries,
     Project,
+    SummaryTexts,
+    SummaryLines,
     Graph,
     References,
     Recency,
 }
 
-const ORDER: [Section; 11] = [
+const ORDER: [Section; 13] = [
     Section::Meta,
     Section::Files,
     Section::Chunks,
@@ -63,6 +67,8 @@ const ORDER: [Section; 11] = [
     Section::FileSummaries,
     Section::DirSummaries,
     Section::Project,
+    Section::SummaryTexts,
+    Section::SummaryLines,
     Section::Graph,
     Section::References,
     Section::Recency,
@@ -79,6 +85,8 @@ impl Section {
             Section::FileSummaries => "file summaries",
             Section::DirSummaries => "directory summaries",
             Section::Project => "project summary",
+            Section::SummaryTexts => "summary texts",
+            Section::SummaryLines => "summary lines",
             Section::Graph => "graph",
             Section::References => "references",
             Section::Recency => "recency",
@@ -118,6 +126,8 @@ pub(super) fn encode(pack: &IndexPack) -> Result<Vec<u8>, PackError> {
     table(&mut out, &pack.summaries.files)?;
     table(&mut out, &pack.summaries.dirs)?;
     frame(&mut out, &pack.summaries.project)?;
+    frame(&mut out, &pack.summaries.texts)?;
+    frame(&mut out, &pack.summaries.lines)?;
     frame(&mut out, &pack.graph)?;
     frame(&mut out, &pack.references)?;
     frame(&mut out, &pack.recency)?;
@@ -132,9 +142,11 @@ struct Decoded {
     chunks: Option<Vec<super::ChunkRecord>>,
     segments: Option<Vec<String>>,
     lexical: Option<crate::lexical::Bm25Index>,
-    summary_files: Option<Vec<FileSummary>>,
-    summary_dirs: Option<Vec<DirSummary>>,
+    summary_files: Option<Vec<StoredFile>>,
+    summary_dirs: Option<Vec<StoredDir>>,
     project: Option<Option<Summary>>,
+    summary_texts: Option<ValueList>,
+    summary_lines: Option<ValueList>,
     graph: Option<crate::graph::ImportGraph>,
     references: Option<super::References>,
     recency: Option<super::Recency>,
@@ -291,6 +303,14 @@ impl PackReader {
                 d.project = Some(value(bytes, name)?);
                 true
             }
+            Section::SummaryTexts => {
+                d.summary_texts = Some(value(bytes, name)?);
+                true
+            }
+            Section::SummaryLines => {
+                d.summary_lines = Some(value(bytes, name)?);
+                true
+            }
             Section::Graph => {
                 d.graph = Some(value(bytes, name)?);
                 true
@@ -334,10 +354,12 @@ impl PackReader {
             chunks: d.chunks.ok_or_else(missing)?,
             segments: d.segments.ok_or_else(missing)?,
             lexical: d.lexical.ok_or_else(missing)?,
-            summaries: Summaries {
+            summaries: StoredSummaries {
                 files: d.summary_files.ok_or_else(missing)?,
                 dirs: d.summary_dirs.ok_or_else(missing)?,
                 project: d.project.ok_or_else(missing)?,
+                texts: d.summary_texts.ok_or_else(missing)?,
+                lines: d.summary_lines.ok_or_else(missing)?,
             },
             graph: d.graph.ok_or_else(missing)?,
             references: d.references.ok_or_else(missing)?,
@@ -370,8 +392,9 @@ mod tests {
     /// files, so a long table of summaries is the cheap one to make).
     fn framed() -> IndexPack {
         let mut pack = crate::index::tests::tiny();
-        pack.summaries.dirs = (0..FRAME_RECORDS * 2 + 7)
-            .map(|i| DirSummary {
+        let mut built = pack.summaries.inlined().unwrap_or_default();
+        built.dirs = (0..FRAME_RECORDS * 2 + 7)
+            .map(|i| crate::summary::DirSummary {
                 path: format!("d{i:05}"),
                 summary: Summary {
                     text: format!("directory {i}"),
@@ -379,6 +402,7 @@ mod tests {
                 },
             })
             .collect();
+        pack.summaries = StoredSummaries::store(built).unwrap();
         pack
     }
 

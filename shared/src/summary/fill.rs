@@ -26,7 +26,7 @@ use crate::compose::{Piece, PieceForm, SummaryPiece};
 use crate::index::{ChunkRecord, IndexPack};
 use crate::intent::{Intent, QueryAnalysis, Scope};
 
-use super::{Summary, SummaryKind};
+use super::SummaryKind;
 
 /// A repository at most this many times the room is small.
 pub const SMALL_UP_TO: f64 = 2.0;
@@ -86,11 +86,22 @@ impl SizeClass {
     }
 }
 
+/// Where a chosen summary's text is: the pack holds the project's, the others may be in
+/// segments ([`super::stored::StoredSummaries::texts`]), read once chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextAt {
+    /// The project summary's, in the pack.
+    Project,
+    /// Value `k` of the pack's summary texts.
+    Stored(u32),
+}
+
 /// The summaries chosen for a prompt and why.
 #[derive(Clone, Debug)]
 pub struct Filled {
-    /// Summaries, most wanted first.
-    pub summaries: Vec<SummaryPiece>,
+    /// Summaries, most wanted first, each with where its text is (the piece's `text` is empty
+    /// until the caller reads it).
+    pub summaries: Vec<(SummaryPiece, TextAt)>,
     /// The repository's size class.
     pub class: SizeClass,
     /// Repository tokens per token of room.
@@ -348,7 +359,9 @@ fn parts_for(everything_whole: bool, class: SizeClass) -> &'static [Part] {
 struct Found<'a> {
     kind: SummaryKind,
     path: &'a str,
-    summary: &'a Summary,
+    /// Its text's counts, one per encoding of the pack.
+    counts: &'a [u32],
+    text: TextAt,
     origin: Option<&'a str>,
     /// The summarized file, for a file summary.
     file: Option<u32>,
@@ -359,7 +372,7 @@ fn take_fitting<'a>(
     input: &FillInput<'a>,
     walk: &Walk<'a>,
     order: impl Iterator<Item = Want<'a>>,
-) -> Vec<SummaryPiece> {
+) -> Vec<(SummaryPiece, TextAt)> {
     let mut left = input.left;
     let mut seen_files = vec![false; input.pack.files.len()];
     let mut summaries = Vec::new();
@@ -370,14 +383,15 @@ fn take_fitting<'a>(
         let Some(Found {
             kind,
             path,
-            summary,
+            counts,
+            text,
             origin,
             file,
         }) = find(input.pack, want, &mut seen_files)
         else {
             continue;
         };
-        let (tokens, base) = summary_tokens(summary, walk.slot, input.tokenizer);
+        let (tokens, base) = summary_tokens(input.pack, counts, text, walk.slot, input.tokenizer);
         let cost = tokens + header_cost(path);
         if cost > left {
             continue;
@@ -392,15 +406,16 @@ fn take_fitting<'a>(
             continue;
         }
         left -= cost;
-        summaries.push(SummaryPiece {
+        let piece = SummaryPiece {
             kind,
             path: path.to_string(),
             origin: origin.unwrap_or(super::EXTRACTIVE).to_string(),
             tokens,
             file_tokens: whole_tokens,
-            text: summary.text.clone(),
+            text: String::new(),
             base_tokens: base,
-        });
+        };
+        summaries.push((piece, text));
     }
     summaries
 }
@@ -408,38 +423,37 @@ fn take_fitting<'a>(
 /// The pack's summary for `want`, if it has one and (for a file) it was not wanted before.
 fn find<'a>(pack: &'a IndexPack, want: Want<'a>, seen_files: &mut [bool]) -> Option<Found<'a>> {
     let sums = &pack.summaries;
-    let (kind, path, summary, origin, file) = match want {
-        Want::Project => match &sums.project {
-            Some(s) => (SummaryKind::Project, ".", s, None, None),
-            None => return None,
-        },
-        Want::Dir(d) => match sums.dir(d) {
-            Some(s) => (SummaryKind::Directory, d, &s.summary, None, None),
-            None => return None,
-        },
+    match want {
+        Want::Project => sums.project.as_ref().map(|s| Found {
+            kind: SummaryKind::Project,
+            path: ".",
+            counts: &s.tokens,
+            text: TextAt::Project,
+            origin: None,
+            file: None,
+        }),
+        Want::Dir(d) => sums.dir(d).map(|(k, s)| Found {
+            kind: SummaryKind::Directory,
+            path: d,
+            counts: &s.tokens,
+            text: TextAt::Stored(sums.dir_text(k)),
+            origin: None,
+            file: None,
+        }),
         Want::File(f) => {
             if std::mem::replace(&mut seen_files[f as usize], true) {
                 return None;
             }
-            match sums.file(f) {
-                Some(s) => (
-                    SummaryKind::File,
-                    pack.files[f as usize].path.as_str(),
-                    &s.summary,
-                    Some(s.origin.as_str()),
-                    Some(f),
-                ),
-                None => return None,
-            }
+            sums.file(f).map(|(k, s)| Found {
+                kind: SummaryKind::File,
+                path: pack.files[f as usize].path.as_str(),
+                counts: &s.tokens,
+                text: TextAt::Stored(sums.file_text(k)),
+                origin: Some(s.origin.as_str()),
+                file: Some(f),
+            })
         }
-    };
-    Some(Found {
-        kind,
-        path,
-        summary,
-        origin,
-        file,
-    })
+    }
 }
 
 /// The parts of the order of wants, between the project summary's two possible places.
@@ -468,19 +482,31 @@ enum Want<'a> {
 pub fn project_cost(pack: &IndexPack, tokenizer: &TokenizerSpec) -> Option<u32> {
     let summary = pack.summaries.project.as_ref()?;
     let slot = pack.encoding_slot(tokenizer.base());
-    Some(summary_tokens(summary, slot, tokenizer).0 + header_cost("."))
+    Some(
+        summary_tokens(pack, &summary.tokens, TextAt::Project, slot, tokenizer).0
+            + header_cost("."),
+    )
 }
 
 /// A summary's tokens for `tokenizer`, and its count in the index's encoding when it has one.
+/// Without that count, the project's text (in the pack) is counted; another text is not at
+/// hand, so its first count is taken with a margin — an estimate the composer's exact count
+/// corrects (it drops summaries before pieces when over).
 fn summary_tokens(
-    summary: &Summary,
+    pack: &IndexPack,
+    counts: &[u32],
+    text: TextAt,
     slot: Option<usize>,
     tokenizer: &TokenizerSpec,
 ) -> (u32, Option<u32>) {
-    let base = slot.and_then(|s| summary.tokens.get(s).copied());
-    let tokens = match base {
-        Some(b) => tokenizer.scale(b),
-        None => tokenizer.count(&summary.text),
+    let base = slot.and_then(|s| counts.get(s).copied());
+    let tokens = match (base, text, &pack.summaries.project) {
+        (Some(b), _, _) => tokenizer.scale(b),
+        (None, TextAt::Project, Some(p)) => tokenizer.count(&p.text),
+        (None, _, _) => {
+            let first = counts.first().copied().unwrap_or(0);
+            tokenizer.scale(first.saturating_add(first / 4))
+        }
     };
     (tokens, base)
 }

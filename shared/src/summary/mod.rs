@@ -20,6 +20,7 @@
 
 pub mod file;
 pub mod fill;
+pub mod stored;
 pub mod tree;
 
 use serde::{Deserialize, Serialize};
