@@ -196,6 +196,14 @@ fn run(name: &str, dir: &Path) {
             let first = body(QUERIES[0]).to_string();
             let (status, cold_ms, _) = probe.send("POST", "/v1/context", Some(&key), Some(&first));
             cold_read = probe.last_read.get();
+            // Where the isolate's memory stands once the version is open and one answer was
+            // given, beside the figure after 20 more (a diagnostic, on stderr).
+            if let Some(b) = probe.wasm_memory() {
+                eprintln!(
+                    "{name}: isolate wasm memory after the first answer: {:.1} MiB",
+                    b as f64 / 1048576.0
+                );
+            }
             if status != 200 {
                 (format!("http_{status}"), None, None, None)
             } else {

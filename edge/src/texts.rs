@@ -116,7 +116,7 @@ impl<'a> RequestTexts<'a> {
                     wanted.push(Want {
                         item: Item::Text(i),
                         segment: c.segment,
-                        start: c.segment_offset,
+                        start: u64::from(c.segment_offset),
                         len: c.len(),
                     });
                 }
@@ -323,7 +323,7 @@ fn check_item(
                     c.id,
                     key(),
                     c.segment_offset,
-                    c.segment_offset + c.len()
+                    u64::from(c.segment_offset) + c.len()
                 )));
             }
             let text = String::from_utf8(slice.to_vec()).map_err(|_| {

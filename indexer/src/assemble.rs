@@ -280,7 +280,7 @@ impl ChunkSource for StoreChunks<'_> {
         let key = keys::segment(self.org, self.project, &pack.segments[c.segment as usize]);
         let bytes = self
             .store
-            .get_range(&key, c.segment_offset, c.len() as usize)
+            .get_range(&key, u64::from(c.segment_offset), c.len() as usize)
             .map_err(|e| AssembleError::Source(e.to_string()))?;
         String::from_utf8(bytes)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
@@ -312,8 +312,9 @@ impl ChunkSource for SegmentFiles {
         let c = &pack.chunks[i];
         let key = keys::segment(&self.org, &self.project, &pack.segments[c.segment as usize]);
         let path = self.objects.join(&key);
-        let buf = crate::store::read_file_range(&path, c.segment_offset, c.len() as usize)
-            .map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
+        let buf =
+            crate::store::read_file_range(&path, u64::from(c.segment_offset), c.len() as usize)
+                .map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
         String::from_utf8(buf)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }

@@ -104,8 +104,10 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
     let seg = store.get_object(&v1.manifest.segment_keys[0]).unwrap();
     let c = &v1.pack.chunks[0];
     assert!(
-        std::str::from_utf8(&seg[c.segment_offset as usize..(c.segment_offset + c.len()) as usize])
-            .is_ok()
+        std::str::from_utf8(
+            &seg[c.segment_offset as usize..(u64::from(c.segment_offset) + c.len()) as usize]
+        )
+        .is_ok()
     );
 
     // 2. Bad events are refused with a code, and the function keeps serving.

@@ -43,7 +43,8 @@ fn a_repository_over_the_cap_is_split_into_bounded_segments() {
     }
     for c in &open.pack.chunks {
         let seg = &segments[c.segment as usize];
-        let text = &seg[c.segment_offset as usize..(c.segment_offset + c.len()) as usize];
+        let text =
+            &seg[c.segment_offset as usize..(u64::from(c.segment_offset) + c.len()) as usize];
         assert!(
             std::str::from_utf8(text)
                 .unwrap()

@@ -244,8 +244,9 @@ fn process_file(
                     symbol: s.symbol.map(Into::into),
                     start_line: s.start_line,
                     end_line: s.end_line,
-                    byte_start: s.byte_start as u64,
-                    byte_end: s.byte_end as u64,
+                    // `classify` refuses files of 4 GiB or more.
+                    byte_start: u32::try_from(s.byte_start).unwrap_or(u32::MAX),
+                    byte_end: u32::try_from(s.byte_end).unwrap_or(u32::MAX),
                     sha256: csha,
                     tokens: opts.encodings.iter().map(|e| e.count(body)).collect(),
                     segment: 0,

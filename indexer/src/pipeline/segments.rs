@@ -63,7 +63,7 @@ pub(super) fn place_texts(
     texts: &[Option<String>],
 ) -> Result<(Vec<String>, u64), IndexerError> {
     let mut segments: Vec<String> = prev_pack.map(|p| p.segments.clone()).unwrap_or_default();
-    let mut located: HashMap<Sha256Digest, (u32, u64)> = HashMap::new();
+    let mut located: HashMap<Sha256Digest, (u32, u32)> = HashMap::new();
     if let Some(p) = prev_pack {
         for c in &p.chunks {
             located
@@ -87,7 +87,9 @@ pub(super) fn place_texts(
             }
             let seg = (segments.len() + buffers.len() - 1) as u32;
             let buffer = buffers.last_mut().expect("a buffer was just ensured");
-            let off = buffer.len() as u64;
+            // Under SEGMENT_CAP: a fuller buffer was closed before this text.
+            let off = u32::try_from(buffer.len())
+                .map_err(|_| IndexerError::Corrupt(format!("segment of {} bytes", buffer.len())))?;
             buffer.extend_from_slice(text.as_bytes());
             located.insert(c.sha256, (seg, off));
             c.segment = seg;

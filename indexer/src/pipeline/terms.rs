@@ -25,7 +25,10 @@ pub(super) fn chunk_terms(
                 None => reused_segments[c.segment as usize]
                     .as_deref()
                     .and_then(|b| {
-                        b.get(c.segment_offset as usize..(c.segment_offset + c.len()) as usize)
+                        b.get(
+                            c.segment_offset as usize
+                                ..(u64::from(c.segment_offset) + c.len()) as usize,
+                        )
                     })
                     .and_then(|b| std::str::from_utf8(b).ok())
                     .ok_or_else(|| {

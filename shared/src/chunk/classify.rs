@@ -87,7 +87,8 @@ const LOCK_FILES: &[&str] = &[
 
 /// Classifies a file from its repo-relative path and contents.
 pub fn classify(path: &str, bytes: &[u8], opts: &FilterOptions) -> FileClass {
-    if bytes.len() as u64 > opts.max_file_bytes {
+    // Whatever the setting, a file of 4 GiB or more is too large: chunk offsets are 32 bits.
+    if bytes.len() as u64 > opts.max_file_bytes.min(u64::from(u32::MAX)) {
         return FileClass::TooLarge;
     }
     let head = &bytes[..bytes.len().min(8192)];

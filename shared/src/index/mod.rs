@@ -147,24 +147,25 @@ pub struct ChunkRecord {
     pub start_line: u32,
     /// Last line, inclusive.
     pub end_line: u32,
-    /// First byte in the file.
-    pub byte_start: u64,
+    /// First byte in the file (32 bits: files the indexer reads are far smaller, and the
+    /// chunk table is resident in every reader — postcard writes u32 and u64 alike).
+    pub byte_start: u32,
     /// One past the last byte.
-    pub byte_end: u64,
+    pub byte_end: u32,
     /// sha256 of the chunk's text.
     pub sha256: Sha256Digest,
     /// Exact token counts, one per [`PackMeta::encodings`].
     pub tokens: TokenCounts,
     /// Index into [`IndexPack::segments`].
     pub segment: u32,
-    /// Offset of the text in its segment.
-    pub segment_offset: u64,
+    /// Offset of the text in its segment (segments hold at most 4 MiB, or one chunk).
+    pub segment_offset: u32,
 }
 
 impl ChunkRecord {
     /// Length of the text in bytes.
     pub fn len(&self) -> u64 {
-        self.byte_end - self.byte_start
+        u64::from(self.byte_end.saturating_sub(self.byte_start))
     }
 
     /// Whether the chunk is empty (never, for chunks the indexer writes).
