@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::lists::{ListError, ListPart, ListRange, ListStore, sum_of};
 
+/// A part of split values may end after a value whose check value is a multiple of this: with
+/// summaries of a few hundred bytes, a part ends about every 1,024 values past its minimum.
+pub(crate) const CUT_EVERY: u32 = 1024;
+
 /// Values by position.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ValueList {
@@ -153,6 +157,12 @@ impl ValueList {
     /// larger than `cap` gets a part of its own), to be stored as the segments
     /// `first_segment`, `first_segment + 1`, ... of the pack; returns their bytes. Values of at
     /// most `inline_max` bytes in all stay in the pack.
+    ///
+    /// Where a part ends depends on the values' own bytes, not on their offsets: after a value
+    /// whose check value is a multiple of [`CUT_EVERY`], once the part holds a quarter of `cap`
+    /// (or before a value that would take it past `cap`). A re-index that changes one value
+    /// then changes one part, and the parts around it keep their bytes and names — cutting at
+    /// fixed sizes would shift every later part and upload them all again.
     pub fn split(&mut self, cap: usize, inline_max: usize, first_segment: u32) -> Vec<Vec<u8>> {
         let ListStore::Inline(all) = &self.store else {
             return Vec::new();
@@ -164,14 +174,16 @@ impl ValueList {
         let mut out: Vec<Vec<u8>> = Vec::new();
         let mut sums = Vec::with_capacity(self.ends.len());
         let mut part_start = 0usize;
+        let mut cut = true;
         for k in 0..self.ends.len() {
             let (start, end) = self.span(k);
             let bytes = all.get(start..end).unwrap_or_default();
-            sums.push(sum_of(bytes));
+            let sum = sum_of(bytes);
+            sums.push(sum);
             if bytes.is_empty() {
                 continue;
             }
-            if out.is_empty() || (start > part_start && end - part_start > cap) {
+            if cut || (start > part_start && end - part_start > cap) {
                 parts.push(ListPart {
                     segment: first_segment + out.len() as u32,
                     start: start as u32,
@@ -182,6 +194,7 @@ impl ValueList {
             if let Some(last) = out.last_mut() {
                 last.extend_from_slice(bytes);
             }
+            cut = end - part_start >= cap / 4 && sum.is_multiple_of(CUT_EVERY);
         }
         self.store = ListStore::Segments { parts, sums };
         out
@@ -282,6 +295,25 @@ mod tests {
             )
             .unwrap();
         assert_eq!(loaded, inline);
+    }
+
+    #[test]
+    fn a_changed_value_changes_only_the_part_that_holds_it() {
+        let values: Vec<String> = (0..20_000)
+            .map(|i| format!("summary of file {i}; "))
+            .collect();
+        let mut before = ValueList::from_values(&values).unwrap();
+        let old = before.split(64 << 10, 0, 0);
+        let mut changed = values.clone();
+        changed[10_000] =
+            "a longer summary of the changed file, which moves every offset after it".into();
+        let mut after = ValueList::from_values(&changed).unwrap();
+        let new = after.split(64 << 10, 0, 0);
+        assert!(old.len() > 4, "{} parts", old.len());
+        assert!(old.iter().all(|p| p.len() <= 64 << 10));
+        let kept = new.iter().filter(|p| old.contains(p)).count();
+        assert!(kept + 2 >= new.len(), "{kept} of {} parts kept", new.len());
+        assert!(new.len() - kept >= 1);
     }
 
     #[test]
