@@ -141,7 +141,7 @@ impl<'a> RequestTexts<'a> {
                 self.lists.insert(id, p);
                 continue;
             }
-            let r = snap.pack.lists(id.kind).range(id.key).ok_or_else(|| {
+            let r = snap.pack.lists(id.kind).range_of(&id).ok_or_else(|| {
                 BackendError::Corrupt(format!("{id} is not stored outside the pack"))
             })?;
             wanted.push(Want {
@@ -338,9 +338,9 @@ fn check_item(
         Item::List(id) => {
             let slice = slice
                 .ok_or_else(|| BackendError::Corrupt(format!("{id} is outside `{}`", key())))?;
-            pack.lists(id.kind).verify(id.key, slice).map_err(|e| {
+            pack.lists(id.kind).verify_of(&id, slice).map_err(|e| {
                 BackendError::Corrupt(format!(
-                    "{e} in segment `{}` (bytes {}..{})",
+                    "{id}: {e} in segment `{}` (bytes {}..{})",
                     key(),
                     w.start,
                     w.start + w.len

@@ -337,7 +337,7 @@ fn stored_list(
 ) -> Result<Cow<'static, [u8]>, AssembleError> {
     let lists = pack.lists(id.kind);
     let r = lists
-        .range(id.key)
+        .range_of(&id)
         .ok_or_else(|| AssembleError::Source(format!("{id} is not stored outside the pack")))?;
     let sha = pack.segments.get(r.segment as usize).ok_or_else(|| {
         AssembleError::Source(format!("list segment #{} is not listed", r.segment))
@@ -345,8 +345,8 @@ fn stored_list(
     let key = keys::segment(org, project, sha);
     let bytes = read(&key, r.start, r.len as usize).map_err(AssembleError::Source)?;
     lists
-        .verify(id.key, &bytes)
-        .map_err(|e| AssembleError::Source(format!("{e} (segment `{key}`)")))?;
+        .verify_of(&id, &bytes)
+        .map_err(|e| AssembleError::Source(format!("{id}: {e} (segment `{key}`)")))?;
     Ok(Cow::Owned(bytes))
 }
 

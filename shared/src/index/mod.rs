@@ -74,7 +74,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -257,9 +257,8 @@ impl IndexPack {
 
     /// Per-file facts every query reads, computed the first time they are asked for.
     pub fn derived(&self) -> &derived::Derived {
-        self.derived.get_or_init(|| {
-            derived::Derived::of(&self.files, &self.chunks, &self.lexical, &self.graph)
-        })
+        self.derived
+            .get_or_init(|| derived::Derived::of(&self.files, &self.chunks, &self.graph))
     }
 
     /// The pack's lists of `kind`.
@@ -267,6 +266,8 @@ impl IndexPack {
         match kind {
             lists::ListKind::Postings => self.lexical.lists(),
             lists::ListKind::References => self.references.lists(),
+            lists::ListKind::PostingsKeys => self.lexical.lists().block_index(),
+            lists::ListKind::ReferencesKeys => self.references.lists().block_index(),
         }
     }
 
@@ -296,12 +297,12 @@ pub fn chunk_id(path: &str, sha: &Sha256Digest, ordinal: u32) -> ChunkId {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lexical::{Bm25Builder, Bm25Params};
 
     /// An empty pack counted in o200k.
-    pub(super) fn tiny() -> IndexPack {
+    pub(crate) fn tiny() -> IndexPack {
         IndexPack {
             meta: PackMeta {
                 project: "p".into(),
