@@ -1,5 +1,6 @@
-//! Chunk texts and the index's lists (term postings, symbol users) read by byte range, only
-//! for the pieces, terms and names a query uses.
+//! Chunk texts and the index's lists (term postings, symbol users, and a large dictionary's
+//! blocks of terms and names) read by byte range, only for the pieces, terms and names a query
+//! uses.
 //!
 //! A version's texts live in content-addressed segments of up to 4 MiB; loading every segment
 //! of a large repository would not fit an isolate (deno: 42 MiB of text). A request plans

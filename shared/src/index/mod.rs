@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 10; version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 11; version 10 kept every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -26,11 +26,13 @@
 //! where its text is stored), the list of chunk segments, the BM25 index whose document
 //! ids are chunk indexes (its sorted terms in one string, its postings as one byte string of
 //! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]; a large index's
-//! postings are in segments of their own, read by range per query term:
-//! [`lists::KeyedLists`]), the summaries, the import graph between files
+//! postings are in segments of their own, read by range per query term, and so are its
+//! terms, in blocks of 128 with their postings' places and check values, of which the pack
+//! keeps each block's first term and place: [`lists::KeyedLists`], [`lists::KeyBlocks`]), the
+//! summaries, the import graph between files
 //! ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`], the same keyed lists: a large index's in
-//! segments, read by range per named symbol) and how many commits ago each file last changed
+//! segments, read by range per named symbol, its names in blocks like the terms) and how many commits ago each file last changed
 //! ([`Recency`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
