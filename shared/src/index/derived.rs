@@ -71,10 +71,10 @@ impl Derived {
         for f in files {
             let start = path_terms.len();
             crate::lexical::for_each_term(&f.path, |t| {
-                if let Some(id) = derived.path_term_id(t) {
-                    if !path_terms[start..].contains(&id) {
-                        path_terms.push(id);
-                    }
+                if let Some(id) = derived.path_term_id(t)
+                    && !path_terms[start..].contains(&id)
+                {
+                    path_terms.push(id);
                 }
             });
             path_ends.push(path_terms.len() as u32);
