@@ -226,9 +226,17 @@ pub struct Searched {
 }
 
 /// The number of postings in `bytes` (each posting is two varints; each varint ends with the
-/// one byte under 0x80).
+/// one byte under 0x80). Counted eight bytes at a time: a common term of a large repository has
+/// megabytes of postings, and a byte at a time cost a warm query more than its lookups.
 fn postings_count(bytes: &[u8]) -> u32 {
-    (bytes.iter().filter(|&&b| b < 0x80).count() / 2) as u32
+    let (words, rest) = bytes.as_chunks::<8>();
+    let high = 0x8080_8080_8080_8080u64;
+    let ends: u32 = words
+        .iter()
+        .map(|w| (!u64::from_le_bytes(*w) & high).count_ones())
+        .sum();
+    let ends = ends + rest.iter().filter(|&&b| b < 0x80).count() as u32;
+    ends / 2
 }
 
 /// A term's postings, decoded as they are read.
@@ -279,6 +287,18 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
+    }
+
+    #[test]
+    fn postings_are_counted_by_their_varint_ends() {
+        for n in [0u32, 1, 3, 4, 5, 17, 1000] {
+            let mut bytes = Vec::new();
+            for d in 0..n {
+                push_varint(&mut bytes, d * 97 % 300);
+                push_varint(&mut bytes, 1 + d % 200);
+            }
+            assert_eq!(postings_count(&bytes), n);
+        }
     }
 
     proptest::proptest! {
