@@ -16,7 +16,7 @@ pub const DEFAULT_CEILING: usize = 8 << 20;
 pub(crate) enum Item {
     /// Chunk `i`'s text.
     Text(u32),
-    /// A list's value (a term's postings, a name's users).
+    /// A list's value (a term's postings, a name's users, a block of terms or names).
     List(ListId),
 }
 

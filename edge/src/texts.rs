@@ -1,5 +1,6 @@
-//! Chunk texts and the index's lists (term postings, symbol users) read by byte range, only
-//! for the pieces, terms and names a query uses.
+//! Chunk texts and the index's lists (term postings, symbol users, and a large dictionary's
+//! blocks of terms and names) read by byte range, only for the pieces, terms and names a query
+//! uses.
 //!
 //! A version's texts live in content-addressed segments of up to 4 MiB; loading every segment
 //! of a large repository would not fit an isolate (deno: 42 MiB of text). A request plans
@@ -340,7 +341,7 @@ fn check_item(
                 .ok_or_else(|| BackendError::Corrupt(format!("{id} is outside `{}`", key())))?;
             pack.verify_list(id, slice).map_err(|e| {
                 BackendError::Corrupt(format!(
-                    "{e} in segment `{}` (bytes {}..{})",
+                    "{id}: {e} in segment `{}` (bytes {}..{})",
                     key(),
                     w.start,
                     w.start + w.len

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions, assemble};
 use ctxgate_core::catalog::{ResolvedBudget, TokenizerSpec};
 use ctxgate_core::index::IndexPack;
-use ctxgate_core::index::lists::ListId;
+use ctxgate_core::index::lists::{ListId, ListKind};
 use ctxgate_core::index::open::{open_pack, read_manifest};
 use ctxgate_core::lexical::query_terms;
 use ctxgate_core::tokens::Encoding;
@@ -82,9 +82,19 @@ fn read(pack: &IndexPack) {
     }
     let query = query_terms("how is the config parsed? parse_config render_page");
     let _ = pack.lexical.search(&query);
-    for t in pack.lexical.stored_terms(&query) {
-        let _ = pack.lexical.lists().range(t);
-        let _ = pack.lexical.lists().verify(t, b"\x01\x01");
+    let lists = pack.lexical.lists();
+    for (t, _) in &query {
+        if let Some(b) = lists.block_for(t) {
+            let _ = lists.block_index().range(b);
+            let _ = lists.block_index().verify(b, b"\x01\x01");
+        }
+        // A block read back as damaged as the pack: an error or an answer, never a panic.
+        let block: &[u8] = b"\x00\x00\x05parse\x02\x01\x01\x01\x01";
+        if let Ok(Some(found)) = lists.find_in(t, &|_| Some(block)) {
+            let id = lists.id(ListKind::Postings, &found);
+            let _ = lists.range_of(&id);
+            let _ = lists.verify_of(&id, b"\x01\x01");
+        }
     }
     let resolved = ResolvedBudget {
         budget: 2_000,

@@ -345,7 +345,7 @@ fn stored_list(
     let key = keys::segment(org, project, sha);
     let bytes = read(&key, r.start, r.len as usize).map_err(AssembleError::Source)?;
     pack.verify_list(id, &bytes)
-        .map_err(|e| AssembleError::Source(format!("{e} (segment `{key}`)")))?;
+        .map_err(|e| AssembleError::Source(format!("{id}: {e} (segment `{key}`)")))?;
     Ok(Cow::Owned(bytes))
 }
 

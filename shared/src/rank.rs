@@ -372,14 +372,15 @@ pub fn named_symbols(analysis: &QueryAnalysis) -> Vec<String> {
     signals::wanted_symbols(analysis)
 }
 
-/// Scores the chunks of `pack` for a request with search terms `terms`, BM25 hits `hits`
+/// Scores the chunks of `pack` for a request whose search terms the index holds are `term_idf`
+/// (each with its BM25 idf, in query order), with BM25 hits `hits`
 /// (chunk, score), dense hits `dense` (chunk, 0-1 from [`crate::dense::scaled_hits`]) and the
 /// users of each symbol it names (`named`, from [`named_symbols`]), best first.
 pub fn rank(
     pack: &IndexPack,
     hits: &[(u32, f32)],
     dense: &[(u32, f32)],
-    terms: &[(String, u16)],
+    term_idf: &[(String, f32)],
     analysis: &QueryAnalysis,
     weights: &Weights,
     named: &[(String, Vec<u32>)],
@@ -400,7 +401,7 @@ pub fn rank(
     signals::set_priors(&mut touched, derived, &mentioned, analysis, weights);
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
-        signals::set_path(&mut touched, pack, terms);
+        signals::set_path(&mut touched, pack, term_idf);
     }
     // Recency of the file, for chunks that already have evidence (reported even when its
     // weight is 0).

@@ -345,7 +345,7 @@ pub fn index_project(
         graph,
     } = build(&files, &chunks, terms);
     // A large index's lists go to segments of their own, read by range per query term and
-    // per named symbol.
+    // per named symbol (and a large dictionary's keys, in blocks after them).
     let inline_max = segments::lists_inline_max();
     let parts = lexical.split_postings(SEGMENT_CAP, inline_max, segments.len() as u32);
     segments::store_segments(store, org, project_id, &parts, &mut segments)?;

@@ -6,7 +6,7 @@ use crate::intent::Intent;
 use crate::lexical::query_terms;
 use crate::rank::{Signals, rank};
 
-use super::retrieve::{add_hot_paths, named_users, search, understood};
+use super::retrieve::{add_hot_paths, retrieve, understood};
 use super::{AssembleError, ChunkSource, QueryOptions};
 use crate::index::IndexPack;
 
@@ -53,17 +53,16 @@ pub fn candidate_features(
     }
     let (mut intent, search_text) = understood(query, None);
     let terms = query_terms(&search_text);
-    let hits = search(pack, source, &terms, options)?;
-    let named = named_users(pack, source, &intent, options)?;
+    let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let ranked = rank(
         pack,
-        &hits,
+        &retrieved.hits,
         &options.dense,
-        &terms,
+        &retrieved.term_idf,
         &intent,
         &options.weights,
-        &named,
+        &retrieved.named,
     );
     let derived = pack.derived();
     let kind = |c: u32, of: &[bool]| {

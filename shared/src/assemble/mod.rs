@@ -54,8 +54,8 @@ pub trait ChunkSource {
     /// the texts fetched so far and not this one.
     fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
 
-    /// The value of list key `id` (a term's postings, a name's users) that the pack keeps in
-    /// segments, checked against the pack ([`crate::index::lists::KeyedLists::verify`]), or
+    /// The value of list key `id` (a term's postings, a name's users, a block of a large
+    /// dictionary's keys) that the pack keeps in segments, checked against the pack ([`crate::index::lists::KeyedLists::verify`]), or
     /// [`AssembleError::ListsNeeded`] when this source holds only what it fetched so far and
     /// not this.
     fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError>;
@@ -74,8 +74,8 @@ pub enum AssembleError {
     /// texts from remote storage fetches them and composes the plan again.
     #[error("the texts of {} chunks are not fetched yet", .0.len())]
     TextsNeeded(Vec<u32>),
-    /// The source has not fetched these lists yet (postings, references): a host that reads
-    /// them from remote storage fetches them and plans again.
+    /// The source has not fetched these lists yet (postings, references, blocks of their
+    /// keys): a host that reads them from remote storage fetches them and plans again.
     #[error("{} lists of the index are not fetched yet", .0.len())]
     ListsNeeded(Vec<ListId>),
     /// The prompt could not be held to the budget.

@@ -313,6 +313,7 @@ fn summary_text(
     let id = ListId {
         kind: ListKind::SummaryTexts,
         key: k,
+        at: None,
     };
     let bytes = match pack.summaries.texts.inline(k as usize) {
         Some(b) => std::borrow::Cow::Borrowed(b),

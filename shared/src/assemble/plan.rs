@@ -19,7 +19,7 @@ use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
 use super::estimate::overhead_total;
-use super::retrieve::{add_hot_paths, error_output, named_users, search, understood};
+use super::retrieve::{add_hot_paths, error_output, retrieve, understood};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
@@ -97,19 +97,18 @@ pub fn plan(
     let error_output = error_output(profile, options)?;
     let (mut intent, search_text) = understood(query, error_output);
     let terms = query_terms(&search_text);
-    let hits = search(pack, source, &terms, options)?;
-    let named = named_users(pack, source, &intent, options)?;
+    let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let weights = &options.weights;
     let excluded: HashSet<u32> = options.exclude.iter().copied().collect();
     let mut ranked = rank(
         pack,
-        &hits,
+        &retrieved.hits,
         &options.dense,
-        &terms,
+        &retrieved.term_idf,
         &intent,
         weights,
-        &named,
+        &retrieved.named,
     );
     spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(pack, &mut ranked, weights.file_decay, budget);

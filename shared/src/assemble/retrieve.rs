@@ -1,10 +1,13 @@
-//! Retrieval: what the query asks for (under `repair`, with what its error output names), and
-//! the BM25 hits of its terms, with the postings the pack does not hold read through the source.
+//! Retrieval: what the query asks for (under `repair`, with what its error output names), the
+//! BM25 hits of its terms and the users of the symbols it names, with the blocks of keys and
+//! the values the pack does not hold read through the source: every block in one round, then
+//! every value in one more.
 
 use std::borrow::Cow;
 
 use crate::index::IndexPack;
-use crate::index::lists::{ListError, ListId, ListKind};
+use crate::index::lists::{Found, ListError, ListId, ListKind};
+use crate::index::references::name_key;
 use crate::intent::{QueryAnalysis, analyze, entities};
 use crate::profile::Profile;
 
@@ -73,13 +76,16 @@ pub(super) fn add_hot_paths(intent: &mut QueryAnalysis, options: &QueryOptions) 
 /// Lists read from segments, each with its id; borrowed from the source where it can.
 pub(super) type FetchedLists<'s> = Vec<(ListId, Cow<'s, [u8]>)>;
 
-/// The values of `ids` the pack keeps in segments, from `source`; the ones it lacks make one
-/// [`AssembleError::ListsNeeded`].
+/// The values (or blocks) `ids` the pack keeps in segments, from `source`; the ones it lacks
+/// make one [`AssembleError::ListsNeeded`].
 pub(super) fn fetched_lists<'s>(
     pack: &IndexPack,
     source: &'s dyn ChunkSource,
     ids: impl IntoIterator<Item = ListId>,
 ) -> Result<FetchedLists<'s>, AssembleError> {
+    let mut ids: Vec<ListId> = ids.into_iter().collect();
+    ids.sort_unstable();
+    ids.dedup();
     let mut fetched = Vec::new();
     let mut missing = Vec::new();
     for id in ids {
@@ -99,6 +105,74 @@ pub(super) fn fetched_lists<'s>(
     }
 }
 
+/// Both results, or the error of either; the lists both lack make one
+/// [`AssembleError::ListsNeeded`], so a host reads them in one round.
+fn both<A, B>(
+    a: Result<A, AssembleError>,
+    b: Result<B, AssembleError>,
+) -> Result<(A, B), AssembleError> {
+    use AssembleError::ListsNeeded;
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(ListsNeeded(mut a)), Err(ListsNeeded(b))) => {
+            a.extend(b);
+            Err(ListsNeeded(a))
+        }
+        (Err(e), Err(ListsNeeded(_))) | (Err(ListsNeeded(_)), Err(e)) => Err(e),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// `keys` among the lists of `kind`, with the blocks of keys the pack keeps in segments read
+/// through `source`.
+fn find_keys(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    kind: ListKind,
+    keys: &[&str],
+) -> Result<Vec<Option<Found>>, AssembleError> {
+    let lists = pack.lists(kind);
+    let blocks_kind = kind.key_blocks().unwrap_or(kind);
+    let block_id = |key: u32| ListId {
+        kind: blocks_kind,
+        key,
+        at: None,
+    };
+    let ids = keys.iter().filter_map(|k| lists.block_for(k)).map(block_id);
+    let fetched = fetched_lists(pack, source, ids)?;
+    let block = |b: u32| fetched.iter().find(|f| f.0.key == b).map(|f| &*f.1);
+    keys.iter()
+        .map(|k| {
+            lists.find_in(k, &block).map_err(|e| match e {
+                ListError::BlocksNeeded(b) => {
+                    AssembleError::ListsNeeded(b.into_iter().map(block_id).collect())
+                }
+                ListError::Block { block } => {
+                    AssembleError::Source(format!("{} does not decode", block_id(block)))
+                }
+                e => AssembleError::Source(e.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// The values of the keys `found` among the lists of `kind` the pack keeps in segments, from
+/// `source`.
+fn fetched_values<'s>(
+    pack: &IndexPack,
+    source: &'s dyn ChunkSource,
+    kind: ListKind,
+    found: &[Option<Found>],
+) -> Result<FetchedLists<'s>, AssembleError> {
+    let lists = pack.lists(kind);
+    let ids = found
+        .iter()
+        .flatten()
+        .filter(|f| lists.must_read_found(f))
+        .map(|f| lists.id(kind, f));
+    fetched_lists(pack, source, ids)
+}
+
 /// The most BM25 hits ranking considers. A common word matches tens of thousands of chunks of
 /// a large repository (22.7k for a 32k query on an 88M-token one), and every later step —
 /// ranking's signals, diversity, the candidates' order — went over all of them; far fewer
@@ -106,70 +180,221 @@ pub(super) fn fetched_lists<'s>(
 /// candidate whatever its BM25 rank.
 pub const MAX_LEXICAL_HITS: usize = 4096;
 
-/// The best [`MAX_LEXICAL_HITS`] BM25 hits of `terms`, with the postings the pack does not
-/// hold taken from `source`; the terms it lacks make one [`AssembleError::ListsNeeded`].
-pub(super) fn search(
+/// What retrieval found for a query.
+pub(super) struct Retrieved {
+    /// The best [`MAX_LEXICAL_HITS`] BM25 hits.
+    pub hits: Vec<(u32, f32)>,
+    /// The query's terms the index holds, with their idf, in query order.
+    pub term_idf: Vec<(String, f32)>,
+    /// The users of each symbol the request names, for the reference signal (none when its
+    /// weight is 0).
+    pub named: Vec<(String, Vec<u32>)>,
+}
+
+/// The BM25 hits of `terms` and the users of the symbols `analysis` names, with the blocks of
+/// keys and the values the pack does not hold taken from `source`: what it lacks makes one
+/// [`AssembleError::ListsNeeded`] for the blocks of every term and name, then one for their
+/// values.
+pub(super) fn retrieve(
     pack: &IndexPack,
     source: &dyn ChunkSource,
     terms: &[(String, u16)],
-    options: &QueryOptions,
-) -> Result<Vec<(u32, f32)>, AssembleError> {
-    let ids = pack
-        .lexical
-        .stored_terms(terms)
-        .into_iter()
-        .map(|key| ListId {
-            kind: ListKind::Postings,
-            key,
-        });
-    let fetched = fetched_lists(pack, source, ids)?;
-    let external = |t: u32| fetched.iter().find(|f| f.0.key == t).map(|f| &*f.1);
-    pack.lexical
-        .search_with(terms, options.bm25, &external, MAX_LEXICAL_HITS)
-        .map_err(|e| match e {
-            ListError::Needed(terms) => AssembleError::ListsNeeded(
-                terms
-                    .into_iter()
-                    .map(|key| ListId {
-                        kind: ListKind::Postings,
-                        key,
-                    })
-                    .collect(),
-            ),
-            e => AssembleError::Source(e.to_string()),
-        })
-}
-
-/// The users of each symbol the request names, for the reference signal (none when its weight
-/// is 0), with the lists the pack keeps in segments taken from `source`.
-pub(super) fn named_users(
-    pack: &IndexPack,
-    source: &dyn ChunkSource,
     analysis: &QueryAnalysis,
     options: &QueryOptions,
-) -> Result<Vec<(String, Vec<u32>)>, AssembleError> {
-    if options.weights.reference == 0.0 {
-        return Ok(Vec::new());
-    }
-    let names = crate::rank::named_symbols(analysis);
-    let refs = &pack.references;
-    let ids = names
+) -> Result<Retrieved, AssembleError> {
+    let names = if options.weights.reference == 0.0 {
+        Vec::new()
+    } else {
+        crate::rank::named_symbols(analysis)
+    };
+    let name_keys: Vec<String> = names.iter().map(|n| name_key(n)).collect();
+    let term_keys: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+    let name_keys: Vec<&str> = name_keys.iter().map(String::as_str).collect();
+    let (terms_found, names_found) = both(
+        find_keys(pack, source, ListKind::Postings, &term_keys),
+        find_keys(pack, source, ListKind::References, &name_keys),
+    )?;
+    let (postings, users) = both(
+        fetched_values(pack, source, ListKind::Postings, &terms_found),
+        fetched_values(pack, source, ListKind::References, &names_found),
+    )?;
+    let needed = |kind: ListKind, keys: Vec<u32>, found: &[Option<Found>]| {
+        let lists = pack.lists(kind);
+        AssembleError::ListsNeeded(
+            found
+                .iter()
+                .flatten()
+                .filter(|f| keys.contains(&f.key))
+                .map(|f| lists.id(kind, f))
+                .collect(),
+        )
+    };
+    let searched: Vec<(Found, u16)> = terms_found
         .iter()
-        .filter_map(|n| refs.name_id(n))
-        .map(|key| ListId {
-            kind: ListKind::References,
-            key,
-        });
-    let fetched = fetched_lists(pack, source, ids)?;
-    let external = |k: u32| fetched.iter().find(|f| f.0.key == k).map(|f| &*f.1);
-    names
+        .zip(terms)
+        .filter_map(|(f, t)| Some(((*f)?, t.1)))
+        .collect();
+    let external = |t: u32| postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
+    let searched = pack
+        .lexical
+        .search_found(&searched, options.bm25, &external, MAX_LEXICAL_HITS)
+        .map_err(|e| match e {
+            ListError::Needed(keys) => needed(ListKind::Postings, keys, &terms_found),
+            e => AssembleError::Source(e.to_string()),
+        })?;
+    let term_idf = terms_found
+        .iter()
+        .zip(terms)
+        .filter(|(f, _)| f.is_some())
+        .zip(searched.idf)
+        .map(|((_, t), idf)| (t.0.clone(), idf))
+        .collect();
+    let external = |k: u32| users.iter().find(|f| f.0.key == k).map(|f| &*f.1);
+    let named = names
         .into_iter()
-        .map(|name| match refs.users_with(&name, &external) {
-            Ok(users) => Ok((name, users)),
-            Err(key) => Err(AssembleError::ListsNeeded(vec![ListId {
-                kind: ListKind::References,
-                key,
-            }])),
+        .zip(&names_found)
+        .map(|(name, found)| match found {
+            None => Ok((name, Vec::new())),
+            Some(f) => match pack.references.users_of(f, &external) {
+                Ok(users) => Ok((name, users)),
+                Err(key) => Err(needed(ListKind::References, vec![key], &names_found)),
+            },
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(Retrieved {
+        hits: searched.hits,
+        term_idf,
+        named,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lexical::{Bm25Builder, Bm25Params, query_terms};
+
+    /// Lists kept in memory as the segments of a pack whose lists all begin at segment 0,
+    /// holding only the ids fetched so far, as a host that reads by range does.
+    struct Parts {
+        parts: Vec<Vec<u8>>,
+        fetched: Vec<ListId>,
+    }
+
+    impl ChunkSource for Parts {
+        fn text(&self, _: &IndexPack, i: usize) -> Result<String, AssembleError> {
+            Err(AssembleError::TextsNeeded(vec![i as u32]))
+        }
+
+        fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+            if !self.fetched.contains(&id) {
+                return Err(AssembleError::ListsNeeded(vec![id]));
+            }
+            let lists = pack.lists(id.kind);
+            let r = lists.range_of(&id).expect("stored");
+            let part = &self.parts[r.segment as usize];
+            let bytes = &part[r.start as usize..(r.start + r.len) as usize];
+            lists
+                .verify_of(&id, bytes)
+                .map_err(|e| AssembleError::Source(e.to_string()))?;
+            Ok(Cow::Owned(bytes.to_vec()))
+        }
+    }
+
+    /// 600 documents: each its own word, one word in every tenth, one in every.
+    fn pack() -> IndexPack {
+        let mut b = Bm25Builder::default();
+        for i in 0..600u32 {
+            let mut terms = vec![(format!("w{i:03}"), 1), ("every".to_string(), 2)];
+            if i % 10 == 0 {
+                terms.push(("tenth".to_string(), 1));
+            }
+            terms.sort();
+            b.add(&terms);
+        }
+        IndexPack {
+            lexical: b.finish(Bm25Params::default()),
+            ..crate::index::tests::tiny()
+        }
+    }
+
+    #[test]
+    fn terms_in_blocks_are_read_block_first_and_score_the_same() {
+        let whole = pack();
+        let mut split = pack();
+        let parts = split.lexical.split_postings(512, 0, 0);
+        assert!(split.lexical.lists().keys_stored());
+        let terms = query_terms("w001 w599 tenth every nowhere");
+        let analysis = crate::intent::analyze("w001 w599 tenth every nowhere");
+        let options = QueryOptions::default();
+        let mut source = Parts {
+            parts,
+            fetched: Vec::new(),
+        };
+        let mut rounds: Vec<Vec<ListId>> = Vec::new();
+        let got = loop {
+            match retrieve(&split, &source, &terms, &analysis, &options) {
+                Err(AssembleError::ListsNeeded(ids)) if rounds.len() < 3 => {
+                    source.fetched.extend(&ids);
+                    rounds.push(ids);
+                }
+                other => break other.unwrap(),
+            }
+        };
+        // First every block the terms fall in (named by block), then every value.
+        assert_eq!(rounds.len(), 2, "{rounds:?}");
+        let lists = split.lexical.lists();
+        let mut blocks: Vec<u32> = terms.iter().filter_map(|t| lists.block_for(&t.0)).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        assert!(blocks.len() > 1, "the terms fall in several blocks");
+        assert!(
+            rounds[0]
+                .iter()
+                .all(|id| id.kind == ListKind::PostingsKeys && id.at.is_none())
+        );
+        let named: Vec<u32> = rounds[0].iter().map(|id| id.key).collect();
+        assert_eq!(named, blocks);
+        assert!(
+            rounds[1]
+                .iter()
+                .all(|id| id.kind == ListKind::Postings && id.at.is_some())
+        );
+        let expected = retrieve(&whole, &source, &terms, &analysis, &options).unwrap();
+        assert_eq!(
+            rounds[1].len(),
+            expected.term_idf.len(),
+            "the terms the index holds"
+        );
+        assert!(expected.term_idf.len() >= 3, "{terms:?}");
+        assert_eq!(got.hits, expected.hits);
+        assert_eq!(got.term_idf, expected.term_idf);
+    }
+
+    #[test]
+    fn a_damaged_block_is_refused_naming_it() {
+        let mut split = pack();
+        let mut parts = split.lexical.split_postings(512, 0, 0);
+        let terms = query_terms("w001");
+        let lists = split.lexical.lists();
+        let b = lists.block_for("w001").unwrap();
+        let r = lists.block_index().range(b).unwrap();
+        parts[r.segment as usize][r.start as usize] ^= 1;
+        let id = ListId {
+            kind: ListKind::PostingsKeys,
+            key: b,
+            at: None,
+        };
+        let source = Parts {
+            parts,
+            fetched: vec![id],
+        };
+        let analysis = crate::intent::analyze("w001");
+        let err = retrieve(&split, &source, &terms, &analysis, &QueryOptions::default())
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, AssembleError::Source(ref m) if m.contains("checksum")),
+            "{err}"
+        );
+    }
 }

@@ -4,14 +4,18 @@
 //! to find each file's neighbours a few percent more.
 
 use crate::graph::ImportGraph;
-use crate::lexical::Bm25Index;
 
 use super::{ChunkRecord, FileEntry};
 
 /// Per-file facts, indexed like [`super::IndexPack::files`].
 #[derive(Clone, Debug, Default)]
 pub struct Derived {
-    /// The BM25 term ids of each file's path: `path_terms[path_ends[f-1]..path_ends[f]]`.
+    /// The terms of every path, sorted, concatenated, with their ends: the ids of
+    /// `path_terms`. Their own, not the BM25 dictionary's, whose terms may be in blocks outside
+    /// the pack ([`crate::index::lists::KeyBlocks`]).
+    path_vocabulary: String,
+    path_vocabulary_ends: Vec<u32>,
+    /// The term ids of each file's path: `path_terms[path_ends[f-1]..path_ends[f]]`.
     path_terms: Vec<u32>,
     path_ends: Vec<u32>,
     /// Whether each file is a test ([`crate::rank::is_test_path`]).
@@ -40,23 +44,37 @@ impl PartialEq for Derived {
 }
 
 impl Derived {
-    /// Computes the facts of `files` against `lexical`'s vocabulary and `graph`.
-    pub fn of(
-        files: &[FileEntry],
-        chunks: &[ChunkRecord],
-        lexical: &Bm25Index,
-        graph: &ImportGraph,
-    ) -> Self {
+    /// Computes the facts of `files` and `graph`.
+    pub fn of(files: &[FileEntry], chunks: &[ChunkRecord], graph: &ImportGraph) -> Self {
+        let mut vocabulary = std::collections::BTreeSet::new();
+        for f in files {
+            crate::lexical::for_each_term(&f.path, |t| {
+                if !vocabulary.contains(t) {
+                    vocabulary.insert(t.to_string());
+                }
+            });
+        }
+        let mut path_vocabulary = String::new();
+        let mut path_vocabulary_ends = Vec::with_capacity(vocabulary.len());
+        for t in &vocabulary {
+            path_vocabulary.push_str(t);
+            path_vocabulary_ends.push(path_vocabulary.len() as u32);
+        }
+        drop(vocabulary);
+        let derived = Self {
+            path_vocabulary,
+            path_vocabulary_ends,
+            ..Self::default()
+        };
         let mut path_terms = Vec::new();
         let mut path_ends = Vec::with_capacity(files.len());
         for f in files {
             let start = path_terms.len();
             crate::lexical::for_each_term(&f.path, |t| {
-                if let Some(id) = lexical.term_id(t) {
-                    let id = id as u32;
-                    if !path_terms[start..].contains(&id) {
-                        path_terms.push(id);
-                    }
+                if let Some(id) = derived.path_term_id(t)
+                    && !path_terms[start..].contains(&id)
+                {
+                    path_terms.push(id);
                 }
             });
             path_ends.push(path_terms.len() as u32);
@@ -91,7 +109,30 @@ impl Derived {
                 }
                 total
             }),
+            ..derived
         }
+    }
+
+    /// The id of `term` among the terms of the paths ([`Derived::path_terms`]), if a path has
+    /// it.
+    pub fn path_term_id(&self, term: &str) -> Option<u32> {
+        let ends = &self.path_vocabulary_ends;
+        let term_at = |i: usize| {
+            let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+            self.path_vocabulary
+                .get(start..ends[i] as usize)
+                .unwrap_or_default()
+        };
+        let (mut lo, mut hi) = (0usize, ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match term_at(mid).cmp(term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
     }
 
     /// The repository's tokens in the encoding of slot `slot` ([`super::IndexPack::encoding_slot`]).
@@ -110,7 +151,7 @@ impl Derived {
         self.neighbour_files.get(start..end).unwrap_or_default()
     }
 
-    /// The term ids of file `f`'s path (each once).
+    /// The term ids of file `f`'s path (each once, [`Derived::path_term_id`]).
     pub fn path_terms(&self, f: usize) -> &[u32] {
         let start = if f == 0 {
             0
@@ -125,15 +166,13 @@ impl Derived {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lexical::{Bm25Builder, Bm25Params};
 
     #[test]
     fn neighbours_are_each_files_imports_both_ways() {
         let graph = ImportGraph {
             imports: vec![vec![1], vec![], vec![0, 1]],
         };
-        let lexical = Bm25Builder::default().finish(Bm25Params::default());
-        let d = Derived::of(&[], &[], &lexical, &graph);
+        let d = Derived::of(&[], &[], &graph);
         assert_eq!(d.neighbours(0), &[1, 2]);
         assert_eq!(d.neighbours(1), &[0, 2]);
         assert_eq!(d.neighbours(2), &[0, 1]);

@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 11; version 10 kept every summary text in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 11; version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -27,11 +27,13 @@
 //! where its text is stored), the list of chunk segments, the BM25 index whose document
 //! ids are chunk indexes (its sorted terms in one string, its postings as one byte string of
 //! varint document gaps and term frequencies: [`crate::lexical::Bm25Index`]; a large index's
-//! postings are in segments of their own, read by range per query term:
-//! [`lists::KeyedLists`]), the summaries, the import graph between files
+//! postings are in segments of their own, read by range per query term, and so are its
+//! terms, in blocks of 128 with their postings' places and check values, of which the pack
+//! keeps each block's first term and place: [`lists::KeyedLists`], [`lists::KeyBlocks`]), the
+//! summaries, the import graph between files
 //! ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`], the same keyed lists: a large index's in
-//! segments, read by range per named symbol) and how many commits ago each file last changed
+//! segments, read by range per named symbol, its names in blocks like the terms) and how many commits ago each file last changed
 //! ([`Recency`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
@@ -260,37 +262,49 @@ impl IndexPack {
 
     /// Per-file facts every query reads, computed the first time they are asked for.
     pub fn derived(&self) -> &derived::Derived {
-        self.derived.get_or_init(|| {
-            derived::Derived::of(&self.files, &self.chunks, &self.lexical, &self.graph)
-        })
+        self.derived
+            .get_or_init(|| derived::Derived::of(&self.files, &self.chunks, &self.graph))
+    }
+
+    /// The pack's keyed lists of `kind` (none for the summary texts, which are by position:
+    /// [`crate::summary::stored::StoredSummaries::texts`]).
+    pub fn lists(&self, kind: lists::ListKind) -> &lists::KeyedLists {
+        self.keyed(kind).unwrap_or(lists::KeyedLists::none())
+    }
+
+    /// The keyed lists value `kind` is read from (`None` for the summary texts).
+    fn keyed(&self, kind: lists::ListKind) -> Option<&lists::KeyedLists> {
+        match kind {
+            lists::ListKind::Postings => Some(self.lexical.lists()),
+            lists::ListKind::References => Some(self.references.lists()),
+            lists::ListKind::PostingsKeys => Some(self.lexical.lists().block_index()),
+            lists::ListKind::ReferencesKeys => Some(self.references.lists().block_index()),
+            lists::ListKind::SummaryTexts => None,
+        }
     }
 
     /// Where list value `id` is read from, when the pack does not hold it.
     pub fn list_range(&self, id: lists::ListId) -> Option<lists::ListRange> {
-        match id.kind {
-            lists::ListKind::Postings => self.lexical.lists().range(id.key),
-            lists::ListKind::References => self.references.lists().range(id.key),
-            lists::ListKind::SummaryTexts => self.summaries.texts.range(id.key),
+        match self.keyed(id.kind) {
+            Some(l) => l.range_of(&id),
+            None => self.summaries.texts.range(id.key),
         }
     }
 
     /// Checks bytes read for list value `id` against what the pack recorded.
     pub fn verify_list(&self, id: lists::ListId, bytes: &[u8]) -> Result<(), lists::ListError> {
-        match id.kind {
-            lists::ListKind::Postings => self.lexical.lists().verify(id.key, bytes),
-            lists::ListKind::References => self.references.lists().verify(id.key, bytes),
-            lists::ListKind::SummaryTexts => self.summaries.texts.verify(id.key, bytes),
+        match self.keyed(id.kind) {
+            Some(l) => l.verify_of(&id, bytes),
+            None => self.summaries.texts.verify(id.key, bytes),
         }
     }
 
     /// Whether list value `id` must be read from a segment (it is outside the pack and not
     /// empty).
     pub fn must_read(&self, id: lists::ListId) -> bool {
-        let k = id.key as usize;
-        match id.kind {
-            lists::ListKind::Postings => self.lexical.lists().must_read(k),
-            lists::ListKind::References => self.references.lists().must_read(k),
-            lists::ListKind::SummaryTexts => self.summaries.texts.must_read(k),
+        match self.keyed(id.kind) {
+            Some(l) => l.must_read_id(&id),
+            None => self.summaries.texts.must_read(id.key as usize),
         }
     }
 
@@ -320,12 +334,12 @@ pub fn chunk_id(path: &str, sha: &Sha256Digest, ordinal: u32) -> ChunkId {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lexical::{Bm25Builder, Bm25Params};
 
     /// An empty pack counted in o200k.
-    pub(super) fn tiny() -> IndexPack {
+    pub(crate) fn tiny() -> IndexPack {
         IndexPack {
             meta: PackMeta {
                 project: "p".into(),

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ChunkRecord;
-use super::lists::{KeyedLists, decode_ascending, encode_ascending};
+use super::lists::{Found, KeyedLists, decode_ascending, encode_ascending};
 
 /// Names are compared lowercased, by their last path segment (`Store::open` → `open`).
 pub fn name_key(symbol: &str) -> String {
@@ -81,30 +81,26 @@ impl References {
         &self.users
     }
 
-    /// The id of `name` (compared as [`name_key`] does), if some chunk uses it.
-    pub fn name_id(&self, name: &str) -> Option<u32> {
-        self.users.find(&name_key(name)).map(|k| k as u32)
-    }
-
-    /// The chunks that use `name` (compared as [`name_key`] does), ascending, with the users
-    /// lists the pack does not hold taken from `external`; the name's id is the error when it
-    /// lacks them.
-    pub fn users_with<'a>(
+    /// The chunks that use the name `found` ([`KeyedLists::find_in`] with [`name_key`]),
+    /// ascending, with the users lists the pack does not hold taken from `external`; the
+    /// name's id is the error when it lacks them.
+    pub fn users_of<'a>(
         &'a self,
-        name: &str,
+        found: &Found,
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
     ) -> Result<Vec<u32>, u32> {
-        match self.users.find(&name_key(name)) {
-            Some(k) => Ok(decode_ascending(self.users.value(k, external)?)),
-            None => Ok(Vec::new()),
-        }
+        Ok(decode_ascending(self.users.value_of(found, external)?))
     }
 
-    /// The chunks that use `name`, when the pack holds its users list (the tests' shorthand;
-    /// readers go through [`References::users_with`], which names a list still to be read).
+    /// The chunks that use `name`, when the pack holds its key and users list (the tests'
+    /// shorthand; readers find the name with [`KeyedLists::find_in`], which names a block
+    /// still to be read, then go through [`References::users_of`]).
     #[cfg(test)]
     fn users(&self, name: &str) -> Vec<u32> {
-        self.users_with(name, &|_| None).unwrap_or_default()
+        match self.users.find_in(&name_key(name), &|_| None) {
+            Ok(Some(found)) => self.users_of(&found, &|_| None).unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 
     /// Moves the users lists out into parts of at most `cap` bytes ([`KeyedLists::split`]);
@@ -170,13 +166,26 @@ mod tests {
         assert!(r.users("println").is_empty(), "not defined in the project");
         assert!(r.users("main").is_empty(), "defined, never used");
         assert_eq!(r.len(), 2);
-        // Moved to segments, a name's users are read by id and decode the same.
+        // Moved to segments with its names in blocks, a name's block is read first, then its
+        // users, which decode the same.
         let mut split = r.clone();
         let parts = split.split(4, 0, 0);
-        let id = split.name_id("open").unwrap();
-        assert_eq!(split.users_with("open", &|_| None), Err(id));
-        let range = split.lists().range(id).unwrap();
-        let bytes = &parts[range.segment as usize][range.start as usize..][..range.len as usize];
-        assert_eq!(split.users_with("open", &|_| Some(bytes)), Ok(vec![1, 2]));
+        let lists = split.lists();
+        assert!(lists.keys_stored());
+        let read = |r: super::super::lists::ListRange| {
+            parts[r.segment as usize][r.start as usize..][..r.len as usize].to_vec()
+        };
+        let b = lists.block_for("open").unwrap();
+        assert_eq!(
+            lists.find_in("open", &|_| None),
+            Err(super::super::lists::ListError::BlocksNeeded(vec![b]))
+        );
+        let block = read(lists.block_index().range(b).unwrap());
+        let found = lists.find_in("open", &|_| Some(&block)).unwrap().unwrap();
+        assert_eq!(split.users_of(&found, &|_| None), Err(found.key));
+        let id = lists.id(super::super::lists::ListKind::References, &found);
+        let bytes = read(lists.range_of(&id).unwrap());
+        assert_eq!(lists.verify_of(&id, &bytes), Ok(()));
+        assert_eq!(split.users_of(&found, &|_| Some(&bytes)), Ok(vec![1, 2]));
     }
 }

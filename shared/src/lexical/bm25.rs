@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::lists::{KeyedLists, ListError, push_varint, read_varint};
+use crate::index::lists::{Found, KeyedLists, ListError, push_varint, read_varint};
 
 /// BM25's two knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,7 +54,6 @@ impl Bm25Builder {
     pub fn finish(self, params: Bm25Params) -> Bm25Index {
         let mut entries: Vec<(String, Vec<(u32, u16)>)> = self.postings.into_iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let df = entries.iter().map(|(_, list)| list.len() as u32).collect();
         let postings = KeyedLists::from_sorted(entries.iter().map(|(term, list)| {
             let mut bytes = Vec::with_capacity(list.len() * 2);
             let mut last = 0u32;
@@ -75,7 +74,6 @@ impl Bm25Builder {
         Bm25Index {
             params,
             postings,
-            df,
             doc_len: self.doc_len,
             avg_len: avg as f32,
         }
@@ -87,16 +85,17 @@ impl Bm25Builder {
 /// then the term frequency) in one byte string ([`KeyedLists`]). deno's index (116k terms,
 /// 4.3M postings) takes about 12 MiB this way; as vectors of strings, `u32` documents and `u16`
 /// frequencies it took 30 MiB. The postings of a large index live outside the pack
-/// ([`crate::index::lists::ListStore::Segments`]), so a reader holds only the dictionary and
-/// reads the postings of the query's terms.
+/// ([`crate::index::lists::ListStore::Segments`]), and so do the terms of a large dictionary
+/// ([`crate::index::lists::KeyBlocks`]): a reader holds one key per block of terms and reads
+/// the blocks, then the postings, of the query's terms.
+///
+/// A term's document frequency is the number of its postings, counted when they are read
+/// (only a query's terms need it): stored, it was 2.4 MiB per 610k terms in every reader.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Index {
     params: Bm25Params,
     /// Every term and its postings.
     postings: KeyedLists,
-    /// Documents holding term `k`.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
-    df: Vec<u32>,
     #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     doc_len: Vec<u32>,
     avg_len: f32,
@@ -113,13 +112,10 @@ impl Bm25Index {
         self.doc_len.is_empty()
     }
 
-    /// Checks what a decoded index's readers index with: one document frequency per term, one
-    /// length per each of `docs` documents, and dictionary and postings laid out as
-    /// [`KeyedLists::check`] requires (naming only the first `segments` segments).
+    /// Checks what a decoded index's readers index with: one length per each of `docs`
+    /// documents, and dictionary and postings laid out as [`KeyedLists::check`] requires
+    /// (naming only the first `segments` segments).
     pub fn check(&self, docs: usize, segments: usize) -> Result<(), &'static str> {
-        if self.df.len() != self.postings.len() {
-            return Err("per-term tables of different lengths");
-        }
         if self.doc_len.len() != docs {
             return Err("document lengths do not match the documents");
         }
@@ -136,36 +132,15 @@ impl Bm25Index {
         &self.postings
     }
 
-    /// The id of `term` (its rank among the sorted terms), if any document holds it.
-    pub fn term_id(&self, term: &str) -> Option<usize> {
-        self.postings.find(term)
-    }
-
     fn idf_of(&self, df: u32) -> f32 {
         let n = self.doc_len.len() as f32;
         let df = df as f32;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
-    /// The inverse document frequency of `term` (as [`Bm25Index::search`] weighs it), if any
-    /// document holds it.
-    pub fn idf(&self, term: &str) -> Option<f32> {
-        let t = self.postings.find(term)?;
-        Some(self.idf_of(self.df[t]))
-    }
-
-    /// The ids of the terms of `query` whose postings must be read from segments.
-    pub fn stored_terms(&self, query: &[(String, u16)]) -> Vec<u32> {
-        query
-            .iter()
-            .filter_map(|(term, _)| self.postings.find(term))
-            .filter(|&t| self.postings.must_read(t))
-            .map(|t| t as u32)
-            .collect()
-    }
-
     /// Moves the postings out of the index into parts of at most `cap` bytes
-    /// ([`KeyedLists::split`]); postings of at most `inline_max` bytes stay in the index.
+    /// ([`KeyedLists::split`], which moves a large dictionary's terms to blocks after them);
+    /// postings of at most `inline_max` bytes stay in the index.
     pub fn split_postings(
         &mut self,
         cap: usize,
@@ -176,46 +151,51 @@ impl Bm25Index {
     }
 
     /// Documents matching any query term, best first, with their scores, for an index whose
-    /// postings are in the pack (an index being built, a small one, a test's).
+    /// terms and postings are in the pack (an index being built, a small one, a test's).
     pub fn search(&self, query: &[(String, u16)]) -> Vec<(u32, f32)> {
-        self.search_with(query, self.params, &|_| None, usize::MAX)
+        let found: Vec<(Found, u16)> = query
+            .iter()
+            .filter_map(|(term, qtf)| Some((self.postings.find_in(term, &|_| None).ok()??, *qtf)))
+            .collect();
+        self.search_found(&found, self.params, &|_| None, usize::MAX)
+            .map(|s| s.hits)
             .unwrap_or_default()
     }
 
-    /// [`Bm25Index::search`] with other parameters than the index was built with (they only
-    /// matter at query time), and the postings `external` holds for the terms whose postings
-    /// are not in the pack ([`Bm25Index::stored_terms`]); the terms it lacks are the error. Only
-    /// the best `limit` documents are returned.
-    pub fn search_with<'a>(
+    /// Scores the documents of the query terms `found` ([`KeyedLists::find_in`], each with its
+    /// frequency in the query) with `params` (they only matter at query time), the postings
+    /// the pack does not hold taken from `external`; the terms it lacks are the error. Only
+    /// the best `limit` documents are returned, with each term's idf.
+    pub fn search_found<'a>(
         &'a self,
-        query: &[(String, u16)],
+        found: &[(Found, u16)],
         params: Bm25Params,
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
         limit: usize,
-    ) -> Result<Vec<(u32, f32)>, ListError> {
+    ) -> Result<Searched, ListError> {
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
         let mut scores = vec![0.0f32; self.doc_len.len()];
         let mut hit: Vec<u32> = Vec::new();
         let Bm25Params { k1, b } = params;
         let avg = self.avg_len.max(1.0);
-        let mut lists = Vec::with_capacity(query.len());
+        let mut lists = Vec::with_capacity(found.len());
         let mut missing = Vec::new();
-        for (term, qtf) in query {
-            let Some(t) = self.postings.find(term) else {
-                continue;
-            };
-            match self.postings.value(t, external) {
-                Ok(bytes) => lists.push((t, *qtf, Postings { bytes, doc: 0 })),
+        for (term, qtf) in found {
+            match self.postings.value_of(term, external) {
+                Ok(bytes) => lists.push((*qtf, bytes)),
                 Err(t) => missing.push(t),
             }
         }
         if !missing.is_empty() {
             return Err(ListError::Needed(missing));
         }
-        for (t, qtf, list) in lists {
-            let weight = self.idf_of(self.df[t]) * f32::from(qtf).sqrt();
-            for (doc, tf) in list {
+        let mut idf = Vec::with_capacity(lists.len());
+        for (qtf, bytes) in lists {
+            let term_idf = self.idf_of(postings_count(bytes));
+            idf.push(term_idf);
+            let weight = term_idf * f32::from(qtf).sqrt();
+            for (doc, tf) in (Postings { bytes, doc: 0 }) {
                 let Some(&len) = self.doc_len.get(doc as usize) else {
                     continue;
                 };
@@ -232,8 +212,31 @@ impl Bm25Index {
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
-        Ok(out)
+        Ok(Searched { hits: out, idf })
     }
+}
+
+/// What [`Bm25Index::search_found`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Searched {
+    /// The best documents with their scores, best first.
+    pub hits: Vec<(u32, f32)>,
+    /// Each query term's inverse document frequency, in the order of the terms searched.
+    pub idf: Vec<f32>,
+}
+
+/// The number of postings in `bytes` (each posting is two varints; each varint ends with the
+/// one byte under 0x80). Counted eight bytes at a time: a common term of a large repository has
+/// megabytes of postings, and a byte at a time cost a warm query more than its lookups.
+fn postings_count(bytes: &[u8]) -> u32 {
+    let (words, rest) = bytes.as_chunks::<8>();
+    let high = 0x8080_8080_8080_8080u64;
+    let ends: u32 = words
+        .iter()
+        .map(|w| (!u64::from_le_bytes(*w) & high).count_ones())
+        .sum();
+    let ends = ends + rest.iter().filter(|&&b| b < 0x80).count() as u32;
+    ends / 2
 }
 
 /// A term's postings, decoded as they are read.
@@ -284,6 +287,18 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
+    }
+
+    #[test]
+    fn postings_are_counted_by_their_varint_ends() {
+        for n in [0u32, 1, 3, 4, 5, 17, 1000] {
+            let mut bytes = Vec::new();
+            for d in 0..n {
+                push_varint(&mut bytes, d * 97 % 300);
+                push_varint(&mut bytes, 1 + d % 200);
+            }
+            assert_eq!(postings_count(&bytes), n);
+        }
     }
 
     proptest::proptest! {
@@ -351,27 +366,54 @@ mod tests {
             let bytes = postcard::to_allocvec(&idx).unwrap();
             let back: Bm25Index = postcard::from_bytes(&bytes).unwrap();
             proptest::prop_assert_eq!(&back, &idx);
-            // With its postings moved to parts and read back by range, it scores the same.
+            // With its postings and terms moved to parts and read back by range, it scores the
+            // same: blocks first, then postings.
             let mut split = idx.clone();
             let parts = split.split_postings(cap, 0, 3);
             proptest::prop_assert!(parts.iter().all(|p| !p.is_empty()));
-            let read: Vec<(u32, Vec<u8>)> = split
-                .stored_terms(&q)
-                .into_iter()
-                .map(|t| {
-                    let r = split.lists().range(t).unwrap();
-                    let part = &parts[(r.segment - 3) as usize];
-                    (t, part[r.start as usize..(r.start + r.len) as usize].to_vec())
+            let lists = split.lists();
+            let read = |r: crate::index::lists::ListRange| {
+                let part = &parts[(r.segment - 3) as usize];
+                part[r.start as usize..(r.start + r.len) as usize].to_vec()
+            };
+            let blocks: Vec<(u32, Vec<u8>)> = q
+                .iter()
+                .filter_map(|(t, _)| lists.block_for(t))
+                .map(|b| (b, read(lists.block_index().range(b).unwrap())))
+                .collect();
+            for (b, bytes) in &blocks {
+                proptest::prop_assert_eq!(lists.block_index().verify(*b, bytes), Ok(()));
+            }
+            let block = |b: u32| blocks.iter().find(|r| r.0 == b).map(|r| r.1.as_slice());
+            let found: Vec<(Found, u16)> = q
+                .iter()
+                .filter_map(|(t, qtf)| lists.find_in(t, &block).unwrap().map(|f| (f, *qtf)))
+                .collect();
+            let values: Vec<(u32, Vec<u8>)> = found
+                .iter()
+                .filter(|(f, _)| lists.must_read_found(f))
+                .map(|(f, _)| {
+                    let id = lists.id(crate::index::lists::ListKind::Postings, f);
+                    (f.key, read(lists.range_of(&id).unwrap()))
                 })
                 .collect();
-            for (t, bytes) in &read {
-                proptest::prop_assert_eq!(split.lists().verify(*t, bytes), Ok(()));
+            for ((f, _), (_, bytes)) in found.iter().filter(|(f, _)| lists.must_read_found(f)).zip(&values) {
+                let id = lists.id(crate::index::lists::ListKind::Postings, f);
+                proptest::prop_assert_eq!(lists.verify_of(&id, bytes), Ok(()));
             }
-            let external = |t: u32| read.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());
-            proptest::prop_assert_eq!(split.search_with(&q, params, &external, usize::MAX).unwrap(), got);
-            // Without the postings it names what it lacks.
-            if let Some((t, _)) = read.first() {
-                let missing = split.search_with(&q, params, &|_| None, usize::MAX).unwrap_err();
+            let external = |t: u32| values.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());
+            let searched = split.search_found(&found, params, &external, usize::MAX).unwrap();
+            proptest::prop_assert_eq!(&searched.hits, &got);
+            // Without the blocks or the postings it names what it lacks.
+            if let Some((b, _)) = blocks.first() {
+                let t = q.iter().find(|(t, _)| lists.block_for(t) == Some(*b)).unwrap();
+                proptest::prop_assert_eq!(
+                    lists.find_in(&t.0, &|_| None),
+                    Err(ListError::BlocksNeeded(vec![*b]))
+                );
+            }
+            if let Some((t, _)) = values.first() {
+                let missing = split.search_found(&found, params, &|_| None, usize::MAX).unwrap_err();
                 proptest::prop_assert!(matches!(missing, ListError::Needed(ref v) if v.contains(t)));
             }
         }

@@ -183,24 +183,23 @@ pub(super) fn set_priors(
     }
 }
 
-/// The ids and BM25 idf of the request's terms that say something about a path.
-fn positive_idf(pack: &IndexPack, terms: &[(String, u16)]) -> Vec<(u32, f32)> {
-    terms
+/// The path term ids ([`crate::index::derived::Derived::path_term_id`], `None` for a term in no
+/// path) and BM25 idf of the request's terms that say something about a path.
+fn positive_idf(derived: &Derived, term_idf: &[(String, f32)]) -> Vec<(Option<u32>, f32)> {
+    term_idf
         .iter()
-        .filter_map(|(t, _)| {
-            let id = pack.lexical.term_id(t)?;
-            pack.lexical.idf(t).map(|w| (id as u32, w))
-        })
         // A word in most chunks says nothing about a path (BM25's idf can go negative).
         .filter(|(_, w)| *w > 0.0)
+        .map(|(t, w)| (derived.path_term_id(t), *w))
         .collect()
 }
 
-/// Sets each candidate's path signal: the share of the request's term weight in its file's path.
-pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, terms: &[(String, u16)]) {
+/// Sets each candidate's path signal: the share of the request's term weight in its file's path
+/// (`term_idf`: the request's terms the index holds, with their idf, in query order).
+pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, term_idf: &[(String, f32)]) {
     let files = pack.files.len();
     let derived = pack.derived();
-    let idf = positive_idf(pack, terms);
+    let idf = positive_idf(derived, term_idf);
     let total: f32 = idf.iter().map(|t| t.1).sum();
     if total > 0.0 {
         let mut file_path = vec![f32::NAN; files];
@@ -211,7 +210,7 @@ pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, terms: &[(String
                 // The query's terms in query order, as before: the sum is the same float.
                 file_path[f] = idf
                     .iter()
-                    .filter(|(id, _)| path.contains(id))
+                    .filter(|(id, _)| id.is_some_and(|id| path.contains(&id)))
                     .map(|(_, w)| *w)
                     .sum::<f32>()
                     / total;
