@@ -18,6 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::values::{ascending, checked_len, cut, range_in};
+
 /// Sorted keys and each key's bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KeyedLists {
@@ -291,29 +293,10 @@ impl KeyedLists {
         if self.value_ends.len() != keys {
             return Err("per-key tables of different lengths");
         }
-        let ascending = |ends: &[u32], limit: usize| {
-            ends.windows(2).all(|w| w[0] <= w[1])
-                && ends.last().is_none_or(|&e| e as usize <= limit)
-        };
         if !ascending(&self.key_ends, self.keys.len()) {
             return Err("key offsets out of order or out of range");
         }
-        let values_len = match &self.store {
-            ListStore::Inline(bytes) => bytes.len(),
-            ListStore::Segments { parts, sums } => {
-                if sums.len() != keys {
-                    return Err("one checksum per key expected");
-                }
-                let ordered = parts.windows(2).all(|w| w[0].start <= w[1].start);
-                if !ordered || parts.iter().any(|p| p.segment as usize >= segments) {
-                    return Err("value parts out of order or in missing segments");
-                }
-                if parts.first().is_some_and(|p| p.start != 0) {
-                    return Err("value parts do not start at 0");
-                }
-                usize::MAX
-            }
-        };
+        let values_len = checked_len(&self.store, keys, segments)?;
         if !ascending(&self.value_ends, values_len) {
             return Err("value offsets out of order or out of range");
         }
@@ -546,18 +529,7 @@ impl KeyedLists {
     }
 
     fn range_at(&self, start: usize, end: usize) -> Option<ListRange> {
-        let ListStore::Segments { parts, .. } = &self.store else {
-            return None;
-        };
-        let i = parts
-            .partition_point(|p| p.start as usize <= start)
-            .checked_sub(1)?;
-        let part = parts[i];
-        Some(ListRange {
-            segment: part.segment,
-            start: (start - part.start as usize) as u64,
-            len: (end - start) as u64,
-        })
+        range_in(&self.store, start, end)
     }
 
     /// Checks bytes read for key `k` against what the index recorded.
@@ -636,31 +608,8 @@ impl KeyedLists {
         if all.len() <= inline_max {
             return Vec::new();
         }
-        let mut parts = Vec::new();
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        let mut sums = Vec::with_capacity(self.value_ends.len());
-        let mut part_start = 0usize;
-        for k in 0..self.value_ends.len() {
-            let (start, end) = self.span(k);
-            let bytes = all.get(start..end).unwrap_or_default();
-            sums.push(sum_of(bytes));
-            if bytes.is_empty() {
-                // Never read (see `must_read`): it needs no place in a part.
-                continue;
-            }
-            if out.is_empty() || (start > part_start && end - part_start > cap) {
-                parts.push(ListPart {
-                    segment: first_segment + out.len() as u32,
-                    start: start as u32,
-                });
-                out.push(Vec::new());
-                part_start = start;
-            }
-            if let Some(last) = out.last_mut() {
-                last.extend_from_slice(bytes);
-            }
-        }
-        self.store = ListStore::Segments { parts, sums };
+        let (store, out) = cut(all, &self.value_ends, cap, first_segment);
+        self.store = store;
         out
     }
 
