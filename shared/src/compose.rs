@@ -55,6 +55,7 @@ pub struct Piece {
     /// Its own size in the target model's tokens.
     pub tokens: u32,
     /// Retrieval score.
+    #[serde(serialize_with = "crate::rank::small_number")]
     pub score: f32,
     /// Whether the piece is the whole chunk, only its signature (small budgets), or the chunk
     /// compressed.

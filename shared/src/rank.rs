@@ -40,34 +40,58 @@ pub use neighbours::spread_to_neighbours;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Signals {
     /// Chunk BM25, scaled by the best chunk's.
+    #[serde(serialize_with = "small_number")]
     pub lexical: f32,
     /// File BM25, scaled by the best file's.
+    #[serde(serialize_with = "small_number")]
     pub file: f32,
     /// 1 when the chunk defines a named symbol, 0.5 for a partial match.
+    #[serde(serialize_with = "small_number")]
     pub symbol: f32,
     /// 1 when the chunk uses a symbol the request names (one of its most relevant users:
     /// callers, implementations, call sites).
+    #[serde(serialize_with = "small_number")]
     pub reference: f32,
     /// How recently the chunk's file changed in git history (1 for the last commit, halving
     /// every 25 commits; 0 without history). Only chunks with other evidence get it.
+    #[serde(serialize_with = "small_number")]
     pub recency: f32,
     /// 1 when the chunk's file is named in the request.
+    #[serde(serialize_with = "small_number")]
     pub mention: f32,
     /// Share of the request's term weight (BM25 idf) found in the file's path.
+    #[serde(serialize_with = "small_number")]
     pub path: f32,
     /// Best score of an import neighbour's file, scaled by the best file's.
+    #[serde(serialize_with = "small_number")]
     pub graph: f32,
     /// Nearness of the chunk's embedding to the request's (0 without dense retrieval).
+    #[serde(serialize_with = "small_number")]
     pub dense: f32,
     /// Multiplier for the kind of file: tests and documentation count less unless the intent
     /// asks for them (`test`, `explain`).
+    #[serde(serialize_with = "small_number")]
     pub prior: f32,
     /// Multiplier for file diversity under small budgets ([`diversify`]); 1 for a file's best
     /// chunk.
+    #[serde(serialize_with = "small_number")]
     pub diversity: f32,
     /// Best score of a strong chunk near it in its file, scaled by the best score
     /// ([`spread_to_neighbours`]).
+    #[serde(serialize_with = "small_number")]
     pub neighbour: f32,
+}
+
+/// Writes a score or signal to JSON: a whole number up to 255 (most signals of most pieces are
+/// 0, the multipliers 1) as an integer, anything else as a float. A response carries a dozen of
+/// them per piece, and a float costs a shortest-digits conversion whose 128-bit arithmetic
+/// WebAssembly emulates: about 1 ms of a Worker's warm call with every value a float.
+pub fn small_number<S: serde::Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && (0.0..=255.0).contains(v) {
+        s.serialize_u8(*v as u8)
+    } else {
+        s.serialize_f32(*v)
+    }
 }
 
 impl Default for Signals {
