@@ -56,6 +56,7 @@ pub mod inline;
 pub mod layout;
 pub mod lists;
 pub mod open;
+mod parts;
 pub mod raw_bytes;
 pub mod recency;
 pub mod references;

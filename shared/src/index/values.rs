@@ -9,9 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::lists::{
-    ListError, ListRange, ListStore, ascending, checked_len, cut, range_in, sum_of,
-};
+use super::lists::ListError;
+use super::parts::{ListRange, ListStore, ascending, checked_len, cut, range_in, sum_of};
 
 /// Values by position.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -127,7 +126,7 @@ impl ValueList {
     /// larger than `cap` gets a part of its own), to be stored as the segments
     /// `first_segment`, `first_segment + 1`, ... of the pack; returns their bytes. Values of at
     /// most `inline_max` bytes in all stay in the pack. Parts end where the values say
-    /// ([`cut`]).
+    /// (`parts::cut`).
     pub fn split(&mut self, cap: usize, inline_max: usize, first_segment: u32) -> Vec<Vec<u8>> {
         let ListStore::Inline(all) = &self.store else {
             return Vec::new();
