@@ -260,6 +260,11 @@ pub enum ProjectAdmission {
 
 /// The project of `org` whose id or name is `key`: ids first, so a name can never shadow an id.
 pub fn pick_project(projects: Vec<ProjectInfo>, key: &str) -> Option<ProjectInfo> {
+    find_project(&projects, key).cloned()
+}
+
+/// [`pick_project`] over borrowed projects.
+pub fn find_project<'a>(projects: &'a [ProjectInfo], key: &str) -> Option<&'a ProjectInfo> {
     let mut by_name = None;
     for p in projects {
         if p.id == key {

@@ -468,10 +468,10 @@ fn count_prompt(prompt: &str, spans: &[KnownSpan], tokenizer: &TokenizerSpec) ->
         let Some((inner, n)) = usable_part(prompt, range.clone(), *known, base) else {
             continue;
         };
-        total += u64::from(base.count(&prompt[from..inner.start])) + u64::from(n);
+        total += u64::from(base.count_repeated(&prompt[from..inner.start])) + u64::from(n);
         from = inner.end;
     }
-    total += u64::from(base.count(&prompt[from..]));
+    total += u64::from(base.count_repeated(&prompt[from..]));
     tokenizer.scale(u32::try_from(total).unwrap_or(u32::MAX))
 }
 
@@ -498,7 +498,7 @@ fn usable_part(
             .match_indices('\n')
             .map(|(i, _)| i + 1)
             .find(|&at| at < text.len() && inner(at))?;
-        n = n.checked_sub(base.count(&text[..start]))?;
+        n = n.checked_sub(base.count_repeated(&text[..start]))?;
     }
     let mut end = text.len();
     if !line_start(prompt, range.end) {
@@ -506,7 +506,7 @@ fn usable_part(
             .rmatch_indices('\n')
             .map(|(i, _)| i + 1)
             .find(|&at| at > start && inner(at))?;
-        n = n.checked_sub(base.count(&text[end..]))?;
+        n = n.checked_sub(base.count_repeated(&text[end..]))?;
     }
     Some((range.start + start..range.start + end, n))
 }

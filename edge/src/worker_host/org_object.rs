@@ -9,12 +9,14 @@
 // `#[durable_object]` generates the class's JavaScript glue without docs.
 #![allow(missing_docs)]
 
+use std::cell::RefCell;
+
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use worker::{Env, ListOptions, Request, Response, State, durable_object};
 
-use crate::backend::{AuditRecord, OrgRecord, ProjectAdmission, ProjectInfo, pick_project};
+use crate::backend::{AuditRecord, OrgRecord, ProjectAdmission, ProjectInfo, find_project};
 
 /// A call from the Worker to an org's object (JSON in a POST body).
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,11 +81,23 @@ const AUDIT: &str = "audit:";
 #[durable_object]
 pub struct OrgObject {
     state: State,
+    /// The ledger as this object last read or wrote it. Only this object writes it and it
+    /// handles one event at a time, so the copy is the stored ledger; it saves every metered
+    /// call two storage reads and their JSON. A failed write drops it (read again next time);
+    /// a restarted object starts without it.
+    ledger: RefCell<Option<Ledger>>,
+    /// Every project, once listed; `PutProject` (the only writer of project records) drops it.
+    /// A call naming its project by name listed them all each time.
+    projects: RefCell<Option<Vec<ProjectInfo>>>,
 }
 
 impl worker::DurableObject for OrgObject {
     fn new(state: State, _env: Env) -> Self {
-        Self { state }
+        Self {
+            state,
+            ledger: RefCell::new(None),
+            projects: RefCell::new(None),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
@@ -152,6 +166,25 @@ impl OrgObject {
         Ok(out)
     }
 
+    /// The stored ledger, from this object's copy when it has one.
+    async fn ledger(&self) -> worker::Result<Ledger> {
+        if let Some(ledger) = self.ledger.borrow().as_ref() {
+            return Ok(ledger.clone());
+        }
+        let ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+        *self.ledger.borrow_mut() = Some(ledger.clone());
+        Ok(ledger)
+    }
+
+    /// Stores `ledger` and keeps it as this object's copy (dropped if the write fails: what
+    /// storage holds is then unknown).
+    async fn put_ledger(&self, ledger: Ledger) -> worker::Result<()> {
+        *self.ledger.borrow_mut() = None;
+        self.write(LEDGER, &ledger).await?;
+        *self.ledger.borrow_mut() = Some(ledger);
+        Ok(())
+    }
+
     /// [`Ledger::reserve`] on the stored ledger (written only if it admitted the call).
     async fn reserve(
         &self,
@@ -160,21 +193,53 @@ impl OrgObject {
         tokens: u64,
         now_ms: u64,
     ) -> worker::Result<Result<Lease, Refusal>> {
-        let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+        let mut ledger = self.ledger().await?;
         let outcome = ledger.reserve(limits, lease_id, tokens, now_ms);
         if outcome.is_ok() {
-            self.write(LEDGER, &ledger).await?;
+            self.put_ledger(ledger).await?;
         }
         Ok(outcome)
     }
 
     /// [`Ledger::settle`] on the stored ledger (written only if the lease was open).
     async fn settle(&self, lease_id: &str, used: u64, now_ms: u64) -> worker::Result<()> {
-        let mut ledger: Ledger = self.read(LEDGER).await?.unwrap_or_default();
+        let mut ledger = self.ledger().await?;
         if ledger.settle(lease_id, used, now_ms) {
-            self.write(LEDGER, &ledger).await?;
+            self.put_ledger(ledger).await?;
         }
         Ok(())
+    }
+
+    /// Makes sure this object holds its copy of every project.
+    async fn load_projects(&self) -> worker::Result<()> {
+        if self.projects.borrow().is_none() {
+            let listed: Vec<ProjectInfo> = self.list(PROJECT, false, None).await?;
+            *self.projects.borrow_mut() = Some(listed);
+        }
+        Ok(())
+    }
+
+    /// Every project.
+    async fn projects(&self) -> worker::Result<Vec<ProjectInfo>> {
+        self.load_projects().await?;
+        Ok(self.projects.borrow().clone().unwrap_or_default())
+    }
+
+    /// The project `key` names (id or name, as [`find_project`] picks).
+    async fn project(&self, key: &str) -> worker::Result<Option<ProjectInfo>> {
+        self.load_projects().await?;
+        let projects = self.projects.borrow();
+        Ok(projects
+            .as_deref()
+            .and_then(|all| find_project(all, key))
+            .cloned())
+    }
+
+    /// Inserts or replaces `project`; this object's copy is listed again on its next use.
+    async fn put_project(&self, project: ProjectInfo) -> worker::Result<()> {
+        *self.projects.borrow_mut() = None;
+        self.write(&format!("{PROJECT}{}", project.id), &project)
+            .await
     }
 
     async fn append_audit(&self, record: &AuditRecord) -> worker::Result<()> {
@@ -211,13 +276,7 @@ impl OrgObject {
                 tokens,
                 now_ms,
             } => {
-                let found = match self
-                    .read::<ProjectInfo>(&format!("{PROJECT}{project}"))
-                    .await?
-                {
-                    Some(p) => Some(p),
-                    None => pick_project(self.list(PROJECT, false, None).await?, &project),
-                };
+                let found = self.project(&project).await?;
                 let admission = match found {
                     None => ProjectAdmission::NotFound,
                     Some(p) => match p.current_version {
@@ -258,10 +317,9 @@ impl OrgObject {
             OrgCommand::Audit { limit } => {
                 json(&self.list::<AuditRecord>(AUDIT, true, Some(limit)).await?)
             }
-            OrgCommand::Projects => json(&self.list::<ProjectInfo>(PROJECT, false, None).await?),
+            OrgCommand::Projects => json(&self.projects().await?),
             OrgCommand::PutProject { project } => {
-                self.write(&format!("{PROJECT}{}", project.id), &project)
-                    .await?;
+                self.put_project(project).await?;
                 json(&())
             }
         }

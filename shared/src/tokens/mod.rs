@@ -7,6 +7,7 @@
 //! afterwards; counts are identical (see [`table`]). Callers that know which encoding they will
 //! need should call [`Encoding::preload`] early, off the main thread.
 
+mod memo;
 pub mod split;
 pub mod table;
 
@@ -141,6 +142,16 @@ impl Encoding {
                 .unwrap_or(text.len()),
         };
         u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// [`Encoding::count`] for text whose pre-tokens come back call after call (a prompt's
+    /// headers: the same paths and fences on every answer): their counts are remembered per
+    /// process, up to a bound (see `memo`). The same count as [`Encoding::count`].
+    pub fn count_repeated(self, text: &str) -> u32 {
+        match self.installed() {
+            Some(t) => u32::try_from(memo::count(t, text)).unwrap_or(u32::MAX),
+            None => self.count(text),
+        }
     }
 
     /// Whether a count splits exactly at every line start: for text `a` ending in `\n` and text

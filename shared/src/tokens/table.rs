@@ -265,14 +265,18 @@ impl RankTable {
     pub fn count(&self, text: &str) -> usize {
         let mut n = 0;
         split::for_each_piece(self.encoding, text, |piece| {
-            let piece = piece.as_bytes();
-            n += if piece.len() == 1 || self.rank(piece).is_some() {
-                1
-            } else {
-                self.merge_count(piece)
-            };
+            n += self.piece_count(piece.as_bytes());
         });
         n
+    }
+
+    /// The number of tokens of one pre-token.
+    pub(super) fn piece_count(&self, piece: &[u8]) -> usize {
+        if piece.len() == 1 || self.rank(piece).is_some() {
+            1
+        } else {
+            self.merge_count(piece)
+        }
     }
 
     /// tiktoken's byte-pair merge: repeatedly join the adjacent pair whose bytes have the lowest
