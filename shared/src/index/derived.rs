@@ -11,13 +11,16 @@ use super::{ChunkRecord, FileEntry};
 #[derive(Clone, Debug, Default)]
 pub struct Derived {
     /// The terms of every path, sorted, concatenated, with their ends: the ids of
-    /// `path_terms`. Their own, not the BM25 dictionary's, whose terms may be in blocks outside
+    /// `term_files`. Their own, not the BM25 dictionary's, whose terms may be in blocks outside
     /// the pack ([`crate::index::lists::KeyBlocks`]).
     path_vocabulary: String,
     path_vocabulary_ends: Vec<u32>,
-    /// The term ids of each file's path: `path_terms[path_ends[f-1]..path_ends[f]]`.
-    path_terms: Vec<u32>,
-    path_ends: Vec<u32>,
+    /// The files whose path holds each path term, ascending:
+    /// `term_files[term_file_ends[t-1]..term_file_ends[t]]`. By term rather than by file: the
+    /// path signal looks up the request's few terms, where a list per file made it read the
+    /// path of every candidate's file (a cache miss each, on a large repository).
+    term_files: Vec<u32>,
+    term_file_ends: Vec<u32>,
     /// Whether each file is a test ([`crate::rank::is_test_path`]).
     pub test_file: Vec<bool>,
     /// Whether each file is documentation ([`crate::rank::is_doc_path`]).
@@ -66,19 +69,37 @@ impl Derived {
             path_vocabulary_ends,
             ..Self::default()
         };
-        let mut path_terms = Vec::new();
-        let mut path_ends = Vec::with_capacity(files.len());
-        for f in files {
-            let start = path_terms.len();
-            crate::lexical::for_each_term(&f.path, |t| {
-                if let Some(id) = derived.path_term_id(t)
-                    && !path_terms[start..].contains(&id)
-                {
-                    path_terms.push(id);
-                }
-            });
-            path_ends.push(path_terms.len() as u32);
+        // Two passes over the paths (count each term's files, then place them) rather than one
+        // that keeps every (term, file) pair: this is built on an isolate's first query, at
+        // its memory's high-water mark.
+        let mut ids: Vec<u32> = Vec::new();
+        let mut term_file_ends = vec![0u32; derived.path_vocabulary_ends.len()];
+        for file in files {
+            derived.path_ids(&file.path, &mut ids);
+            for &id in &ids {
+                term_file_ends[id as usize] += 1;
+            }
         }
+        let mut at = 0u32;
+        for end in term_file_ends.iter_mut() {
+            at += *end;
+            *end = at;
+        }
+        // Each term's next free place, from its start: files go in ascending.
+        let mut next: Vec<u32> = std::iter::once(0)
+            .chain(term_file_ends.iter().copied())
+            .take(term_file_ends.len())
+            .collect();
+        let mut term_files = vec![0u32; at as usize];
+        for (f, file) in files.iter().enumerate() {
+            derived.path_ids(&file.path, &mut ids);
+            for &id in &ids {
+                let slot = &mut next[id as usize];
+                term_files[*slot as usize] = f as u32;
+                *slot += 1;
+            }
+        }
+        drop(next);
         let mut neighbour_files = Vec::new();
         let mut neighbour_ends = Vec::with_capacity(graph.imports.len());
         for ns in graph.neighbours() {
@@ -87,8 +108,8 @@ impl Derived {
         }
         neighbour_files.shrink_to_fit();
         Self {
-            path_terms,
-            path_ends,
+            term_files,
+            term_file_ends,
             test_file: files
                 .iter()
                 .map(|f| crate::rank::is_test_path(&f.path))
@@ -113,7 +134,7 @@ impl Derived {
         }
     }
 
-    /// The id of `term` among the terms of the paths ([`Derived::path_terms`]), if a path has
+    /// The id of `term` among the terms of the paths ([`Derived::files_with_path_term`]), if a path has
     /// it.
     pub fn path_term_id(&self, term: &str) -> Option<u32> {
         let ends = &self.path_vocabulary_ends;
@@ -151,15 +172,27 @@ impl Derived {
         self.neighbour_files.get(start..end).unwrap_or_default()
     }
 
-    /// The term ids of file `f`'s path (each once, [`Derived::path_term_id`]).
-    pub fn path_terms(&self, f: usize) -> &[u32] {
-        let start = if f == 0 {
-            0
-        } else {
-            self.path_ends[f - 1] as usize
+    /// The path term ids of `path`, each once, into `ids`.
+    fn path_ids(&self, path: &str, ids: &mut Vec<u32>) {
+        ids.clear();
+        crate::lexical::for_each_term(path, |t| {
+            if let Some(id) = self.path_term_id(t)
+                && !ids.contains(&id)
+            {
+                ids.push(id);
+            }
+        });
+    }
+
+    /// The files whose path holds path term `term` ([`Derived::path_term_id`]), ascending.
+    pub fn files_with_path_term(&self, term: u32) -> &[u32] {
+        let t = term as usize;
+        let start = match t.checked_sub(1) {
+            Some(p) => self.term_file_ends.get(p).copied().unwrap_or(0) as usize,
+            None => 0,
         };
-        let end = self.path_ends.get(f).copied().unwrap_or(0) as usize;
-        self.path_terms.get(start..end).unwrap_or_default()
+        let end = self.term_file_ends.get(t).copied().unwrap_or(0) as usize;
+        self.term_files.get(start..end).unwrap_or_default()
     }
 }
 
@@ -177,5 +210,41 @@ mod tests {
         assert_eq!(d.neighbours(1), &[0, 2]);
         assert_eq!(d.neighbours(2), &[0, 1]);
         assert!(d.neighbours(3).is_empty(), "a file past the graph has none");
+    }
+
+    #[test]
+    fn each_path_term_lists_its_files_once_in_order() {
+        let file = |path: &str| FileEntry {
+            path: path.to_string(),
+            sha256: crate::hash::Sha256Digest::of(path.as_bytes()),
+            stat: crate::index::FileStat {
+                size: 0,
+                mtime_ns: 0,
+                ctime_ns: 0,
+                inode: 0,
+            },
+            language: "rust".into(),
+            skipped: None,
+            first_chunk: 0,
+            chunk_count: 0,
+        };
+        let files = [
+            file("src/parser/parser.rs"),
+            file("tests/parser.rs"),
+            file("src/lib.rs"),
+        ];
+        let d = Derived::of(&files, &[], &ImportGraph::default());
+        let files_of = |t: &str| d.path_term_id(t).map(|id| d.files_with_path_term(id));
+        assert_eq!(
+            files_of("parser"),
+            Some(&[0, 1][..]),
+            "once per file, ascending"
+        );
+        assert_eq!(files_of("src"), Some(&[0, 2][..]));
+        let mut tests = Vec::new();
+        crate::lexical::for_each_term("tests", |t| tests.push(t.to_string()));
+        assert_eq!(files_of(&tests[0]), Some(&[1][..]), "`{}`", tests[0]);
+        assert_eq!(files_of("absent"), None);
+        assert!(d.files_with_path_term(u32::MAX).is_empty());
     }
 }

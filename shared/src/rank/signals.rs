@@ -202,20 +202,19 @@ pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, term_idf: &[(Str
     let idf = positive_idf(derived, term_idf);
     let total: f32 = idf.iter().map(|t| t.1).sum();
     if total > 0.0 {
-        let mut file_path = vec![f32::NAN; files];
-        for (k, &f) in touched.files.iter().enumerate() {
-            let f = f as usize;
-            if file_path[f].is_nan() {
-                let path = derived.path_terms(f);
-                // The query's terms in query order, as before: the sum is the same float.
-                file_path[f] = idf
-                    .iter()
-                    .filter(|(id, _)| id.is_some_and(|id| path.contains(&id)))
-                    .map(|(_, w)| *w)
-                    .sum::<f32>()
-                    / total;
+        // Each file's share of the weight, summed over the query's terms in query order from
+        // the float sum's own start: the same float as summing each file's terms.
+        let mut file_path = vec![std::iter::empty::<f32>().sum::<f32>(); files];
+        for &(id, w) in &idf {
+            let Some(id) = id else { continue };
+            for &f in derived.files_with_path_term(id) {
+                if let Some(share) = file_path.get_mut(f as usize) {
+                    *share += w;
+                }
             }
-            touched.signals[k].path = file_path[f];
+        }
+        for (k, &f) in touched.files.iter().enumerate() {
+            touched.signals[k].path = file_path.get(f as usize).map_or(0.0, |s| s / total);
         }
     }
 }
