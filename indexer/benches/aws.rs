@@ -85,7 +85,8 @@ fn large_repository(api: &RuntimeApi, lambda: &Child, dir: &Path) {
         job["traffic"]["s3_requests"],
         job["traffic"]["s3_bytes_up"].as_f64().unwrap_or(0.0) / 1e6,
     );
-    // One changed file: the largest Rust or TypeScript source gets a line appended.
+    // One changed file: the first Rust, TypeScript or Markdown file at the top gets a line
+    // appended (on deno, README.md).
     let changed = std::fs::read_dir(&repo)
         .ok()
         .into_iter()

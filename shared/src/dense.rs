@@ -16,9 +16,12 @@ pub struct VectorTable {
     /// Dimensions per vector.
     pub dims: u32,
     /// `dims` quantized components per chunk, chunk after chunk; a chunk without a vector has
-    /// all zeros (it never matches).
+    /// all zeros (it never matches). Decoded to exactly its length: serde's default doubling
+    /// would leave a 16 MiB table up to 32 MiB in an isolate whose memory never shrinks.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub values: Vec<i8>,
     /// Per chunk, the factor that turns its `i8` components back into a unit vector's.
+    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
     pub scales: Vec<f32>,
 }
 
@@ -52,7 +55,8 @@ impl VectorTable {
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         let body = bytes.strip_prefix(MAGIC.as_slice())?;
         let t: Self = postcard::from_bytes(body).ok()?;
-        (t.values.len() == t.scales.len() * t.dims as usize).then_some(t)
+        let expected = t.scales.len().checked_mul(t.dims as usize)?;
+        (t.values.len() == expected).then_some(t)
     }
 
     /// An empty table for `model`'s vectors of `dims` dimensions.
@@ -317,6 +321,23 @@ mod tests {
         let mut cut = t.encode();
         cut.truncate(cut.len() - 1);
         assert_eq!(VectorTable::decode(&cut), None);
+    }
+
+    #[test]
+    fn decoded_tables_hold_exactly_their_vectors() {
+        let many: Vec<Vec<f32>> = (0..300).map(|i| vec![i as f32, 1.0, -2.0]).collect();
+        let refs: Vec<&[f32]> = many.iter().map(Vec::as_slice).collect();
+        let back = VectorTable::decode(&table(&refs).encode()).unwrap();
+        assert_eq!(back.values.capacity(), 900);
+        assert_eq!(back.scales.capacity(), 300);
+        // Dimensions whose product with the count overflows are refused, not wrapped.
+        let huge = VectorTable {
+            model: "m".into(),
+            dims: u32::MAX,
+            values: Vec::new(),
+            scales: vec![1.0; 3],
+        };
+        assert_eq!(VectorTable::decode(&huge.encode()), None);
     }
 
     #[test]

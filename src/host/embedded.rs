@@ -30,7 +30,7 @@ use ctxgate_edge::backend::{
 };
 use ctxgate_edge::metrics::Metrics;
 
-mod dense;
+pub(crate) mod dense;
 mod hooks;
 
 /// Which sources `POST /v1/projects` may index.

@@ -24,10 +24,7 @@ impl QueryEmbedder for NativeQueryEmbedder {
         tokio::task::spawn_blocking(move || embedder.embed(&[&query]))
             .await
             .map_err(|e| BackendError::Storage(format!("embedding task failed: {e}")))?
-            .map_err(|e| BackendError::Embedding {
-                code: e.code(),
-                message: e.to_string(),
-            })?
+            .map_err(super::embedded::dense::embed_error)?
             .pop()
             .ok_or_else(|| BackendError::Embedding {
                 code: "embed_bad_answer",

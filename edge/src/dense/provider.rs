@@ -3,8 +3,10 @@
 //! it runs no model.
 //!
 //! Wire format, as the indexer's client: `{"model", "input": [query], "encoding_format":
-//! "float"}` in, `{"data": [{"index", "embedding"}]}` out; an error's `{"error": {"message"}}`
-//! is passed on with the same codes (`embed_unauthorized`, `embed_rate_limited`, ...).
+//! "float"}` in, `{"data": [{"index", "embedding"}]}` out. A failure answers the tenant with
+//! the indexer's codes (`embed_unauthorized`, `embed_rate_limited`, ...) and the status only:
+//! the provider's URL and its own error text (OpenAI's 401 names a masked key) are the
+//! operator's, so they go to the host's log ([`HttpClient::warn`]).
 
 use async_trait::async_trait;
 use ctxgate_core::dense::wire;
@@ -81,10 +83,20 @@ impl<C: HttpClient> EmbeddingsApi<C> {
         }
     }
 
-    fn failed(&self, code: &'static str, message: impl std::fmt::Display) -> BackendError {
+    /// The tenant's error for a failed request (`public`), with the operator's `detail` logged.
+    fn failed(
+        &self,
+        code: &'static str,
+        public: &str,
+        detail: impl std::fmt::Display,
+    ) -> BackendError {
+        self.client.warn(&format!(
+            "embeddings request to {} failed: {detail}",
+            self.url
+        ));
         BackendError::Embedding {
             code,
-            message: format!("embeddings request to {} failed: {message}", self.url),
+            message: format!("{public}; the server's log has the provider's answer"),
         }
     }
 }
@@ -123,24 +135,30 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
             headers,
             body: body.into_bytes(),
         };
-        let res = self
-            .client
-            .send(req)
-            .await
-            .map_err(|e| self.failed("embed_unreachable", e))?;
+        let res = self.client.send(req).await.map_err(|e| {
+            self.failed(
+                "embed_unreachable",
+                "the embeddings provider could not be reached",
+                e,
+            )
+        })?;
         if !(200..300).contains(&res.status) {
             let detail = wire::refusal(&res.body);
             return Err(self.failed(
                 status_code(res.status),
+                &format!(
+                    "the embeddings provider refused the request (HTTP {})",
+                    res.status
+                ),
                 format!("HTTP {}: {detail}", res.status),
             ));
         }
-        vector_of(&res.body, self.settings.dims).map_err(|e| BackendError::Embedding {
-            code: "embed_bad_answer",
-            message: format!(
-                "the answer from {} is not a valid embeddings response: {e}",
-                self.url
-            ),
+        vector_of(&res.body, self.settings.dims).map_err(|e| {
+            self.failed(
+                "embed_bad_answer",
+                "the embeddings provider's answer is not a valid embeddings response",
+                e,
+            )
         })
     }
 }
@@ -148,6 +166,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aws::HttpResponse;
 
     #[test]
     fn settings_come_from_vars_and_answers_are_checked() {
@@ -182,5 +201,60 @@ mod tests {
         assert_eq!(status_code(401), "embed_unauthorized");
         assert_eq!(status_code(429), "embed_rate_limited");
         assert_eq!(status_code(500), "embed_http_error");
+    }
+
+    /// A provider that refuses every request the way OpenAI refuses a wrong key, and keeps
+    /// what the host logged.
+    struct Refusing(std::sync::Mutex<Vec<String>>);
+
+    #[async_trait]
+    impl HttpClient for Refusing {
+        async fn send(&self, _: SignedRequest) -> Result<HttpResponse, BackendError> {
+            Ok(HttpResponse {
+                status: 401,
+                body: br#"{"error":{"message":"Incorrect API key provided: sk-ab***yz"}}"#.to_vec(),
+            })
+        }
+        fn warn(&self, message: &str) {
+            self.0.lock().unwrap().push(message.to_owned());
+        }
+        async fn pause(&self, _: u64) {}
+        fn now_ms(&self) -> u64 {
+            0
+        }
+        fn random_u64(&self) -> u64 {
+            4
+        }
+    }
+
+    #[test]
+    fn a_refusal_tells_the_tenant_its_code_and_the_operator_its_text() {
+        let api = EmbeddingsApi::new(
+            Refusing(std::sync::Mutex::default()),
+            ApiSettings {
+                url: "https://embed.internal.example/v1".into(),
+                model: "m".into(),
+                dims: 3,
+                api_key: Some("sk-secret".into()),
+            },
+        );
+        let err = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(api.embed_query("q"))
+            .unwrap_err();
+        let BackendError::Embedding { code, message } = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(code, "embed_unauthorized");
+        assert!(message.contains("HTTP 401"), "{message}");
+        for private in ["sk-", "internal.example", "Incorrect API key"] {
+            assert!(!message.contains(private), "{message}");
+        }
+        let logged = api.client.0.lock().unwrap().join("\n");
+        assert!(
+            logged.contains("Incorrect API key") && logged.contains("internal.example"),
+            "{logged}"
+        );
     }
 }

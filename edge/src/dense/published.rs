@@ -89,14 +89,7 @@ impl PublishedDense {
             },
             None => projects.object(&named.key).await?,
         };
-        let table = VectorTable::decode(&bytes)
-            .filter(|t| t.model == named.model && t.dims == named.dims)
-            .ok_or_else(|| {
-                BackendError::Corrupt(format!(
-                    "`{}` is not the vector table its manifest names",
-                    named.key
-                ))
-            })?;
+        let table = decoded(named, &bytes)?;
         drop(bytes);
         let table = Arc::new(table);
         if let Ok(mut tables) = self.tables.lock() {
@@ -122,6 +115,28 @@ fn compare(table: &VectorTable, vector: &[f32]) -> DenseSignal {
         },
         Err(e) => DenseSignal::skipped(format!("dense retrieval skipped: {e}")),
     }
+}
+
+/// The table in `bytes`, read for `named`: exactly the size, model and dimensions the
+/// manifest says. The ceiling was checked against the manifest's size, so an object of
+/// another size is not the one it names (and could be far larger than was admitted).
+fn decoded(named: &VectorsRef, bytes: &[u8]) -> Result<VectorTable, BackendError> {
+    if bytes.len() as u64 != named.bytes {
+        return Err(BackendError::Corrupt(format!(
+            "`{}` holds {} bytes, its manifest says {}",
+            named.key,
+            bytes.len(),
+            named.bytes
+        )));
+    }
+    VectorTable::decode(bytes)
+        .filter(|t| t.model == named.model && t.dims == named.dims)
+        .ok_or_else(|| {
+            BackendError::Corrupt(format!(
+                "`{}` is not the vector table its manifest names",
+                named.key
+            ))
+        })
 }
 
 /// Whether `named` can be used by a host embedding queries with `model` under `ceiling`
@@ -157,6 +172,35 @@ mod tests {
         let skipped = compare(&table, &[1.0, 0.0, 0.0]);
         assert!(skipped.hits.is_empty());
         assert!(skipped.note.is_some_and(|n| n.contains("3 dimensions")));
+    }
+
+    #[test]
+    fn a_table_is_read_only_as_its_manifest_names_it() {
+        let mut table = VectorTable::new("openai:a", 2);
+        table.push(Some(&[1.0, 0.0])).unwrap();
+        let bytes = table.encode();
+        let named = VectorsRef {
+            key: "org/o/project/p/vectors/ab.vec".into(),
+            bytes: bytes.len() as u64,
+            model: "openai:a".into(),
+            dims: 2,
+        };
+        assert_eq!(decoded(&named, &bytes).ok(), Some(table));
+        // A manifest that understates the object's size: refused before decoding.
+        let understated = VectorsRef {
+            bytes: 4,
+            ..named.clone()
+        };
+        let err = decoded(&understated, &bytes).unwrap_err().to_string();
+        assert!(
+            err.contains("its manifest says 4") && err.contains("ab.vec"),
+            "{err}"
+        );
+        let other_dims = VectorsRef { dims: 3, ..named };
+        assert!(matches!(
+            decoded(&other_dims, &bytes),
+            Err(BackendError::Corrupt(_))
+        ));
     }
 
     #[test]

@@ -94,6 +94,26 @@ impl EmbedError {
             EmbedError::Text(_) => "store_corrupt",
         }
     }
+
+    /// What a tenant of a server may be told: a provider's URL and its own error text (OpenAI's
+    /// 401 names a masked key) belong to the server's operator, who finds them in the log
+    /// (the full [`std::fmt::Display`]); the code and status say what failed.
+    pub fn public_message(&self) -> String {
+        let what = match self {
+            EmbedError::Http {
+                status: Some(status),
+                ..
+            } => format!("the embeddings provider refused the request (HTTP {status})"),
+            EmbedError::Http { status: None, .. } => {
+                "the embeddings provider could not be reached".to_owned()
+            }
+            EmbedError::Answer { .. } => {
+                "the embeddings provider's answer is not a valid embeddings response".to_owned()
+            }
+            _ => return self.to_string(),
+        };
+        format!("{what}; the server's log has the provider's answer")
+    }
 }
 
 /// Which embedding model dense retrieval uses.

@@ -24,10 +24,12 @@ type VersionKey = (String, String, u64);
 /// Versions whose vector tables stay in memory (as many as the snapshot cache keeps).
 const DENSE_TABLES: usize = 4;
 
-fn embed_error(e: EmbedError) -> BackendError {
+/// The tenant's error for `e`; the provider's own answer goes to the log only.
+pub(crate) fn embed_error(e: EmbedError) -> BackendError {
+    tracing::warn!("{e}");
     BackendError::Embedding {
         code: e.code(),
-        message: e.to_string(),
+        message: e.public_message(),
     }
 }
 
