@@ -69,6 +69,72 @@ impl VectorTable {
         }
     }
 
+    /// A table of `n` rows without vectors, to be filled in any order ([`VectorTable::set`],
+    /// [`VectorTable::copy_row`]): a re-index fills it from several sources without holding
+    /// every vector as `f32` first (180k chunks of 1,536 dimensions are 1.1 GB so, 276 MB here).
+    pub fn zeroed(model: &str, dims: u32, n: usize) -> Self {
+        Self {
+            model: model.to_string(),
+            dims,
+            values: vec![0; n.saturating_mul(dims as usize)],
+            scales: vec![0.0; n],
+        }
+    }
+
+    /// Stores `vector` (normalized) as row `i`, which must exist.
+    pub fn set(&mut self, i: usize, vector: &[f32]) -> Result<(), DenseError> {
+        let d = self.dims as usize;
+        if vector.len() != d {
+            return Err(DenseError::Dimensions {
+                expected: self.dims,
+                found: vector.len(),
+            });
+        }
+        let (q, scale) = quantize(vector);
+        if let (Some(row), Some(s)) = (
+            self.values.get_mut(i * d..(i + 1) * d),
+            self.scales.get_mut(i),
+        ) {
+            row.copy_from_slice(&q);
+            *s = scale;
+        }
+        Ok(())
+    }
+
+    /// Copies row `j` of `from` (a table of the same dimensions) to row `i`, as stored: the
+    /// same components a dequantize-and-store round would give, without the `f32` copy.
+    /// Whether both rows exist and the dimensions match.
+    pub fn copy_row(&mut self, i: usize, from: &VectorTable, j: usize) -> bool {
+        let d = self.dims as usize;
+        if from.dims != self.dims {
+            return false;
+        }
+        let (Some(src), Some(&scale)) = (from.values.get(j * d..(j + 1) * d), from.scales.get(j))
+        else {
+            return false;
+        };
+        match (
+            self.values.get_mut(i * d..(i + 1) * d),
+            self.scales.get_mut(i),
+        ) {
+            (Some(row), Some(s)) => {
+                row.copy_from_slice(src);
+                *s = scale;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Row `from` copied to row `i` (chunks of the same text share a vector).
+    pub fn repeat_row(&mut self, i: usize, from: usize) {
+        let d = self.dims as usize;
+        if i.max(from) < self.scales.len() {
+            self.values.copy_within(from * d..(from + 1) * d, i * d);
+            self.scales[i] = self.scales[from];
+        }
+    }
+
     /// Number of vectors.
     pub fn len(&self) -> usize {
         self.scales.len()
@@ -352,6 +418,25 @@ mod tests {
         }
         assert_eq!(again.values, t.values);
         assert_eq!(t.memory_bytes(), 9 + 12 + 1);
+    }
+
+    #[test]
+    fn a_table_filled_in_any_order_equals_one_pushed_in_order() {
+        let rows: [&[f32]; 3] = [&[0.3, -0.9, 0.2], &[5.0, 1.0, 0.0], &[0.0, 0.0, 1.0]];
+        let pushed = table(&rows);
+        let mut filled = VectorTable::zeroed("m", 3, 4);
+        filled.set(2, rows[2]).unwrap();
+        assert!(filled.copy_row(1, &pushed, 1));
+        filled.set(0, rows[0]).unwrap();
+        assert_eq!(filled.vector(3), None, "a row never filled has no vector");
+        assert_eq!(filled.values[..9], pushed.values[..]);
+        assert_eq!(filled.scales[..3], pushed.scales[..]);
+        assert!(!filled.copy_row(9, &pushed, 0));
+        assert!(!filled.copy_row(0, &VectorTable::zeroed("m", 2, 1), 0));
+        assert!(filled.set(0, &[1.0]).is_err());
+        filled.repeat_row(3, 1);
+        assert_eq!(filled.vector(3), pushed.vector(1));
+        filled.repeat_row(4, 1);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub mod local;
 pub mod model_files;
 pub mod openai;
 
+use std::collections::HashMap;
+
 use ctxgate_core::assemble::ChunkSource;
 use ctxgate_core::dense::VectorTable;
 use ctxgate_core::hash::Sha256Digest;
@@ -186,13 +188,41 @@ pub struct EmbedReport {
     pub embedded: usize,
 }
 
-/// The vectors of every chunk of `pack`, embedding (and caching) only the texts the cache does
-/// not hold.
+/// A previous version's published vectors, by what each depends on ([`embedding_key`]): a
+/// re-index copies their rows as stored instead of asking the model again.
+pub struct Reuse {
+    table: VectorTable,
+    rows: HashMap<Sha256Digest, u32>,
+}
+
+impl Reuse {
+    /// `table`'s rows, each named by its key (rows without a vector are left out).
+    pub fn new(table: VectorTable, keys: impl IntoIterator<Item = Sha256Digest>) -> Self {
+        let rows = keys
+            .into_iter()
+            .enumerate()
+            .filter(|&(i, _)| table.scales.get(i).is_some_and(|&s| s > 0.0))
+            .map(|(i, key)| (key, i as u32))
+            .collect();
+        Self { table, rows }
+    }
+}
+
+/// Keys looked up in the vector cache at a time: the vectors found are stored in the table at
+/// once, so no more than this many are held as `f32`.
+const CACHE_BATCH: usize = 2048;
+
+/// The vectors of every chunk of `pack`: copied from `reuse` where it holds them, then from the
+/// cache, and only the remaining texts embedded (and cached).
+///
+/// The table is filled in place ([`VectorTable::zeroed`]): at no point is every vector held as
+/// `f32` (the Lambda's 2 GB would not hold 180k chunks of 1,536 dimensions twice so).
 pub fn vectors_for(
     pack: &IndexPack,
     source: &dyn ChunkSource,
     embedder: &dyn Embedder,
     cache: &cache::VectorCache,
+    reuse: Option<&Reuse>,
     progress: &dyn Progress,
 ) -> Result<(VectorTable, EmbedReport), EmbedError> {
     let model = embedder.model();
@@ -207,17 +237,43 @@ pub fn vectors_for(
             )
         })
         .collect();
-    let mut known = cache.get_many(model, &keys)?;
-    let mut missing: Vec<usize> = Vec::new();
-    let mut queued = std::collections::HashSet::new();
-    for (i, key) in keys.iter().enumerate() {
-        if !known.contains_key(key) && queued.insert(*key) {
-            missing.push(i);
+    let mut table = VectorTable::zeroed(model, embedder.dims() as u32, keys.len());
+    let mut filled = vec![false; keys.len()];
+    if let Some(reuse) = reuse {
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(&j) = reuse.rows.get(key) {
+                filled[i] = table.copy_row(i, &reuse.table, j as usize);
+            }
         }
     }
+    let unfilled: Vec<usize> = (0..keys.len()).filter(|&i| !filled[i]).collect();
+    for batch in unfilled.chunks(CACHE_BATCH) {
+        let wanted: Vec<Sha256Digest> = batch.iter().map(|&i| keys[i]).collect();
+        let found = cache.get_many(model, &wanted)?;
+        for &i in batch {
+            if let Some(v) = found.get(&keys[i]) {
+                set_row(&mut table, i, v)?;
+                filled[i] = true;
+            }
+        }
+    }
+    // The first chunk of each key still without a vector is embedded; the others copy its row.
+    let mut first_of: HashMap<Sha256Digest, usize> = HashMap::new();
+    let mut missing: Vec<usize> = Vec::new();
+    let mut copies: Vec<(usize, usize)> = Vec::new();
+    for i in (0..keys.len()).filter(|&i| !filled[i]) {
+        match first_of.entry(keys[i]) {
+            std::collections::hash_map::Entry::Occupied(e) => copies.push((i, *e.get())),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+                missing.push(i);
+            }
+        }
+    }
+    drop(first_of);
     if !missing.is_empty() {
         tracing::info!(
-            "embedding {} of {} chunks with {model} (the rest are cached)",
+            "embedding {} of {} chunks with {model} (the rest are reused or cached)",
             missing.len(),
             keys.len()
         );
@@ -245,6 +301,9 @@ pub fn vectors_for(
                 batch.len()
             )));
         }
+        for (&i, v) in batch.iter().zip(&vectors) {
+            set_row(&mut table, i, v)?;
+        }
         let fresh: Vec<(Sha256Digest, Vec<f32>)> = batch
             .iter()
             .zip(vectors)
@@ -254,14 +313,10 @@ pub fn vectors_for(
         for _ in batch {
             progress.advance();
         }
-        known.extend(fresh);
     }
     progress.finish();
-    let mut table = VectorTable::new(model, embedder.dims() as u32);
-    for key in &keys {
-        table
-            .push(known.get(key).map(Vec::as_slice))
-            .map_err(|e| EmbedError::Inference(e.to_string()))?;
+    for (i, from) in copies {
+        table.repeat_row(i, from);
     }
     Ok((
         table,
@@ -313,7 +368,7 @@ pub fn pack_vectors(
         ));
     }
     let cache = cache::VectorCache::open(&data_dir.join("cache/vectors.sqlite"))?;
-    let (t, report) = vectors_for(pack, source, embedder, &cache, progress)?;
+    let (t, report) = vectors_for(pack, source, embedder, &cache, None, progress)?;
     // A table that cannot be kept is rebuilt from the vector cache next time.
     if let Some(dir) = table_path.parent()
         && std::fs::create_dir_all(dir).is_ok()
@@ -324,6 +379,14 @@ pub fn pack_vectors(
         }
     }
     Ok((t, report))
+}
+
+/// Stores `vector` as row `i`; a vector of other dimensions than the model's is the model's
+/// fault.
+fn set_row(table: &mut VectorTable, i: usize, vector: &[f32]) -> Result<(), EmbedError> {
+    table
+        .set(i, vector)
+        .map_err(|e| EmbedError::Inference(e.to_string()))
 }
 
 /// What a chunk's vector depends on: its text, path and symbol ([`chunk_text`]).

@@ -2,9 +2,9 @@
 //! host can then rank with them by embedding only the query.
 //!
 //! A chunk is embedded once. Its vector is looked up, by what it depends on (path, symbol,
-//! text) and the model, first in the previous version's published table, then in the vector
-//! cache of the indexer's cache folder (a warm Lambda container keeps it); only what neither
-//! holds goes to the provider. A provider failure fails the run before the pack or the
+//! text) and the model, first in the previous version's published table (its rows copied as
+//! stored), then in the vector cache of the indexer's cache folder (a warm Lambda container
+//! keeps it); only what neither holds goes to the provider. A provider failure fails the run before the pack or the
 //! manifest is written, so no version without its vectors is ever published.
 
 use std::borrow::Cow;
@@ -20,7 +20,7 @@ use ctxgate_core::index::lists::ListId;
 use super::OpenVersion;
 use crate::IndexerError;
 use crate::embed::cache::VectorCache;
-use crate::embed::{EmbedReport, Embedder, embedding_key, vectors_for};
+use crate::embed::{EmbedReport, Embedder, Reuse, embedding_key, vectors_for};
 use crate::progress::NoProgress;
 use crate::store::{IndexStore, keys};
 
@@ -35,21 +35,24 @@ pub(super) fn embed_version(
 ) -> Result<(VectorTable, EmbedReport), IndexerError> {
     let cache = VectorCache::open(&store.cache_root().join("cache/vectors.sqlite"))
         .map_err(crate::embed::EmbedError::from)?;
-    if let Some(prev) = previous {
-        let seeds = published_vectors(store, prev, embedder.model())?;
-        if !seeds.is_empty() {
-            cache
-                .put_many(embedder.model(), &seeds)
-                .map_err(crate::embed::EmbedError::from)?;
-        }
-    }
+    let reuse = match previous {
+        Some(prev) => published_vectors(store, prev, embedder.model()),
+        None => None,
+    };
     let source = StoredSegments {
         store,
         org,
         project,
         read: RefCell::default(),
     };
-    Ok(vectors_for(pack, &source, embedder, &cache, &NoProgress)?)
+    Ok(vectors_for(
+        pack,
+        &source,
+        embedder,
+        &cache,
+        reuse.as_ref(),
+        &NoProgress,
+    )?)
 }
 
 /// Whether `previous` lacks vectors of `model`: a run that changed nothing must still publish
@@ -62,16 +65,15 @@ pub(super) fn missing(previous: &OpenVersion, model: &str) -> bool {
         .is_none_or(|v| v.model != model)
 }
 
-/// `prev`'s published vectors of `model` by what each depends on; none when it has no table of
-/// that model, or its table cannot be read (then they are embedded again).
-fn published_vectors(
-    store: &dyn IndexStore,
-    prev: &OpenVersion,
-    model: &str,
-) -> Result<Vec<(Sha256Digest, Vec<f32>)>, IndexerError> {
-    let Some(named) = prev.manifest.vectors.as_ref().filter(|v| v.model == model) else {
-        return Ok(Vec::new());
-    };
+/// `prev`'s published vectors of `model` by what each depends on, kept as stored (`i8`); none
+/// when it has no table of that model, or its table cannot be read (then they are embedded
+/// again).
+fn published_vectors(store: &dyn IndexStore, prev: &OpenVersion, model: &str) -> Option<Reuse> {
+    let named = prev
+        .manifest
+        .vectors
+        .as_ref()
+        .filter(|v| v.model == model)?;
     let table = match store.get_object(&named.key) {
         Ok(bytes) => VectorTable::decode(&bytes),
         Err(e) => {
@@ -82,24 +84,15 @@ fn published_vectors(
             None
         }
     };
-    let Some(table) = table.filter(|t| t.model == model && t.len() == prev.pack.chunks.len())
-    else {
-        return Ok(Vec::new());
-    };
-    Ok(prev
-        .pack
-        .chunks
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let key = embedding_key(
-                &prev.pack.files[c.file as usize].path,
-                c.symbol.as_deref(),
-                &c.sha256,
-            );
-            Some((key, table.vector(i)?))
-        })
-        .collect())
+    let table = table.filter(|t| t.model == model && t.len() == prev.pack.chunks.len())?;
+    let keys = prev.pack.chunks.iter().map(|c| {
+        embedding_key(
+            &prev.pack.files[c.file as usize].path,
+            c.symbol.as_deref(),
+            &c.sha256,
+        )
+    });
+    Some(Reuse::new(table, keys))
 }
 
 /// Chunk texts read from the version's stored segments, each segment once (the store of any
