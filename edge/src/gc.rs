@@ -82,9 +82,59 @@ pub async fn collect_org(
     Ok(reports)
 }
 
+/// The orgs that have objects among `stored` (keys `org/{org}/...`), each once, in order.
+pub fn org_names(stored: &[ctxgate_core::index::gc::StoredObject]) -> Vec<String> {
+    let mut orgs: Vec<String> = stored
+        .iter()
+        .filter_map(|o| o.key.strip_prefix("org/")?.split_once('/'))
+        .map(|(org, _)| org)
+        .filter(|org| !org.is_empty())
+        .map(str::to_owned)
+        .collect();
+    orgs.sort_unstable();
+    orgs.dedup();
+    orgs
+}
+
+/// Collects every org with objects in this host's store (the Worker's scheduled pass: a
+/// Worker keeps no list of its orgs, but every published object lies under `org/{org}/`).
+/// An org whose collection fails is reported by the caller and does not stop the others.
+pub async fn collect_all(
+    backend: &dyn Projects,
+    policy: &GcPolicy,
+    now_ms: u64,
+) -> Result<Vec<(String, Result<Vec<GcReport>, BackendError>)>, BackendError> {
+    let orgs = org_names(&backend.list_objects("org/").await?);
+    let mut out = Vec::with_capacity(orgs.len());
+    for org in orgs {
+        let reports = collect_org(backend, &org, policy, now_ms, false).await;
+        out.push((org, reports));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::manifest_version;
+    use super::{manifest_version, org_names};
+    use ctxgate_core::index::gc::StoredObject;
+
+    #[test]
+    fn every_org_with_objects_is_named_once() {
+        let stored = |key: &str| StoredObject {
+            key: key.into(),
+            bytes: 1,
+            modified_ms: 0,
+        };
+        let objects = [
+            stored("org/zeta/project/p/segments/a.seg"),
+            stored("org/acme/project/p1/version/0000000001/manifest.json"),
+            stored("org/acme/project/p2/segments/b.seg"),
+            stored("org//project/x"),
+            stored("orgs/other/x"),
+            stored("org/bare"),
+        ];
+        assert_eq!(org_names(&objects), vec!["acme", "zeta"]);
+    }
 
     #[test]
     fn manifest_keys_name_their_version() {

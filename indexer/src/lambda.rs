@@ -225,24 +225,7 @@ pub fn embed_endpoint(
 
 /// The garbage collection policy from the function's variables, or none when turned off.
 fn gc_policy(var: impl Fn(&str) -> Option<String>) -> Result<Option<GcPolicy>, String> {
-    if var("CTXGATE_GC").is_some_and(|v| v == "off") {
-        return Ok(None);
-    }
-    let number = |name: &str, default: u64| -> Result<u64, String> {
-        match var(name) {
-            None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse()
-                .map_err(|_| format!("{name} must be a whole number, not `{v}`")),
-        }
-    };
-    let defaults = GcPolicy::default();
-    Ok(Some(GcPolicy {
-        keep_last: number("CTXGATE_GC_KEEP", defaults.keep_last as u64)? as usize,
-        keep_younger_than_ms: 0,
-        grace_ms: number("CTXGATE_GC_GRACE_SECONDS", defaults.grace_ms / 1000)? * 1000,
-    }))
+    GcPolicy::from_vars(var)
 }
 
 mod erased {

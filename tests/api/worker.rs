@@ -155,7 +155,8 @@ impl WorkerHost {
         // Dev vars for this run only (the equivalent of `.dev.vars`; never committed).
         let vars = scratch.path().join("dev.env");
         let mut text = format!(
-            "TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n"
+            "TOKEN_SECRET={TOKEN_SECRET}\nADMIN_SECRET={ADMIN_SECRET}\nMAX_BODY_BYTES=1048576\n\
+             CTXGATE_GC_KEEP=0\nCTXGATE_GC_GRACE_SECONDS=0\n"
         );
         for (k, v) in extra {
             text.push_str(&format!("{k}={v}\n"));
@@ -245,6 +246,8 @@ fn launch(scratch: &Path, port: u16, inspector_port: u16, configs: &[PathBuf]) -
         // `log`: the Worker's own console lines (its JSON request records) too.
         .args(["dev", "--local", "--ip", "127.0.0.1", "--log-level", "log"])
         .args(["--show-interactive-dev-session=false"])
+        // `GET /__scheduled` runs the Worker's scheduled pass (its cron), as a test needs.
+        .arg("--test-scheduled")
         .args(configs.iter().flat_map(|c| [Path::new("-c"), c.as_path()]))
         .arg("--port")
         .arg(port.to_string())
@@ -567,6 +570,59 @@ pub fn garbage_collection_on_r2(host: &WorkerHost) {
     );
     let again = gc(false);
     assert_eq!(again["deleted_objects"], 0, "{again}");
+
+    // The Worker's own daily pass (its cron, run here through `/__scheduled`) collects R2 by
+    // the policy in its vars (this host: keep 0, no grace) for every org: version 3 goes once
+    // version 4 is published.
+    write(4);
+    ctxgate(
+        home.path(),
+        &[
+            "project", "reindex", "--org", org, "core", "--format", "json",
+        ],
+    );
+    let published = ctxgate_with(home.path(), &publish, &secret);
+    assert_eq!(published["version"], 4, "{published}");
+    assert_eq!((stored(3), stored(4)), (204, 204));
+    let before = host.output().matches("\"event\":\"gc\"").count();
+    let cron = super::host::call(host, "GET", "/__scheduled?cron=23+4+*+*+*", None, None, "");
+    assert_eq!(cron.status, 200, "{}", cron.body);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let log = host.output();
+        if let Some(line) = log
+            .lines()
+            .filter(|l| l.contains("\"event\":\"gc\""))
+            .nth(before)
+        {
+            break line.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no gc line in the Worker's log:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let start = line.find('{').unwrap();
+    let pass: Value = serde_json::from_str(&line[start..]).unwrap();
+    assert!(pass["deleted_versions"].as_u64().unwrap() >= 1, "{pass}");
+    assert!(pass["bytes_freed"].as_u64().unwrap() > 0, "{pass}");
+    assert_eq!(pass["failed"], json!([]), "{pass}");
+    assert_eq!((stored(3), stored(4)), (404, 204));
+    let r = post(
+        host,
+        "/v1/context",
+        Some(&key),
+        &json!({"project": "core", "query": "reserve tokens", "budget": 2000}),
+    );
+    assert!(
+        r.body["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("reserve_4"),
+        "{}",
+        r.body
+    );
     // Without the admin secret nothing is collected.
     let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
         .args(["gc", "--to", &host.url, "--org", org, "--format", "json"])

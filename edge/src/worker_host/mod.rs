@@ -20,6 +20,7 @@ mod cloudflare;
 mod edge_cache;
 mod org_object;
 mod random;
+mod scheduled;
 
 use std::sync::{Arc, OnceLock};
 

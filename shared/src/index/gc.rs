@@ -34,6 +34,34 @@ impl Default for GcPolicy {
     }
 }
 
+impl GcPolicy {
+    /// The policy of a scheduled collection from a host's variables (the Lambda's environment,
+    /// the Worker's vars): the current version plus `CTXGATE_GC_KEEP` (default 2), and anything
+    /// superseded or written less than `CTXGATE_GC_GRACE_SECONDS` ago (default 900); `None` when
+    /// `CTXGATE_GC=off`. A value that is not a whole number is an error naming the variable.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+        if var("CTXGATE_GC").is_some_and(|v| v.trim() == "off") {
+            return Ok(None);
+        }
+        let number = |name: &str, default: u64| -> Result<u64, String> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{name} must be a whole number, not `{v}`")),
+            }
+        };
+        let defaults = Self::default();
+        Ok(Some(Self {
+            keep_last: number("CTXGATE_GC_KEEP", defaults.keep_last as u64)? as usize,
+            keep_younger_than_ms: 0,
+            grace_ms: number("CTXGATE_GC_GRACE_SECONDS", defaults.grace_ms / 1000)?
+                .saturating_mul(1000),
+        }))
+    }
+}
+
 /// A published version as the store lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionFacts {
