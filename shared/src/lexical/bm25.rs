@@ -173,10 +173,6 @@ impl Bm25Index {
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
         limit: usize,
     ) -> Result<Searched, ListError> {
-        // Scores accumulate in one array over the documents (a hash map per posting was the
-        // largest cost of a query on a large index); `hit` lists the documents touched.
-        let mut scores = vec![0.0f32; self.doc_len.len()];
-        let mut hit: Vec<u32> = Vec::new();
         let Bm25Params { k1, b } = params;
         let avg = self.avg_len.max(1.0);
         let mut lists = Vec::with_capacity(found.len());
@@ -191,6 +187,11 @@ impl Bm25Index {
             return Err(ListError::Needed(missing));
         }
         let mut idf = Vec::with_capacity(lists.len());
+        // Scores accumulate in one array over the documents (a hash map per posting was the
+        // largest cost of a query on a large index); `hit` lists the documents touched.
+        let mut held = ScoreArray::take(self.doc_len.len());
+        let scores = held.scores();
+        let mut hit: Vec<u32> = Vec::new();
         for (qtf, bytes) in lists {
             let term_idf = self.idf_of(postings_count(bytes));
             idf.push(term_idf);
@@ -208,11 +209,66 @@ impl Bm25Index {
                 *slot += s;
             }
         }
-        let mut out: Vec<(u32, f32)> = hit.into_iter().map(|d| (d, scores[d as usize])).collect();
+        let mut out: Vec<(u32, f32)> = hit.iter().map(|&d| (d, scores[d as usize])).collect();
+        for &d in &hit {
+            scores[d as usize] = 0.0;
+        }
+        held.cleared();
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
         Ok(Searched { hits: out, idf })
+    }
+}
+
+thread_local! {
+    /// One score per document, all zero between searches: a search of the monorepo corpus's
+    /// 180k chunks no longer allocates and zeroes 720 KB (only the documents it touched are
+    /// reset), and an isolate's memory does not grow by it either, having kept it anyway.
+    static SCORES: std::cell::RefCell<(Vec<f32>, bool)> = const { std::cell::RefCell::new((Vec::new(), false)) };
+}
+
+/// The thread's score array for one search (or a fresh one when it is in use), every entry
+/// zero.
+struct ScoreArray {
+    array: Vec<f32>,
+    /// Whether the array is the thread's, to be given back.
+    shared: bool,
+}
+
+impl ScoreArray {
+    fn take(len: usize) -> Self {
+        let taken = SCORES.with(|cell| {
+            let mut held = cell.try_borrow_mut().ok()?;
+            let (array, dirty) = &mut *held;
+            // A search that did not finish (a panic) left scores behind: start from zeros.
+            if std::mem::replace(dirty, true) {
+                array.iter_mut().for_each(|s| *s = 0.0);
+            }
+            Some(std::mem::take(array))
+        });
+        let (mut array, shared) = match taken {
+            Some(array) => (array, true),
+            None => (Vec::new(), false),
+        };
+        array.resize(len, 0.0);
+        Self { array, shared }
+    }
+
+    fn scores(&mut self) -> &mut [f32] {
+        &mut self.array
+    }
+
+    /// Every score was taken back to zero: the array may serve the next search as it is.
+    fn cleared(self) {
+        if self.shared {
+            let array = self.array;
+            SCORES.with(|cell| {
+                if let Ok(mut held) = cell.try_borrow_mut() {
+                    *held = (array, false);
+                }
+            });
+        }
     }
 }
 
