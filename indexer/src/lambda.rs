@@ -223,11 +223,6 @@ pub fn embed_endpoint(
     }))
 }
 
-/// The garbage collection policy from the function's variables, or none when turned off.
-fn gc_policy(var: impl Fn(&str) -> Option<String>) -> Result<Option<GcPolicy>, String> {
-    GcPolicy::from_vars(var)
-}
-
 mod erased {
     /// Serializes any answer (a job or a pass report) the same way.
     pub trait Json {
@@ -258,7 +253,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .unwrap_or_else(std::env::temp_dir);
     let cache = work_dir.join("ctxgate-cache");
     let store = AwsStore::connect(location, &table, &cache, runtime.handle().clone())?;
-    let gc = gc_policy(|name| std::env::var(name).ok())?;
+    let gc = GcPolicy::from_vars(|name| std::env::var(name).ok())?;
     let credentials = SecretsManagerCredentials::connect(
         &std::env::var("CTXGATE_SECRET_PREFIX")
             .ok()
@@ -383,16 +378,22 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        assert_eq!(gc_policy(vars(&[])).unwrap(), Some(GcPolicy::default()));
-        assert_eq!(gc_policy(vars(&[("CTXGATE_GC", "off")])).unwrap(), None);
-        let p = gc_policy(vars(&[
+        assert_eq!(
+            GcPolicy::from_vars(vars(&[])).unwrap(),
+            Some(GcPolicy::default())
+        );
+        assert_eq!(
+            GcPolicy::from_vars(vars(&[("CTXGATE_GC", "off")])).unwrap(),
+            None
+        );
+        let p = GcPolicy::from_vars(vars(&[
             ("CTXGATE_GC_KEEP", "0"),
             ("CTXGATE_GC_GRACE_SECONDS", "60"),
         ]))
         .unwrap()
         .unwrap();
         assert_eq!((p.keep_last, p.grace_ms), (0, 60_000));
-        let err = gc_policy(vars(&[("CTXGATE_GC_KEEP", "two")])).unwrap_err();
+        let err = GcPolicy::from_vars(vars(&[("CTXGATE_GC_KEEP", "two")])).unwrap_err();
         assert!(err.contains("CTXGATE_GC_KEEP"), "{err}");
         let index = serde_json::json!({
             "action": "index", "org": "acme", "project": "web",
