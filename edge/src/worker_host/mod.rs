@@ -30,7 +30,7 @@ use axum::response::IntoResponse;
 use ctxgate_core::catalog::{Catalog, CatalogError};
 use ctxgate_core::tokens::{Encoding, RankTable};
 use tower_service::Service;
-use worker::{Context, Env, HttpRequest, event};
+use worker::{Context, Env, HttpRequest, event, web_sys};
 
 pub use cloudflare::CloudflareBackend;
 pub use org_object::OrgObject;
@@ -206,7 +206,7 @@ fn published_dense(env: &Env) -> Result<Option<Arc<PublishedDense>>, HostError> 
 static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 
 #[event(fetch)]
-async fn fetch(req: HttpRequest, env: Env, ctx: Context) -> worker::Result<worker::Response> {
+async fn fetch(req: HttpRequest, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
     console_error_panic_hook::set_once();
     let (mut router, limits) = match router(&env) {
         Ok(built) => built,
@@ -261,28 +261,35 @@ fn with_memory(mut res: axum::response::Response) -> axum::response::Response {
 /// The response with its body in one buffer. Every answer here is complete JSON held in memory;
 /// handing workerd an `http::Response` would stream that buffer through a JavaScript
 /// `ReadableStream` (a promise, a microtask and a copy per pull), which V8's profiler showed as
-/// a large share of a warm `/v1/context`'s CPU. One `Uint8Array` body costs one copy.
-async fn whole(res: axum::http::Response<axum::body::Body>) -> worker::Result<worker::Response> {
+/// a large share of a warm `/v1/context`'s CPU. The body goes to `new Response` as a view of
+/// the Worker's own memory, which workerd copies once into the response: workers-rs's
+/// `ResponseBuilder::fixed` first copied it into a fresh JavaScript buffer (a 200 KB allocation
+/// per answer at 32k, which V8 counts towards its next collection).
+async fn whole(res: axum::http::Response<axum::body::Body>) -> worker::Result<web_sys::Response> {
     let (parts, body) = res.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .map_err(|e| worker::Error::RustError(format!("response body: {e}")))?;
-    let headers = worker::Headers::new();
+    let headers = web_sys::Headers::new()?;
     for (name, value) in &parts.headers {
         // Every header is set here from ASCII; one that is not could not cross into JavaScript.
         if let Ok(value) = value.to_str() {
             headers.append(name.as_str(), value)?;
         }
     }
-    let builder = worker::ResponseBuilder::new()
-        .with_status(parts.status.as_u16())
-        .with_headers(headers);
-    Ok(if bytes.is_empty() {
-        builder.empty()
+    let init = web_sys::ResponseInit::new();
+    init.set_status(parts.status.as_u16());
+    init.set_headers(&headers);
+    let res = if bytes.is_empty() {
+        web_sys::Response::new_with_opt_str_and_init(None, &init)
     } else {
-        // A body written into one `Vec` (as every answer here is) comes back without a copy.
-        builder.fixed(Vec::from(bytes))
-    })
+        // SAFETY: the view is of `bytes`, which outlives it; nothing runs in this module between
+        // making it and the constructor, which copies the body before returning (workerd holds a
+        // response body as its own byte array), so the memory cannot grow or change under it.
+        let view = unsafe { js_sys::Uint8Array::view(&bytes) };
+        web_sys::Response::new_with_opt_buffer_source_and_init(Some(&view), &init)
+    };
+    Ok(res?)
 }
 
 /// Largest index object the Worker takes in one upload: an isolate has 128 MB, and the body is
