@@ -74,12 +74,34 @@ close();
 const perRequest = marks.map(([a, b]) => busy(profile, a, b).total / 1000);
 const whole = busy(profile, -Infinity, Infinity);
 const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+// Anonymous frames are named by their nearest named caller.
+const parent = new Map();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const label = (id) => {
+  const f = byNode.get(id).callFrame;
+  if (f.functionName) return f.functionName;
+  let p = parent.get(id);
+  while (p !== undefined && !byNode.get(p).callFrame.functionName) p = parent.get(p);
+  const caller = p === undefined ? "root" : byNode.get(p).callFrame.functionName;
+  return `(anonymous ${f.url.split("/").pop()}:${f.lineNumber} under ${caller})`;
+};
 const byName = new Map();
 for (const [id, us] of whole.self) {
-  const f = byNode.get(id).callFrame;
-  const name = f.functionName || `(anonymous ${f.url.split("/").pop()}:${f.lineNumber})`;
+  const name = label(id);
   byName.set(name, (byName.get(name) ?? 0) + us);
 }
+// Inclusive time by name: a sample counts once for every function on its stack (TOTAL=N
+// prints the N largest).
+const inclusive = new Map();
+for (const [id, us] of whole.self) {
+  const names = new Set();
+  for (let n = id; n !== undefined; n = parent.get(n)) names.add(label(n));
+  for (const name of names) inclusive.set(name, (inclusive.get(name) ?? 0) + us);
+}
+const totals = [...inclusive.entries()]
+  .sort((x, y) => y[1] - x[1])
+  .slice(0, Number(process.env.TOTAL ?? 0))
+  .map(([name, us]) => ({ name, ms_per_request: +(us / 1000 / marks.length).toFixed(3) }));
 const sorted = [...perRequest].sort((x, y) => x - y);
 const top = [...byName.entries()]
   .sort((x, y) => y[1] - x[1])
@@ -96,6 +118,7 @@ console.log(
       isolate_busy_ms_p50: +sorted[Math.floor(sorted.length / 2)].toFixed(2),
       isolate_busy_ms_max: +sorted[sorted.length - 1].toFixed(2),
       top_self_time: top,
+      ...(totals.length ? { top_total_time: totals } : {}),
     },
     null,
     1,

@@ -121,9 +121,17 @@ enum Outcome {
 }
 
 fn json<T: Serialize>(v: &T) -> worker::Result<Outcome> {
-    serde_json::to_string(v)
-        .map(Outcome::Value)
-        .map_err(|e| worker::Error::RustError(e.to_string()))
+    to_json(v).map(Outcome::Value)
+}
+
+/// A stored document's text.
+fn to_json<T: Serialize>(v: &T) -> worker::Result<String> {
+    serde_json::to_string(v).map_err(|e| worker::Error::RustError(e.to_string()))
+}
+
+/// Audit records sort by time, then id.
+fn audit_key(record: &AuditRecord) -> String {
+    format!("{AUDIT}{:015}:{}", record.at_ms, record.id)
 }
 
 impl OrgObject {
@@ -138,8 +146,7 @@ impl OrgObject {
     }
 
     async fn write<T: Serialize>(&self, key: &str, v: &T) -> worker::Result<()> {
-        let text = serde_json::to_string(v).map_err(|e| worker::Error::RustError(e.to_string()))?;
-        self.state.storage().put(key, text).await
+        self.state.storage().put(key, to_json(v)?).await
     }
 
     /// Stored JSON documents under `prefix`, in key order (or reversed), at most `limit`.
@@ -243,8 +250,37 @@ impl OrgObject {
     }
 
     async fn append_audit(&self, record: &AuditRecord) -> worker::Result<()> {
-        let key = format!("{AUDIT}{:015}:{}", record.at_ms, record.id);
-        self.write(&key, record).await
+        self.write(&audit_key(record), record).await
+    }
+
+    /// [`Ledger::settle`] and the call's audit record in one storage write (the ledger only if
+    /// the lease was open): every metered call ends here, and each write is a storage call and
+    /// a row of SQLite. The record is kept even when the ledger cannot be read.
+    async fn settle_and_audit(
+        &self,
+        lease_id: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> worker::Result<()> {
+        let settled = match self.ledger().await {
+            Ok(mut ledger) => Ok(ledger.settle(lease_id, used, now_ms).then_some(ledger)),
+            Err(e) => Err(e),
+        };
+        let Ok(Some(ledger)) = settled else {
+            self.append_audit(record).await?;
+            return settled.map(|_| ());
+        };
+        let entries = js_sys::Object::new();
+        let set = |key: &str, text: String| {
+            js_sys::Reflect::set(&entries, &key.into(), &text.into()).map(|_| ())
+        };
+        set(LEDGER, to_json(&ledger)?)?;
+        set(&audit_key(record), to_json(record)?)?;
+        *self.ledger.borrow_mut() = None;
+        self.state.storage().put_multiple_raw(entries).await?;
+        *self.ledger.borrow_mut() = Some(ledger);
+        Ok(())
     }
 
     /// One command. Each arm awaits nothing but this object's storage, which keeps its
@@ -309,9 +345,8 @@ impl OrgObject {
                 now_ms,
                 record,
             } => {
-                let settled = self.settle(&lease_id, used, now_ms).await;
-                self.append_audit(&record).await?;
-                settled?;
+                self.settle_and_audit(&lease_id, used, now_ms, &record)
+                    .await?;
                 json(&())
             }
             OrgCommand::Audit { limit } => {
