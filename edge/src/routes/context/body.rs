@@ -50,8 +50,6 @@ impl ProjectRef {
 pub struct ContextAnswer<'a> {
     /// The project and version read.
     project: ProjectRef,
-    /// The code in the prompt, in prompt order, with where each piece comes from.
-    pieces: &'a [ctxgate_core::compose::Piece],
     /// The summaries in the prompt (project, directories, files).
     summaries: &'a [ctxgate_core::compose::SummaryPiece],
     /// Tokens of the prompt, counted by the target's tokenizer (never above `budget`).
@@ -85,6 +83,10 @@ pub struct ContextAnswer<'a> {
     continuation: Option<&'a str>,
     /// The session's id and the pieces it already had.
     session: Option<Session<'a>>,
+    // Last, so that `json_response` can write it itself.
+    /// The code in the prompt, in prompt order, with where each piece comes from.
+    #[schemars(with = "Vec<ctxgate_core::compose::Piece>")]
+    pieces: PieceList<'a>,
     /// Bytes this answer read from storage (the version's index when this process opened it,
     /// the chunk texts it had not cached): sent as the `ctxgate-storage-read` header.
     #[serde(skip)]
@@ -107,7 +109,10 @@ impl<'a> ContextAnswer<'a> {
         let d = &run.done;
         Self {
             project: ProjectRef::of(run),
-            pieces: &d.pieces,
+            pieces: PieceList {
+                pieces: &d.pieces,
+                apart: false,
+            },
             summaries: &d.summaries,
             tokens_total: d.tokens_total,
             budget,
@@ -197,31 +202,52 @@ pub struct Session<'a> {
     already_delivered: &'a [ChunkRef],
 }
 
-/// The answer written into one buffer sized for the prompt it carries, the prompt spliced in by
-/// [`crate::json_text`]: axum's `Json` wrote through a small `BytesMut` in many short writes and
-/// serde_json escapes a string a byte at a time, which V8's profiler showed as the largest
-/// shares of a warm call in the Worker (the prompt is 100+ KB at 32k).
+/// The pieces of an answer; `null` where [`json_response`] writes them itself.
+struct PieceList<'a> {
+    pieces: &'a [ctxgate_core::compose::Piece],
+    apart: bool,
+}
+
+impl Serialize for PieceList<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.apart {
+            s.serialize_unit()
+        } else {
+            self.pieces.serialize(s)
+        }
+    }
+}
+
+/// The answer written into one buffer sized for the prompt it carries, the piece list and the
+/// prompt appended by [`crate::json_text`]: axum's `Json` wrote through a small `BytesMut` in
+/// many short writes, and serde_json escapes every string and key a byte at a time, which V8's
+/// profiler showed as the largest shares of a warm call in the Worker (the prompt is 100+ KB at
+/// 32k, the piece list 75 KB).
 pub(super) fn json_response(mut a: ContextAnswer<'_>) -> Response {
     let prompt = a.prompt.take().unwrap_or_default();
     let read = a.read_bytes;
-    let mut body = Vec::with_capacity(prompt.len() + prompt.len() / 8 + 64 * 1024);
-    if let Err(e) = serde_json::to_writer(&mut body, &a) {
+    a.pieces.apart = true;
+    let mut body = Vec::with_capacity(prompt.len() + prompt.len() / 8 + 128 * 1024);
+    let written = serde_json::to_writer(&mut body, &a).and_then(|()| {
+        // `{...,"pieces":null}` becomes `{...,"pieces":[...],"prompt":"..."}`.
+        const HOLE: &[u8] = b"\"pieces\":null}";
+        if !body.ends_with(HOLE) {
+            return Err(serde::ser::Error::custom("the piece list is not last"));
+        }
+        body.truncate(body.len() - b"null}".len());
+        crate::json_text::push_pieces(&mut body, a.pieces.pieces)?;
+        body.extend_from_slice(b",\"prompt\":");
+        crate::json_text::push_json_string(&mut body, prompt);
+        body.push(b'}');
+        Ok(())
+    });
+    if let Err(e) = written {
         return ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             format!("the answer could not be written: {e}"),
         )
         .into_response();
-    }
-    // `{...}` becomes `{...,"prompt":"..."}`.
-    if body.last() == Some(&b'}') {
-        body.pop();
-        if body.len() > 1 {
-            body.push(b',');
-        }
-        body.extend_from_slice(b"\"prompt\":");
-        crate::json_text::push_json_string(&mut body, prompt);
-        body.push(b'}');
     }
     (
         [
