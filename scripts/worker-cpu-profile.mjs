@@ -10,7 +10,8 @@
 //
 //   node scripts/worker-cpu-profile.mjs INSPECTOR_PORT REQUESTS_JSON
 //
-// SAMPLING_US sets the sampling interval (default 100 µs), TOP the number of functions listed.
+// SAMPLING_US sets the sampling interval (default 100 µs), TOP the number of functions listed,
+// TOTAL=N adds the N largest inclusive times, CALLERS=a|b who calls the frames so named.
 // REQUESTS_JSON: {"url": "...", "headers": {...}, "bodies": ["...", ...], "rounds": N}. Each body
 // is POSTed in turn, `rounds` times over, one request at a time (a `null` body is a GET).
 // Prints one JSON object: per-request isolate CPU (mean, p50) and the functions with the most
@@ -102,6 +103,28 @@ const totals = [...inclusive.entries()]
   .sort((x, y) => y[1] - x[1])
   .slice(0, Number(process.env.TOTAL ?? 0))
   .map(([name, us]) => ({ name, ms_per_request: +(us / 1000 / marks.length).toFixed(3) }));
+// CALLERS=a|b: where the time of the frames whose name holds `a` (then `b`...) comes from, by the
+// four frames above the outermost such frame.
+const callers = new Map();
+for (const text of (process.env.CALLERS ?? "").split("|").filter(Boolean)) {
+  for (const [id, us] of whole.self) {
+    let hit;
+    for (let n = id; n !== undefined; n = parent.get(n)) {
+      if (label(n).includes(text)) hit = n;
+    }
+    if (hit === undefined) continue;
+    const chain = [];
+    for (let n = parent.get(hit); n !== undefined && chain.length < 4; n = parent.get(n)) {
+      chain.push(label(n).slice(0, 90));
+    }
+    const key = `${text}: ${chain.join(" < ")}`;
+    callers.set(key, (callers.get(key) ?? 0) + us);
+  }
+}
+const callersTop = [...callers.entries()]
+  .sort((x, y) => y[1] - x[1])
+  .slice(0, 30)
+  .map(([chain, us]) => ({ chain, ms_per_request: +(us / 1000 / marks.length).toFixed(3) }));
 const sorted = [...perRequest].sort((x, y) => x - y);
 const top = [...byName.entries()]
   .sort((x, y) => y[1] - x[1])
@@ -119,6 +142,7 @@ console.log(
       isolate_busy_ms_max: +sorted[sorted.length - 1].toFixed(2),
       top_self_time: top,
       ...(totals.length ? { top_total_time: totals } : {}),
+      ...(callersTop.length ? { callers: callersTop } : {}),
     },
     null,
     1,
