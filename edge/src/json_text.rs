@@ -129,14 +129,15 @@ fn push_piece(out: &mut Vec<u8>, p: &Piece) -> serde_json::Result<()> {
     push_json_string(out, &p.path);
     key(out, "language");
     push_json_string(out, &p.language);
-    key(out, "start_line");
-    int(out, p.start_line);
-    key(out, "end_line");
-    int(out, p.end_line);
-    key(out, "byte_start");
-    int(out, p.byte_start);
-    key(out, "byte_end");
-    int(out, p.byte_end);
+    for (name, v) in [
+        ("start_line", u64::from(p.start_line)),
+        ("end_line", u64::from(p.end_line)),
+        ("byte_start", p.byte_start),
+        ("byte_end", p.byte_end),
+    ] {
+        key(out, name);
+        int(out, v);
+    }
     key(out, "kind");
     push_json_string(out, &p.kind);
     key(out, "symbol");
