@@ -72,7 +72,7 @@ pub fn origin(root: &Path) -> Option<Origin> {
     let names = repo.remote_names();
     let name = names
         .iter()
-        .find(|n| n.to_string() == "origin")
+        .find(|n| **n == "origin")
         .or_else(|| (names.len() == 1).then(|| names.iter().next()).flatten())
         .map(|n| n.to_string());
     let remote = name
