@@ -95,7 +95,7 @@ pub fn push_pieces(out: &mut Vec<u8>, pieces: &[Piece]) -> serde_json::Result<()
     Ok(())
 }
 
-/// `,"name":` (`{"name":` for the first key): keys are constants, never escaped.
+/// `,"name":` before every key but the first: keys are constants, never escaped.
 fn key(out: &mut Vec<u8>, name: &str) {
     out.push(b',');
     out.push(b'"');

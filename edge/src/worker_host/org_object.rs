@@ -183,11 +183,24 @@ impl OrgObject {
         Ok(ledger)
     }
 
-    /// Stores `ledger` and keeps it as this object's copy (dropped if the write fails: what
-    /// storage holds is then unknown).
-    async fn put_ledger(&self, ledger: Ledger) -> worker::Result<()> {
+    /// Stores `ledger`, and `also` (a key and its text) in the same write when given, and keeps
+    /// the ledger as this object's copy (dropped if the write fails: what storage holds is then
+    /// unknown).
+    async fn put_ledger(
+        &self,
+        ledger: Ledger,
+        also: Option<(String, String)>,
+    ) -> worker::Result<()> {
         *self.ledger.borrow_mut() = None;
-        self.write(LEDGER, &ledger).await?;
+        match also {
+            None => self.write(LEDGER, &ledger).await?,
+            Some((key, text)) => {
+                let entries = js_sys::Object::new();
+                js_sys::Reflect::set(&entries, &LEDGER.into(), &to_json(&ledger)?.into())?;
+                js_sys::Reflect::set(&entries, &key.into(), &text.into())?;
+                self.state.storage().put_multiple_raw(entries).await?;
+            }
+        }
         *self.ledger.borrow_mut() = Some(ledger);
         Ok(())
     }
@@ -203,7 +216,7 @@ impl OrgObject {
         let mut ledger = self.ledger().await?;
         let outcome = ledger.reserve(limits, lease_id, tokens, now_ms);
         if outcome.is_ok() {
-            self.put_ledger(ledger).await?;
+            self.put_ledger(ledger, None).await?;
         }
         Ok(outcome)
     }
@@ -212,7 +225,7 @@ impl OrgObject {
     async fn settle(&self, lease_id: &str, used: u64, now_ms: u64) -> worker::Result<()> {
         let mut ledger = self.ledger().await?;
         if ledger.settle(lease_id, used, now_ms) {
-            self.put_ledger(ledger).await?;
+            self.put_ledger(ledger, None).await?;
         }
         Ok(())
     }
@@ -263,24 +276,18 @@ impl OrgObject {
         now_ms: u64,
         record: &AuditRecord,
     ) -> worker::Result<()> {
-        let settled = match self.ledger().await {
-            Ok(mut ledger) => Ok(ledger.settle(lease_id, used, now_ms).then_some(ledger)),
-            Err(e) => Err(e),
+        let mut ledger = match self.ledger().await {
+            Ok(ledger) => ledger,
+            Err(e) => {
+                self.append_audit(record).await?;
+                return Err(e);
+            }
         };
-        let Ok(Some(ledger)) = settled else {
-            self.append_audit(record).await?;
-            return settled.map(|_| ());
-        };
-        let entries = js_sys::Object::new();
-        let set = |key: &str, text: String| {
-            js_sys::Reflect::set(&entries, &key.into(), &text.into()).map(|_| ())
-        };
-        set(LEDGER, to_json(&ledger)?)?;
-        set(&audit_key(record), to_json(record)?)?;
-        *self.ledger.borrow_mut() = None;
-        self.state.storage().put_multiple_raw(entries).await?;
-        *self.ledger.borrow_mut() = Some(ledger);
-        Ok(())
+        if !ledger.settle(lease_id, used, now_ms) {
+            return self.append_audit(record).await;
+        }
+        let audit = (audit_key(record), to_json(record)?);
+        self.put_ledger(ledger, Some(audit)).await
     }
 
     /// One command. Each arm awaits nothing but this object's storage, which keeps its
