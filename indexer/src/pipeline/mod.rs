@@ -413,6 +413,8 @@ pub fn index_project(
         graph,
         references,
         recency,
+        delta: None,
+        overlay: None,
         derived: Default::default(),
     };
     let base = commit::Base {

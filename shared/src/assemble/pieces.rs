@@ -315,7 +315,7 @@ fn summary_text(
         key: k,
         at: None,
     };
-    let bytes = match pack.summaries.texts.inline(k as usize) {
+    let bytes = match pack.summaries.text_inline(k) {
         Some(b) => std::borrow::Cow::Borrowed(b),
         None => source.list(pack, id)?,
     };

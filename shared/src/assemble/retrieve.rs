@@ -210,13 +210,31 @@ pub(super) fn retrieve(
     let name_keys: Vec<String> = names.iter().map(|n| name_key(n)).collect();
     let term_keys: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
     let name_keys: Vec<&str> = name_keys.iter().map(String::as_str).collect();
-    let (terms_found, names_found) = both(
-        find_keys(pack, source, ListKind::Postings, &term_keys),
-        find_keys(pack, source, ListKind::References, &name_keys),
+    let overlay = pack.overlay.as_deref();
+    // A version opened from a base and a delta looks every key up in both, in the same rounds.
+    let delta_keys = |kind: ListKind, keys: &[&str]| match overlay {
+        Some(_) => find_keys(pack, source, kind.in_delta(), keys),
+        None => Ok(vec![None; keys.len()]),
+    };
+    let ((terms_found, names_found), (delta_terms, delta_names)) = both(
+        both(
+            find_keys(pack, source, ListKind::Postings, &term_keys),
+            find_keys(pack, source, ListKind::References, &name_keys),
+        ),
+        both(
+            delta_keys(ListKind::Postings, &term_keys),
+            delta_keys(ListKind::References, &name_keys),
+        ),
     )?;
-    let (postings, users) = both(
-        fetched_values(pack, source, ListKind::Postings, &terms_found),
-        fetched_values(pack, source, ListKind::References, &names_found),
+    let ((postings, users), (delta_postings, delta_users)) = both(
+        both(
+            fetched_values(pack, source, ListKind::Postings, &terms_found),
+            fetched_values(pack, source, ListKind::References, &names_found),
+        ),
+        both(
+            fetched_values(pack, source, ListKind::DeltaPostings, &delta_terms),
+            fetched_values(pack, source, ListKind::DeltaReferences, &delta_names),
+        ),
     )?;
     let needed = |kind: ListKind, keys: Vec<u32>, found: &[Option<Found>]| {
         let lists = pack.lists(kind);
@@ -229,38 +247,93 @@ pub(super) fn retrieve(
                 .collect(),
         )
     };
-    let searched: Vec<(Found, u16)> = terms_found
-        .iter()
-        .zip(terms)
-        .filter_map(|(f, t)| Some(((*f)?, t.1)))
-        .collect();
     let external = |t: u32| postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
-    let searched = pack
-        .lexical
-        .search_found(&searched, options.bm25, &external, MAX_LEXICAL_HITS)
-        .map_err(|e| match e {
-            ListError::Needed(keys) => needed(ListKind::Postings, keys, &terms_found),
-            e => AssembleError::Source(e.to_string()),
-        })?;
-    let term_idf = terms_found
+    let (searched, term_idf) = match overlay {
+        None => {
+            let searched: Vec<(Found, u16)> = terms_found
+                .iter()
+                .zip(terms)
+                .filter_map(|(f, t)| Some(((*f)?, t.1)))
+                .collect();
+            let searched = pack
+                .lexical
+                .search_found(&searched, options.bm25, &external, MAX_LEXICAL_HITS)
+                .map_err(|e| match e {
+                    ListError::Needed(keys) => needed(ListKind::Postings, keys, &terms_found),
+                    e => AssembleError::Source(e.to_string()),
+                })?;
+            let held: Vec<bool> = terms_found.iter().map(Option::is_some).collect();
+            (searched, held)
+        }
+        Some(o) => {
+            let delta_external =
+                |t: u32| delta_postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
+            let mut layered = Vec::new();
+            let mut held = Vec::new();
+            for ((base, delta), t) in terms_found.iter().zip(&delta_terms).zip(terms) {
+                let mut layers = Vec::new();
+                if let Some(f) = base {
+                    let bytes = pack
+                        .lexical
+                        .lists()
+                        .value_of(f, &external)
+                        .map_err(|k| needed(ListKind::Postings, vec![k], &terms_found))?;
+                    layers.push(o.base_layer(bytes));
+                }
+                if let Some(f) = delta {
+                    let bytes = o
+                        .postings
+                        .value_of(f, &delta_external)
+                        .map_err(|k| needed(ListKind::DeltaPostings, vec![k], &delta_terms))?;
+                    layers.push(crate::lexical::LayerPostings { bytes, map: None });
+                }
+                held.push(!layers.is_empty());
+                if !layers.is_empty() {
+                    layered.push((t.1, layers));
+                }
+            }
+            let (searched, live) =
+                pack.lexical
+                    .search_layers(&layered, options.bm25, MAX_LEXICAL_HITS);
+            // A term only dropped chunks held is not in the version.
+            let mut live = live.into_iter();
+            for h in held.iter_mut().filter(|h| **h) {
+                *h = live.next().unwrap_or(false);
+            }
+            (searched, held)
+        }
+    };
+    let term_idf = term_idf
         .iter()
         .zip(terms)
-        .filter(|(f, _)| f.is_some())
+        .filter(|(held, _)| **held)
         .zip(searched.idf)
         .map(|((_, t), idf)| (t.0.clone(), idf))
         .collect();
     let external = |k: u32| users.iter().find(|f| f.0.key == k).map(|f| &*f.1);
+    let delta_external = |k: u32| delta_users.iter().find(|f| f.0.key == k).map(|f| &*f.1);
     let named = names
         .into_iter()
-        .zip(&names_found)
-        .map(|(name, found)| match found {
-            None => Ok((name, Vec::new())),
-            Some(f) => match pack.references.users_of(f, &external) {
-                Ok(users) => Ok((name, users)),
-                Err(key) => Err(needed(ListKind::References, vec![key], &names_found)),
-            },
+        .zip(name_keys.iter().zip(names_found.iter().zip(&delta_names)))
+        .map(|(name, (key, (found, delta)))| {
+            let base = match found {
+                None => Vec::new(),
+                Some(f) => pack
+                    .references
+                    .users_of(f, &external)
+                    .map_err(|k| needed(ListKind::References, vec![k], &names_found))?,
+            };
+            let Some(o) = overlay else {
+                return Ok((name, base));
+            };
+            let delta = match delta {
+                None => Vec::new(),
+                Some(f) => crate::index::References::users_in(&o.references, f, &delta_external)
+                    .map_err(|k| needed(ListKind::DeltaReferences, vec![k], &delta_names))?,
+            };
+            Ok((name, o.users(key, base, delta, pack.chunks.len())))
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, AssembleError>>()?;
     Ok(Retrieved {
         hits: searched.hits,
         term_idf,
@@ -396,5 +469,103 @@ mod tests {
             matches!(err, AssembleError::Source(ref m) if m.contains("checksum")),
             "{err}"
         );
+    }
+
+    /// Lists read by range from segments by their number in the version (a merged version's
+    /// delta lists numbered after the base's), every id served.
+    struct Segments(std::collections::BTreeMap<u32, Vec<u8>>);
+
+    impl ChunkSource for Segments {
+        fn text(&self, _: &IndexPack, i: usize) -> Result<String, AssembleError> {
+            Err(AssembleError::TextsNeeded(vec![i as u32]))
+        }
+
+        fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+            let r = pack.list_range(id).expect("stored");
+            let part = &self.0[&r.segment];
+            let bytes = &part[r.start as usize..(r.start + r.len) as usize];
+            pack.verify_list(id, bytes)
+                .map_err(|e| AssembleError::Source(e.to_string()))?;
+            Ok(Cow::Owned(bytes.to_vec()))
+        }
+    }
+
+    /// Retrieval over `pack`, reading what it lacks from `source` round by round.
+    fn retrieved(pack: &IndexPack, source: &Segments, query: &str) -> Retrieved {
+        let terms = query_terms(query);
+        let analysis = crate::intent::analyze(query);
+        retrieve(pack, source, &terms, &analysis, &QueryOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_version_in_layers_retrieves_what_the_whole_version_does() {
+        use crate::index::delta::{merge, tests::layered};
+        let queries = [
+            "alpha_3 parse config",
+            "fn render_12() token",
+            "beta gamma delta",
+            "why does parse_7 call config_2",
+        ];
+        let mut hits = 0;
+        for seed in 0..30 {
+            for split in [false, true] {
+                let (mut base, mut delta, mut next) = layered(seed, 14);
+                let mut parts = std::collections::BTreeMap::new();
+                let mut whole_parts = std::collections::BTreeMap::new();
+                if split {
+                    // Every list in segments, keys in blocks: read by range, the delta's after
+                    // the base's.
+                    let offset = base.segments.len() as u32;
+                    for (k, p) in base
+                        .lexical
+                        .split_postings(64, 0, 1)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        parts.insert(1 + k as u32, p);
+                    }
+                    let first = 1 + parts.len() as u32;
+                    for (k, p) in base.references.split(64, 0, first).into_iter().enumerate() {
+                        parts.insert(first + k as u32, p);
+                    }
+                    base.segments.resize(1 + parts.len(), "list".into());
+                    let base_segments = base.segments.len() as u32;
+                    let d0 = delta.segments.len() as u32;
+                    let mut d = delta.lexical.split_postings(64, 0, d0);
+                    let d1 = d0 + d.len() as u32;
+                    d.extend(delta.references.split(64, 0, d1));
+                    delta
+                        .segments
+                        .resize((d0 as usize) + d.len(), "list".into());
+                    for (k, p) in d.into_iter().enumerate() {
+                        parts.insert(base_segments + d0 + k as u32, p);
+                    }
+                    assert_eq!(offset, 1);
+                    for (k, p) in next
+                        .lexical
+                        .split_postings(64, 0, 1)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        whole_parts.insert(1 + k as u32, p);
+                    }
+                    let first = 1 + whole_parts.len() as u32;
+                    for (k, p) in next.references.split(64, 0, first).into_iter().enumerate() {
+                        whole_parts.insert(first + k as u32, p);
+                    }
+                    next.segments.resize(1 + whole_parts.len(), "list".into());
+                }
+                let merged = merge(base, delta).unwrap();
+                for q in queries {
+                    let got = retrieved(&merged, &Segments(parts.clone()), q);
+                    let want = retrieved(&next, &Segments(whole_parts.clone()), q);
+                    assert_eq!(got.hits, want.hits, "seed {seed} split {split} {q}");
+                    assert_eq!(got.term_idf, want.term_idf, "seed {seed} {q}");
+                    assert_eq!(got.named, want.named, "seed {seed} {q}");
+                    hits += got.hits.len() + got.named.iter().map(|n| n.1.len()).sum::<usize>();
+                }
+            }
+        }
+        assert!(hits > 1000, "the queries find something: {hits}");
     }
 }

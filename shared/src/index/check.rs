@@ -35,13 +35,18 @@ pub(super) fn check(pack: &IndexPack) -> Result<(), String> {
     pack.lexical
         .check(chunks, pack.segments.len())
         .map_err(|e| format!("lexical index: {e}"))?;
+    // A delta pack's users and recency are numbered as the version it makes with its base.
+    let (version_files, version_chunks) = match &pack.delta {
+        Some(d) => (d.files as usize, d.chunks as usize),
+        None => (files, chunks),
+    };
     if !pack.graph.within(files) {
         return Err("the import graph names a missing file".into());
     }
-    if !pack.references.within(chunks, pack.segments.len()) {
+    if !pack.references.within(version_chunks, pack.segments.len()) {
         return Err("references name a missing chunk".into());
     }
-    if !pack.recency.within(files) {
+    if !pack.recency.within(version_files) {
         return Err("recency names a missing file".into());
     }
     pack.summaries.check(files, encodings, pack.segments.len())

@@ -132,6 +132,14 @@ pub enum ListKind {
     ReferencesKeys,
     /// Summary texts, by position ([`crate::summary::stored::StoredSummaries::texts`]).
     SummaryTexts,
+    /// A delta pack's postings ([`crate::index::delta`]), keyed by term.
+    DeltaPostings,
+    /// A delta pack's symbol references, keyed by name.
+    DeltaReferences,
+    /// The blocks of a delta pack's terms.
+    DeltaPostingsKeys,
+    /// The blocks of a delta pack's names.
+    DeltaReferencesKeys,
 }
 
 impl ListKind {
@@ -140,8 +148,37 @@ impl ListKind {
         match self {
             ListKind::Postings => Some(ListKind::PostingsKeys),
             ListKind::References => Some(ListKind::ReferencesKeys),
-            ListKind::PostingsKeys | ListKind::ReferencesKeys | ListKind::SummaryTexts => None,
+            ListKind::DeltaPostings => Some(ListKind::DeltaPostingsKeys),
+            ListKind::DeltaReferences => Some(ListKind::DeltaReferencesKeys),
+            ListKind::PostingsKeys
+            | ListKind::ReferencesKeys
+            | ListKind::SummaryTexts
+            | ListKind::DeltaPostingsKeys
+            | ListKind::DeltaReferencesKeys => None,
         }
+    }
+
+    /// The same lists in a version's delta pack (itself for a delta's, and for summary texts,
+    /// which a merged version addresses by its own positions).
+    pub fn in_delta(self) -> ListKind {
+        match self {
+            ListKind::Postings => ListKind::DeltaPostings,
+            ListKind::References => ListKind::DeltaReferences,
+            ListKind::PostingsKeys => ListKind::DeltaPostingsKeys,
+            ListKind::ReferencesKeys => ListKind::DeltaReferencesKeys,
+            other => other,
+        }
+    }
+
+    /// Whether these are a delta pack's lists.
+    pub fn is_delta(self) -> bool {
+        matches!(
+            self,
+            ListKind::DeltaPostings
+                | ListKind::DeltaReferences
+                | ListKind::DeltaPostingsKeys
+                | ListKind::DeltaReferencesKeys
+        )
     }
 }
 
@@ -166,6 +203,12 @@ impl std::fmt::Display for ListId {
             ListKind::PostingsKeys => write!(f, "the block of terms #{}", self.key),
             ListKind::ReferencesKeys => write!(f, "the block of names #{}", self.key),
             ListKind::SummaryTexts => write!(f, "the text of summary #{}", self.key),
+            ListKind::DeltaPostings => write!(f, "the delta's postings of term #{}", self.key),
+            ListKind::DeltaReferences => write!(f, "the delta's users of name #{}", self.key),
+            ListKind::DeltaPostingsKeys => write!(f, "the delta's block of terms #{}", self.key),
+            ListKind::DeltaReferencesKeys => {
+                write!(f, "the delta's block of names #{}", self.key)
+            }
         }
     }
 }

@@ -49,6 +49,7 @@
 
 pub mod build;
 mod check;
+pub mod delta;
 pub mod derived;
 pub(crate) mod exact_vec;
 pub mod gc;
@@ -79,7 +80,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,6 +201,13 @@ pub struct IndexPack {
     pub references: References,
     /// How recently each file changed in the repository's git history.
     pub recency: Recency,
+    /// In a delta pack ([`delta`]): what it changes in its base beyond its own files. `None`
+    /// in a whole pack.
+    pub delta: Option<delta::DeltaFacts>,
+    /// In a version opened from a base and a delta: the delta's lists and how the base's chunk
+    /// numbers map to the version's. Not stored.
+    #[serde(skip)]
+    pub overlay: Option<Box<delta::Overlay>>,
     /// Per-file facts computed on first use ([`IndexPack::derived`]); not stored.
     #[serde(skip)]
     pub derived: std::sync::OnceLock<derived::Derived>,
@@ -275,20 +283,39 @@ impl IndexPack {
 
     /// The keyed lists value `kind` is read from (`None` for the summary texts).
     fn keyed(&self, kind: lists::ListKind) -> Option<&lists::KeyedLists> {
+        use lists::ListKind as K;
+        let delta = |f: fn(&delta::Overlay) -> &lists::KeyedLists| {
+            Some(self.overlay.as_deref().map_or(lists::KeyedLists::none(), f))
+        };
         match kind {
-            lists::ListKind::Postings => Some(self.lexical.lists()),
-            lists::ListKind::References => Some(self.references.lists()),
-            lists::ListKind::PostingsKeys => Some(self.lexical.lists().block_index()),
-            lists::ListKind::ReferencesKeys => Some(self.references.lists().block_index()),
-            lists::ListKind::SummaryTexts => None,
+            K::Postings => Some(self.lexical.lists()),
+            K::References => Some(self.references.lists()),
+            K::PostingsKeys => Some(self.lexical.lists().block_index()),
+            K::ReferencesKeys => Some(self.references.lists().block_index()),
+            K::SummaryTexts => None,
+            K::DeltaPostings => delta(|o| &o.postings),
+            K::DeltaReferences => delta(|o| &o.references),
+            K::DeltaPostingsKeys => delta(|o| o.postings.block_index()),
+            K::DeltaReferencesKeys => delta(|o| o.references.block_index()),
         }
     }
 
-    /// Where list value `id` is read from, when the pack does not hold it.
+    /// Where list value `id` is read from, when the pack does not hold it (a delta's lists'
+    /// segments are numbered after the base's).
     pub fn list_range(&self, id: lists::ListId) -> Option<lists::ListRange> {
         match self.keyed(id.kind) {
-            Some(l) => l.range_of(&id),
-            None => self.summaries.texts.range(id.key),
+            Some(l) => {
+                let r = l.range_of(&id)?;
+                let offset = match (&self.overlay, id.kind.is_delta()) {
+                    (Some(o), true) => o.segment_offset,
+                    _ => 0,
+                };
+                Some(lists::ListRange {
+                    segment: r.segment + offset,
+                    ..r
+                })
+            }
+            None => self.summaries.text_range(id.key),
         }
     }
 
@@ -296,7 +323,7 @@ impl IndexPack {
     pub fn verify_list(&self, id: lists::ListId, bytes: &[u8]) -> Result<(), lists::ListError> {
         match self.keyed(id.kind) {
             Some(l) => l.verify_of(&id, bytes),
-            None => self.summaries.texts.verify(id.key, bytes),
+            None => self.summaries.text_verify(id.key, bytes),
         }
     }
 
@@ -305,7 +332,7 @@ impl IndexPack {
     pub fn must_read(&self, id: lists::ListId) -> bool {
         match self.keyed(id.kind) {
             Some(l) => l.must_read_id(&id),
-            None => self.summaries.texts.must_read(id.key as usize),
+            None => self.summaries.text_must_read(id.key),
         }
     }
 
@@ -358,6 +385,8 @@ pub(crate) mod tests {
             graph: ImportGraph::default(),
             references: References::default(),
             recency: Recency::default(),
+            delta: None,
+            overlay: None,
             derived: Default::default(),
         }
     }

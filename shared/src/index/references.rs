@@ -76,6 +76,16 @@ impl References {
         Self { users }
     }
 
+    /// References whose lists are `users` (names to ascending chunk numbers).
+    pub fn from_lists(users: KeyedLists) -> Self {
+        Self { users }
+    }
+
+    /// The names and their users, taken.
+    pub fn into_lists(self) -> KeyedLists {
+        self.users
+    }
+
     /// The names and their users.
     pub fn lists(&self) -> &KeyedLists {
         &self.users
@@ -90,6 +100,15 @@ impl References {
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
     ) -> Result<Vec<u32>, u32> {
         Ok(decode_ascending(self.users.value_of(found, external)?))
+    }
+
+    /// [`References::users_of`] among any users lists laid out like these (a delta pack's).
+    pub fn users_in<'a>(
+        users: &'a KeyedLists,
+        found: &Found,
+        external: &dyn Fn(u32) -> Option<&'a [u8]>,
+    ) -> Result<Vec<u32>, u32> {
+        Ok(decode_ascending(users.value_of(found, external)?))
     }
 
     /// The chunks that use `name`, when the pack holds its key and users list (the tests'

@@ -14,7 +14,7 @@
 //!   4   length of the frame's bytes, u32 little-endian
 //!   ..  a value encoded with postcard
 //! sections, in order: meta, files*, chunks*, segments, lexical, file summaries*, directory
-//! summaries*, project summary, summary texts, summary lines, graph, references, recency — one frame each, except the tables
+//! summaries*, project summary, summary texts, summary lines, graph, references, recency, delta — one frame each, except the tables
 //! (*): a frame with the number of records (u64), then frames of up to FRAME_RECORDS records
 //! each (a postcard sequence), as many as the records need
 //! ```
@@ -56,9 +56,10 @@ enum Section {
     Graph,
     References,
     Recency,
+    Delta,
 }
 
-const ORDER: [Section; 13] = [
+const ORDER: [Section; 14] = [
     Section::Meta,
     Section::Files,
     Section::Chunks,
@@ -72,6 +73,7 @@ const ORDER: [Section; 13] = [
     Section::Graph,
     Section::References,
     Section::Recency,
+    Section::Delta,
 ];
 
 impl Section {
@@ -90,6 +92,7 @@ impl Section {
             Section::Graph => "graph",
             Section::References => "references",
             Section::Recency => "recency",
+            Section::Delta => "delta",
         }
     }
 }
@@ -131,6 +134,7 @@ pub(super) fn encode(pack: &IndexPack) -> Result<Vec<u8>, PackError> {
     frame(&mut out, &pack.graph)?;
     frame(&mut out, &pack.references)?;
     frame(&mut out, &pack.recency)?;
+    frame(&mut out, &pack.delta)?;
     Ok(out)
 }
 
@@ -150,6 +154,7 @@ struct Decoded {
     graph: Option<crate::graph::ImportGraph>,
     references: Option<super::References>,
     recency: Option<super::Recency>,
+    delta: Option<Option<super::delta::DeltaFacts>>,
 }
 
 /// Decodes a pack from its bytes in order, in pieces of any size: each frame as soon as its
@@ -323,6 +328,10 @@ impl PackReader {
                 d.recency = Some(value(bytes, name)?);
                 true
             }
+            Section::Delta => {
+                d.delta = Some(value(bytes, name)?);
+                true
+            }
         };
         if complete {
             self.done += 1;
@@ -360,10 +369,13 @@ impl PackReader {
                 project: d.project.ok_or_else(missing)?,
                 texts: d.summary_texts.ok_or_else(missing)?,
                 lines: d.summary_lines.ok_or_else(missing)?,
+                layered: None,
             },
             graph: d.graph.ok_or_else(missing)?,
             references: d.references.ok_or_else(missing)?,
             recency: d.recency.ok_or_else(missing)?,
+            delta: d.delta.ok_or_else(missing)?,
+            overlay: None,
             derived: Default::default(),
         };
         check::check(&pack).map_err(PackError::Corrupt)?;

@@ -65,19 +65,59 @@ impl Bm25Builder {
             }
             (term, bytes)
         }));
-        let n = self.doc_len.len();
-        let avg = if n == 0 {
-            0.0
-        } else {
-            self.doc_len.iter().map(|&l| l as f64).sum::<f64>() / n as f64
+        Bm25Index::from_parts(params, postings, self.doc_len)
+    }
+}
+
+/// One term's postings in one layer of a version ([`crate::index::delta`]): their bytes and, for
+/// a base pack's, the map from its document numbers to the merged version's (`u32::MAX`: a
+/// document the version no longer has).
+#[derive(Clone, Copy, Debug)]
+pub struct LayerPostings<'a> {
+    /// The postings' varints.
+    pub bytes: &'a [u8],
+    /// Document number map, `None` when they are the index's own numbers.
+    pub map: Option<&'a [u32]>,
+}
+
+/// Every document of one term's postings layers with its term frequency, in the index's own
+/// numbering (dropped documents left out).
+fn layer_docs(layers: &[LayerPostings<'_>]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for layer in layers {
+        let postings = Postings {
+            bytes: layer.bytes,
+            doc: 0,
         };
-        Bm25Index {
-            params,
-            postings,
-            doc_len: self.doc_len,
-            avg_len: avg as f32,
+        match layer.map {
+            None => out.extend(postings),
+            Some(map) => out.extend(postings.filter_map(|(d, tf)| {
+                map.get(d as usize)
+                    .copied()
+                    .filter(|&m| m != u32::MAX)
+                    .map(|m| (m, tf))
+            })),
         }
     }
+    out
+}
+
+/// Each posting's document and term frequency, in order (for the indexer, which cuts a version's
+/// postings into a base's and a delta's).
+pub fn decode_postings(bytes: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    Postings { bytes, doc: 0 }
+}
+
+/// `docs` (ascending, each with its term frequency) as postings bytes.
+pub fn encode_postings(docs: impl IntoIterator<Item = (u32, u32)>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut last = 0u32;
+    for (d, tf) in docs {
+        push_varint(&mut bytes, d.wrapping_sub(last));
+        push_varint(&mut bytes, tf);
+        last = d;
+    }
+    bytes
 }
 
 /// A frozen BM25 index, laid out for a small resident size and a fast open: the sorted terms
@@ -102,6 +142,32 @@ pub struct Bm25Index {
 }
 
 impl Bm25Index {
+    /// An index of `postings` over documents of lengths `doc_len` (its average taken here).
+    pub fn from_parts(params: Bm25Params, postings: KeyedLists, doc_len: Vec<u32>) -> Self {
+        let n = doc_len.len();
+        let avg = if n == 0 {
+            0.0
+        } else {
+            doc_len.iter().map(|&l| l as f64).sum::<f64>() / n as f64
+        };
+        Bm25Index {
+            params,
+            postings,
+            doc_len,
+            avg_len: avg as f32,
+        }
+    }
+
+    /// Its parameters, its postings and each document's length.
+    pub fn into_parts(self) -> (Bm25Params, KeyedLists, Vec<u32>) {
+        (self.params, self.postings, self.doc_len)
+    }
+
+    /// Each document's length (its terms' frequencies summed).
+    pub fn doc_lens(&self) -> &[u32] {
+        &self.doc_len
+    }
+
     /// Number of documents.
     pub fn len(&self) -> usize {
         self.doc_len.len()
@@ -218,6 +284,59 @@ impl Bm25Index {
         crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
         Ok(Searched { hits: out, idf })
+    }
+}
+
+impl Bm25Index {
+    /// [`Bm25Index::search_found`] for a version in layers ([`crate::index::delta`]): each
+    /// query term's frequency and its postings in every layer holding it, the documents mapped
+    /// to this index's numbering. A term's document frequency is its live postings in all
+    /// layers, so the scores are those of the version built whole; a term whose postings are
+    /// all of dropped documents is not in the version (it gets no idf: the second value says
+    /// which terms have live postings).
+    pub fn search_layers(
+        &self,
+        terms: &[(u16, Vec<LayerPostings<'_>>)],
+        params: Bm25Params,
+        limit: usize,
+    ) -> (Searched, Vec<bool>) {
+        let Bm25Params { k1, b } = params;
+        let avg = self.avg_len.max(1.0);
+        let mut idf = Vec::with_capacity(terms.len());
+        let mut held = ScoreArray::take(self.doc_len.len());
+        let scores = held.scores();
+        let mut hit: Vec<u32> = Vec::new();
+        let mut live = Vec::with_capacity(terms.len());
+        for (qtf, layers) in terms {
+            let docs = layer_docs(layers);
+            live.push(!docs.is_empty());
+            if docs.is_empty() {
+                continue;
+            }
+            let term_idf = self.idf_of(docs.len() as u32);
+            idf.push(term_idf);
+            let weight = term_idf * f32::from(*qtf).sqrt();
+            for (doc, tf) in docs {
+                let Some(&len) = self.doc_len.get(doc as usize) else {
+                    continue;
+                };
+                let tf = tf as f32;
+                let s = weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len as f32 / avg));
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    hit.push(doc);
+                }
+                *slot += s;
+            }
+        }
+        let mut out: Vec<(u32, f32)> = hit.iter().map(|&d| (d, scores[d as usize])).collect();
+        for &d in &hit {
+            scores[d as usize] = 0.0;
+        }
+        held.cleared();
+        crate::order::best_first_top(&mut out, limit);
+        out.dedup_by_key(|e| e.0);
+        (Searched { hits: out, idf }, live)
     }
 }
 

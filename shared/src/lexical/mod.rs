@@ -8,5 +8,7 @@
 mod bm25;
 mod terms;
 
-pub use bm25::{Bm25Builder, Bm25Index, Bm25Params, Searched};
+pub use bm25::{
+    Bm25Builder, Bm25Index, Bm25Params, LayerPostings, Searched, decode_postings, encode_postings,
+};
 pub use terms::{doc_terms, for_each_term, query_terms};

@@ -52,6 +52,40 @@ pub struct StoredSummaries {
     pub texts: ValueList,
     /// File summary `k`'s one-line description, for its directory's summary.
     pub lines: ValueList,
+    /// For a version opened from a base and a delta ([`crate::index::delta`]): where each
+    /// text and line is, `texts` and `lines` being the base's. Not stored.
+    #[serde(skip)]
+    pub layered: Option<Box<LayeredTexts>>,
+}
+
+/// Marks a position in [`LayeredTexts`] as the delta's.
+const DELTA_BIT: u32 = 1 << 31;
+
+/// The texts and lines of summaries merged from a base pack's and a delta pack's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayeredTexts {
+    /// Text `k` of the merged summaries: the base's value at this position, or with
+    /// [`DELTA_BIT`] the delta's.
+    pub texts_from: Vec<u32>,
+    /// Line `k` likewise.
+    pub lines_from: Vec<u32>,
+    /// The delta's texts.
+    pub texts: ValueList,
+    /// The delta's lines.
+    pub lines: ValueList,
+    /// The delta's segment numbers follow the base's: this is added to its ranges.
+    pub segment_offset: u32,
+}
+
+/// Where a merged position is: (the delta's?, its position there).
+fn layer_of(from: u32) -> (bool, u32) {
+    (from & DELTA_BIT != 0, from & !DELTA_BIT)
+}
+
+/// Position `k` of a layer (the base's or, with `delta`, the delta's) as [`LayeredTexts`]
+/// records it.
+pub fn layered_position(delta: bool, k: u32) -> u32 {
+    if delta { k | DELTA_BIT } else { k }
 }
 
 /// A counts list the pack cannot hold (more encodings than a chunk's counts).
@@ -105,7 +139,48 @@ impl StoredSummaries {
             project: built.project,
             texts,
             lines,
+            layered: None,
         })
+    }
+
+    /// The list text `k` is in and its position there, with the segment offset of that list.
+    fn text_at(&self, k: u32) -> (&ValueList, u32, u32) {
+        match &self.layered {
+            None => (&self.texts, k, 0),
+            Some(l) => match l.texts_from.get(k as usize).map(|&f| layer_of(f)) {
+                Some((true, q)) => (&l.texts, q, l.segment_offset),
+                Some((false, p)) => (&self.texts, p, 0),
+                None => (&self.texts, u32::MAX, 0),
+            },
+        }
+    }
+
+    /// Text `k` when the pack holds it.
+    pub fn text_inline(&self, k: u32) -> Option<&[u8]> {
+        let (list, k, _) = self.text_at(k);
+        list.inline(k as usize)
+    }
+
+    /// Where text `k` is read from, when the pack does not hold it.
+    pub fn text_range(&self, k: u32) -> Option<ListRange> {
+        let (list, k, offset) = self.text_at(k);
+        list.range(k).map(|r| ListRange {
+            segment: r.segment + offset,
+            ..r
+        })
+    }
+
+    /// Checks bytes read for text `k`.
+    pub fn text_verify(&self, k: u32, bytes: &[u8]) -> Result<(), crate::index::lists::ListError> {
+        let (list, p, _) = self.text_at(k);
+        list.verify(p, bytes)
+            .map_err(|_| crate::index::lists::ListError::Checksum { key: k })
+    }
+
+    /// Whether text `k` must be read from a segment.
+    pub fn text_must_read(&self, k: u32) -> bool {
+        let (list, k, _) = self.text_at(k);
+        list.must_read(k as usize)
     }
 
     /// Moves large texts and lines out to segments `first_segment`, ... (see
@@ -186,9 +261,46 @@ impl StoredSummaries {
         let lines = self
             .lines
             .load(&mut read, |e| corrupt(format!("a file's line: {e}")))?;
+        // A merged version's texts and lines come from the base's lists or the delta's.
+        let layered = match &self.layered {
+            None => None,
+            Some(l) => {
+                let offset = l.segment_offset;
+                let mut shifted = |r: ListRange| {
+                    read(ListRange {
+                        segment: r.segment + offset,
+                        ..r
+                    })
+                };
+                let texts = l
+                    .texts
+                    .load(&mut shifted, |e| corrupt(format!("a summary text: {e}")))?;
+                let lines = l
+                    .lines
+                    .load(&mut shifted, |e| corrupt(format!("a file's line: {e}")))?;
+                Some((l, texts, lines))
+            }
+        };
+        let pick = |k: usize, lines_of: bool| -> Vec<u8> {
+            let own = if lines_of { &lines } else { &texts };
+            let Some((l, t, li)) = &layered else {
+                return own.inline(k).unwrap_or_default().to_vec();
+            };
+            let (from, delta) = if lines_of {
+                (&l.lines_from, li)
+            } else {
+                (&l.texts_from, t)
+            };
+            match from.get(k).map(|&f| layer_of(f)) {
+                Some((true, q)) => delta.inline(q as usize),
+                Some((false, p)) => own.inline(p as usize),
+                None => None,
+            }
+            .unwrap_or_default()
+            .to_vec()
+        };
         let text = |k: usize| -> Result<String, E> {
-            let bytes = texts.inline(k).unwrap_or_default();
-            String::from_utf8(bytes.to_vec())
+            String::from_utf8(pick(k, false))
                 .map_err(|_| corrupt(format!("summary text #{k} is not UTF-8")))
         };
         let files = self
@@ -196,11 +308,11 @@ impl StoredSummaries {
             .iter()
             .enumerate()
             .map(|(k, f)| {
-                let line = lines.inline(k).unwrap_or_default();
+                let line = pick(k, true);
                 Ok(FileSummary {
                     file: f.file,
                     origin: f.origin.clone(),
-                    line: String::from_utf8(line.to_vec()).map_err(|_| {
+                    line: String::from_utf8(line).map_err(|_| {
                         corrupt(format!("the line of file summary #{k} is not UTF-8"))
                     })?,
                     summary: Summary {
@@ -234,7 +346,7 @@ impl StoredSummaries {
     /// The summaries with every text, when the pack holds them all (a small index, or one
     /// just built); `None` when some are in segments.
     pub fn inlined(&self) -> Option<Summaries> {
-        if self.texts.is_stored() || self.lines.is_stored() {
+        if self.texts.is_stored() || self.lines.is_stored() || self.layered.is_some() {
             return None;
         }
         self.load(|_| Err(()), |_| ()).ok()
