@@ -133,6 +133,27 @@ impl SnapshotCache {
         manifest: &Manifest,
         name: &str,
     ) -> Result<(IndexPack, u64), BackendError> {
+        // A version stored as a delta: its base's pack first, then its own, merged.
+        let (base, base_read) = match manifest.base.as_deref() {
+            Some(b) => {
+                let (p, r) = self.one_pack(backend, b, name).await?;
+                (Some(p), r)
+            }
+            None => (None, 0),
+        };
+        let (pack, read) = self.one_pack(backend, manifest, name).await?;
+        let pack = open::layered(manifest, base, pack)
+            .map_err(|e| BackendError::Corrupt(e.to_string()))?;
+        Ok((pack, base_read + read))
+    }
+
+    /// The one pack `manifest` names (a delta's own, without its base).
+    async fn one_pack(
+        &self,
+        backend: &dyn Projects,
+        manifest: &Manifest,
+        name: &str,
+    ) -> Result<(IndexPack, u64), BackendError> {
         let mut opening = open::PackOpening::new(manifest);
         let outdated_or_corrupt = |e: OpenError| match e {
             OpenError::Pack(PackError::Version { found, expected }) => {

@@ -165,15 +165,17 @@ pub fn publish_to_worker(
             .send()
             .is_ok_and(|r| r.status().as_u16() == 204)
     };
+    let own = [manifest.pack_key.clone(), manifest_key.clone()];
     let order = upload_order(&manifest, manifest_key);
-    let segments = manifest.segment_keys.len();
     let (mut bytes, mut skipped) = (0u64, 0usize);
     for (i, key) in order.iter().enumerate() {
         let url = format!(
             "{base}/v1/admin/orgs/{org}/objects/{}",
             org_relative(org, key)?
         );
-        if i < segments && stored(&url) {
+        // Every object but this version's own pack and manifest is content-addressed or a
+        // base version's: one the Worker has is not sent again.
+        if !own.contains(key) && stored(&url) {
             skipped += 1;
         } else {
             let object = store.get_object(key)?;
@@ -258,6 +260,7 @@ mod tests {
             created_at_ns: 0,
             origin: None,
             vectors: None,
+            base: None,
         };
         let order = upload_order(&m, keys::manifest("acme", "p1", 2));
         assert_eq!(order.len(), 4);

@@ -305,8 +305,9 @@ fn ctxgate_with(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> Value {
         .unwrap();
     assert!(
         out.status.success(),
-        "ctxgate {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "ctxgate {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -343,15 +344,47 @@ impl Host for WorkerHost {
         // Index natively, as the batch side would, then upload with `ctxgate project publish`.
         let home = tempfile::tempdir().unwrap();
         ctxgate(home.path(), &["org", "create", org, "--format", "json"]);
-        let dir = dir.to_string_lossy();
+        // The version published is a delta over a base (the index format's layers): a copy of
+        // the files with half of one of them is indexed first, then the file made whole again
+        // and re-indexed, so every case of the suite answers from a base and a delta merged.
+        // Not a dot-folder: a hidden root would be walked as hidden.
+        let copy = tempfile::Builder::new()
+            .prefix("ctxgate-suite-")
+            .tempdir()
+            .unwrap();
+        copy_tree(dir, copy.path());
+        let (held_back, text) = largest_file(copy.path());
+        // Its first half, cut at a line (a one-line file without its last byte): the base
+        // has the file, changed.
+        let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+        let half = match lines.len() {
+            0 | 1 => text[..text.len().saturating_sub(1)].to_vec(),
+            n => lines[..n / 2].concat(),
+        };
+        std::fs::write(&held_back, half).unwrap();
+        let copied = copy.path().to_string_lossy();
         // Postings in segments, as a large repository's are: the Worker's suite reads them
         // by range (the native suite keeps the small-index default, postings in the pack).
-        let added = ctxgate_with(
+        let lists = ("CTXGATE_LISTS_INLINE_MAX", "0");
+        ctxgate_with(
             home.path(),
             &[
-                "project", "add", "--org", org, "--name", name, "--format", "json", &dir,
+                "project", "add", "--org", org, "--name", name, "--format", "json", &copied,
             ],
-            &[("CTXGATE_LISTS_INLINE_MAX", "0")],
+            &[lists],
+        );
+        std::fs::write(&held_back, text).unwrap();
+        let reindexed = ctxgate_with(
+            home.path(),
+            &["project", "reindex", "--org", org, "--format", "json", name],
+            &[lists, ("CTXGATE_DELTA_MAX_SHARE", "1")],
+        );
+        assert_eq!(reindexed["changed"], true, "{reindexed}");
+        let added = reindexed["project"].clone();
+        let manifests = manifests_under(home.path());
+        assert!(
+            manifests.iter().any(|m| m.contains("\"base\"")),
+            "the published version is a delta over a base"
         );
         let published = ctxgate_with(
             home.path(),
@@ -372,6 +405,64 @@ impl Host for WorkerHost {
         );
         published
     }
+}
+
+/// Copies the files under `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The largest file under `root` outside hidden folders, and its bytes.
+fn largest_file(root: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let mut best: Option<(u64, std::path::PathBuf)> = None;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            // Not a file of `.git` or another hidden folder: those are not indexed.
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if best.as_ref().is_none_or(|b| meta.len() > b.0) {
+                best = Some((meta.len(), entry.path()));
+            }
+        }
+    }
+    let path = best.expect("a file").1;
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+/// The text of every version manifest in a data directory.
+fn manifests_under(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "manifest.json") {
+                out.push(std::fs::read_to_string(path).unwrap());
+            }
+        }
+    }
+    out
 }
 
 /// A fresh isolate loads a version from the Workers Cache API instead of R2: one request reads

@@ -40,6 +40,8 @@ pub(super) struct Base {
     pub indexed_at_ns: i64,
     /// The repository and commit the files came from, when known.
     pub origin: Option<ctxgate_core::source::Origin>,
+    /// The manifest of the version `pack` is a delta over, when it is one.
+    pub layered_on: Option<Manifest>,
 }
 
 /// Writes `pack` as the next version of `project_id` and makes it current; its number.
@@ -117,6 +119,7 @@ pub(super) fn publish(
         created_at_ns: base.indexed_at_ns,
         origin: base.origin.clone(),
         vectors,
+        base: base.layered_on.clone().map(Box::new),
     };
     let manifest_json =
         serde_json::to_vec_pretty(&manifest).map_err(|e| IndexerError::Corrupt(e.to_string()))?;
@@ -130,8 +133,14 @@ pub(super) fn publish(
         project: project_id.to_owned(),
         version,
         manifest_key: keys::manifest(org, project_id, version),
-        files: pack.files.len() as u64,
-        chunks: pack.chunks.len() as u64,
+        files: pack
+            .delta
+            .as_ref()
+            .map_or(pack.files.len() as u64, |d| u64::from(d.files)),
+        chunks: pack
+            .delta
+            .as_ref()
+            .map_or(pack.chunks.len() as u64, |d| u64::from(d.chunks)),
         created_at_ns: base.indexed_at_ns,
     };
     crate::crash::point("before_publish");

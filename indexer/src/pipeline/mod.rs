@@ -9,6 +9,7 @@
 //! race: the second finds the first's version up to date and reuses it.
 
 mod commit;
+mod delta;
 mod merge;
 mod previous;
 mod scan;
@@ -333,25 +334,17 @@ pub fn index_project(
             seen: files_seen,
         });
     }
-    let (mut segments, stored_bytes) =
+    let (segments, stored_bytes) =
         segments::place_texts(store, org, project_id, reusable, &mut chunks, &texts)?;
     let reused_texts =
         segments::reused_segments(store, org, project_id, &segments, &chunks, &texts)?;
     let terms = terms::chunk_terms(&files, &chunks, &texts, &reused_texts)?;
     drop(reused_texts);
     let Built {
-        mut lexical,
-        mut references,
+        lexical,
+        references,
         graph,
     } = build(&files, &chunks, terms);
-    // A large index's lists go to segments of their own, read by range per query term and
-    // per named symbol (and a large dictionary's keys, in blocks after them).
-    let inline_max = segments::lists_inline_max();
-    let parts = lexical.split_postings(SEGMENT_CAP, inline_max, segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
-    let parts = references.split(SEGMENT_CAP, inline_max, segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
-    drop(parts);
     let text_bytes = files
         .iter()
         .filter(|f| f.skipped.is_none())
@@ -388,15 +381,9 @@ pub fn index_project(
             llm: opts.summarize_llm.as_ref(),
         });
     warnings.extend(summary_warnings);
-    drop(previous_summaries);
-    // Large summary texts go to segments of their own too: a query reads the few it shows.
-    let mut summaries = StoredSummaries::store(summaries)
-        .map_err(|e| IndexerError::Corrupt(format!("summaries: {e}")))?;
-    let parts = summaries.split(SEGMENT_CAP, inline_max, segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut segments)?;
-    drop(parts);
     let recency = recency(&root, &files);
-    let pack = IndexPack {
+    // The version built whole, its lists and texts still in the pack.
+    let whole = IndexPack {
         meta: PackMeta {
             project: target.name.clone(),
             encodings: opts.encodings.clone(),
@@ -409,7 +396,8 @@ pub fn index_project(
         chunks,
         segments,
         lexical,
-        summaries,
+        summaries: StoredSummaries::store(summaries.clone())
+            .map_err(|e| IndexerError::Corrupt(format!("summaries: {e}")))?,
         graph,
         references,
         recency,
@@ -417,6 +405,59 @@ pub fn index_project(
         overlay: None,
         derived: Default::default(),
     };
+    let embedded = match &embedder {
+        Some(e) => Some(vectors::embed_version(
+            store,
+            org,
+            project_id,
+            &whole,
+            previous.as_ref(),
+            e,
+        )?),
+        None => None,
+    };
+    let counts = Counts {
+        chunks: whole.chunks.len(),
+        unique_chunks: unique(&whole.chunks),
+        tokens: totals(&whole),
+        text_bytes: whole.meta.text_bytes,
+    };
+    // A small change is published as a delta over the previous version's base: the base's
+    // objects stay as they are, and only the changed files' own index is uploaded.
+    let layered = match (&previous, opts.force) {
+        (Some(p), false) => delta::over(
+            store,
+            org,
+            project_id,
+            p,
+            previous_summaries,
+            &whole,
+            &summaries,
+        )?,
+        _ => None,
+    };
+    drop(summaries);
+    let (mut pack, base_manifest) = match layered {
+        Some((delta, base)) => (delta, Some(base)),
+        None => (whole, None),
+    };
+    // A large index's lists go to segments of their own, read by range per query term and
+    // per named symbol (and a large dictionary's keys, in blocks after them); large summary
+    // texts too: a query reads the few it shows.
+    let inline_max = segments::lists_inline_max();
+    let parts = pack
+        .lexical
+        .split_postings(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
+    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
+    let parts = pack
+        .references
+        .split(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
+    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
+    let parts = pack
+        .summaries
+        .split(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
+    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
+    drop(parts);
     let base = commit::Base {
         previous: previous.as_ref().map(|p| p.version),
         current: current_version,
@@ -425,17 +466,7 @@ pub fn index_project(
             .origin
             .clone()
             .or_else(|| crate::recency::origin(&root)),
-    };
-    let embedded = match &embedder {
-        Some(e) => Some(vectors::embed_version(
-            store,
-            org,
-            project_id,
-            &pack,
-            previous.as_ref(),
-            e,
-        )?),
-        None => None,
+        layered_on: base_manifest,
     };
     let version = commit::publish(
         store,
@@ -456,16 +487,24 @@ pub fn index_project(
         files_chunked,
         files_reused,
         skipped,
-        chunks: pack.chunks.len(),
-        unique_chunks: unique(&pack.chunks),
+        chunks: counts.chunks,
+        unique_chunks: counts.unique_chunks,
         stored_bytes,
-        tokens: totals(&pack),
-        text_bytes: pack.meta.text_bytes,
+        tokens: counts.tokens,
+        text_bytes: counts.text_bytes,
         summaries: summary_report,
         embeddings: embedded.map(|(_, r)| r),
         warnings,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// What a report says of the version built, whether it is published whole or as a delta.
+struct Counts {
+    chunks: usize,
+    unique_chunks: usize,
+    tokens: BTreeMap<String, u64>,
+    text_bytes: u64,
 }
 
 /// ctxgate never writes inside a repository it indexes.

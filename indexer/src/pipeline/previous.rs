@@ -36,17 +36,26 @@ pub fn open_current(
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
     let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
-    // Decoded part by part: the whole pack is never held beside its decoded form.
-    let mut opening = open::PackOpening::new(&manifest);
-    for key in manifest.pack_objects() {
-        opening.push(&store.get_object(key)?)?;
-    }
-    let pack = opening.finish()?;
+    let base = match manifest.base.as_deref() {
+        Some(b) => Some(read_pack(store, b)?),
+        None => None,
+    };
+    let pack = open::layered(&manifest, base, read_pack(store, &manifest)?)?;
     Ok(Some(OpenVersion {
         version,
         manifest,
         pack,
     }))
+}
+
+/// The one pack `manifest` names (a delta's own, without its base), decoded part by part: the
+/// whole pack is never held beside its decoded form.
+pub fn read_pack(store: &dyn IndexStore, manifest: &Manifest) -> Result<IndexPack, IndexerError> {
+    let mut opening = open::PackOpening::new(manifest);
+    for key in manifest.pack_objects() {
+        opening.push(&store.get_object(key)?)?;
+    }
+    Ok(opening.finish()?)
 }
 
 /// The current version of `project` to build on, or `None` (with a warning in `warnings`) when

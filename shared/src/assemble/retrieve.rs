@@ -473,7 +473,7 @@ mod tests {
 
     /// Lists read by range from segments by their number in the version (a merged version's
     /// delta lists numbered after the base's), every id served.
-    struct Segments(std::collections::BTreeMap<u32, Vec<u8>>);
+    struct Segments(Ranges);
 
     impl ChunkSource for Segments {
         fn text(&self, _: &IndexPack, i: usize) -> Result<String, AssembleError> {
@@ -488,6 +488,24 @@ mod tests {
                 .map_err(|e| AssembleError::Source(e.to_string()))?;
             Ok(Cow::Owned(bytes.to_vec()))
         }
+    }
+
+    type Ranges = std::collections::BTreeMap<u32, Vec<u8>>;
+
+    /// Moves `pack`'s postings and references to segments after its own (their bytes by their
+    /// number in a version whose first `offset` segments are another pack's).
+    fn split_lists(pack: &mut IndexPack, offset: u32) -> Ranges {
+        let first = pack.segments.len() as u32;
+        let mut parts = pack.lexical.split_postings(64, 0, first);
+        let next = first + parts.len() as u32;
+        parts.extend(pack.references.split(64, 0, next));
+        pack.segments
+            .resize(first as usize + parts.len(), "list".into());
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| (offset + first + k as u32, p))
+            .collect()
     }
 
     /// Retrieval over `pack`, reading what it lacks from `source` round by round.
@@ -510,50 +528,15 @@ mod tests {
         for seed in 0..30 {
             for split in [false, true] {
                 let (mut base, mut delta, mut next) = layered(seed, 14);
-                let mut parts = std::collections::BTreeMap::new();
-                let mut whole_parts = std::collections::BTreeMap::new();
+                let mut parts = Ranges::new();
+                let mut whole_parts = Ranges::new();
                 if split {
                     // Every list in segments, keys in blocks: read by range, the delta's after
                     // the base's.
-                    let offset = base.segments.len() as u32;
-                    for (k, p) in base
-                        .lexical
-                        .split_postings(64, 0, 1)
-                        .into_iter()
-                        .enumerate()
-                    {
-                        parts.insert(1 + k as u32, p);
-                    }
-                    let first = 1 + parts.len() as u32;
-                    for (k, p) in base.references.split(64, 0, first).into_iter().enumerate() {
-                        parts.insert(first + k as u32, p);
-                    }
-                    base.segments.resize(1 + parts.len(), "list".into());
+                    parts = split_lists(&mut base, 0);
                     let base_segments = base.segments.len() as u32;
-                    let d0 = delta.segments.len() as u32;
-                    let mut d = delta.lexical.split_postings(64, 0, d0);
-                    let d1 = d0 + d.len() as u32;
-                    d.extend(delta.references.split(64, 0, d1));
-                    delta
-                        .segments
-                        .resize((d0 as usize) + d.len(), "list".into());
-                    for (k, p) in d.into_iter().enumerate() {
-                        parts.insert(base_segments + d0 + k as u32, p);
-                    }
-                    assert_eq!(offset, 1);
-                    for (k, p) in next
-                        .lexical
-                        .split_postings(64, 0, 1)
-                        .into_iter()
-                        .enumerate()
-                    {
-                        whole_parts.insert(1 + k as u32, p);
-                    }
-                    let first = 1 + whole_parts.len() as u32;
-                    for (k, p) in next.references.split(64, 0, first).into_iter().enumerate() {
-                        whole_parts.insert(first + k as u32, p);
-                    }
-                    next.segments.resize(1 + whole_parts.len(), "list".into());
+                    parts.extend(split_lists(&mut delta, base_segments));
+                    whole_parts = split_lists(&mut next, 0);
                 }
                 let merged = merge(base, delta).unwrap();
                 for q in queries {

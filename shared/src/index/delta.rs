@@ -357,6 +357,35 @@ fn corrupt(what: &str) -> PackError {
     PackError::Corrupt(format!("delta pack: {what}"))
 }
 
+/// `base` with the entries `keep` refuses dropped and `delta`'s entries put where `from_base`
+/// (the merged sequence: `true` for the next kept base entry, `false` for the next delta
+/// entry) says, in place: a Worker's memory never shrinks, so a second copy of a large chunk
+/// table would be its peak for good.
+fn interleave<T: Clone>(base: &mut Vec<T>, keep: &[bool], mut delta: Vec<T>, from_base: &[bool]) {
+    let mut k = 0;
+    base.retain(|_| {
+        k += 1;
+        keep.get(k - 1).copied().unwrap_or(false)
+    });
+    let Some(placeholder) = base.first().cloned() else {
+        *base = delta;
+        return;
+    };
+    let mut unplaced = base.len();
+    let total = unplaced + delta.len();
+    base.resize(total, placeholder);
+    // From the back: a kept entry's merged slot is never before its slot now, and every slot
+    // after the kept entries not yet placed holds a placeholder until it is written.
+    for w in (0..total).rev() {
+        if from_base.get(w).copied().unwrap_or(true) {
+            unplaced = unplaced.saturating_sub(1);
+            base.swap(unplaced, w);
+        } else if let Some(d) = delta.pop() {
+            base[w] = d;
+        }
+    }
+}
+
 /// The version `delta` (a delta pack) makes of `base` (a whole pack): its tables merged in
 /// path order, the base's lists read through an [`Overlay`].
 pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackError> {
@@ -370,20 +399,15 @@ pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackErr
             .binary_search_by(|r| r.as_str().cmp(p))
             .is_ok()
     };
-    let segment_offset = base.segments.len() as u32;
 
-    // Files and chunks: the base's kept and the delta's, merged by path.
-    let mut files: Vec<FileEntry> = Vec::with_capacity(facts.files as usize);
-    let mut chunks: Vec<ChunkRecord> = Vec::with_capacity(facts.chunks as usize);
-    let mut doc_len: Vec<u32> = Vec::with_capacity(facts.chunks as usize);
+    // Files: the base's kept and the delta's, merged by path.
+    let keep_file: Vec<bool> = base.files.iter().map(|f| !removed(&f.path)).collect();
+    let mut file_from_base = Vec::with_capacity(facts.files as usize);
     let mut base_files = vec![DROPPED; base.files.len()];
     let mut delta_files = vec![DROPPED; delta.files.len()];
-    let mut base_chunks = vec![DROPPED; base.chunks.len()];
     let (mut i, mut j) = (0usize, 0usize);
-    let base_lens = base.lexical.doc_lens();
-    let delta_lens = delta.lexical.doc_lens();
     loop {
-        while i < base.files.len() && removed(&base.files[i].path) {
+        while i < base.files.len() && !keep_file[i] {
             i += 1;
         }
         let take_base = match (base.files.get(i), delta.files.get(j)) {
@@ -395,40 +419,97 @@ pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackErr
             }
             (Some(a), Some(b)) => a.path < b.path,
         };
-        let merged = files.len() as u32;
-        let (pack, entry, lens) = if take_base {
+        let merged = file_from_base.len() as u32;
+        if take_base {
             base_files[i] = merged;
             i += 1;
-            (&base, &base.files[i - 1], base_lens)
         } else {
             delta_files[j] = merged;
             j += 1;
-            (&delta, &delta.files[j - 1], delta_lens)
-        };
-        let first = entry.first_chunk as usize;
-        let count = entry.chunk_count as usize;
-        let own = pack
-            .chunks
-            .get(first..first + count)
-            .ok_or_else(|| corrupt("a file's chunks past the table"))?;
-        let mut e = entry.clone();
-        e.first_chunk = chunks.len() as u32;
-        for (k, c) in own.iter().enumerate() {
-            if take_base {
-                base_chunks[first + k] = chunks.len() as u32;
-            }
-            let mut c = c.clone();
-            c.file = merged;
-            if !take_base {
+        }
+        file_from_base.push(take_base);
+    }
+    if file_from_base.len() != facts.files as usize {
+        return Err(corrupt("its file count does not match the merge"));
+    }
+    // Chunks follow their files; every file's chunks must lie in its pack's table.
+    let chunk_flags = |pack: &IndexPack, keep: &[bool]| -> Result<Vec<bool>, PackError> {
+        let mut live = vec![false; pack.chunks.len()];
+        for (f, e) in pack.files.iter().enumerate() {
+            let first = e.first_chunk as usize;
+            let slot = live
+                .get_mut(first..first + e.chunk_count as usize)
+                .ok_or_else(|| corrupt("a file's chunks past the table"))?;
+            slot.fill(keep.get(f).copied().unwrap_or(false));
+        }
+        Ok(live)
+    };
+    let keep_chunk = chunk_flags(&base, &keep_file)?;
+    let counts_of = |files: &[FileEntry], keep: &[bool]| -> Vec<u32> {
+        files
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(f, _)| f.chunk_count)
+            .collect()
+    };
+    let base_counts = counts_of(&base.files, &keep_file);
+    let delta_counts = counts_of(&delta.files, &vec![true; delta.files.len()]);
+    let (mut bc, mut dc) = (base_counts.iter(), delta_counts.iter());
+    let mut chunk_from_base = Vec::with_capacity(facts.chunks as usize);
+    for &b in &file_from_base {
+        let n = if b { bc.next() } else { dc.next() };
+        chunk_from_base.extend(std::iter::repeat_n(b, n.copied().unwrap_or(0) as usize));
+    }
+    if chunk_from_base.len() != facts.chunks as usize {
+        return Err(corrupt("its chunk count does not match the merge"));
+    }
+    // Base chunk numbers in the merged table, and every chunk's length there.
+    let mut base_chunks = vec![DROPPED; base.chunks.len()];
+    let mut merged_base = chunk_from_base.iter().enumerate().filter(|(_, b)| **b);
+    for (c, _) in keep_chunk.iter().enumerate().filter(|(_, k)| **k) {
+        if let Some((m, _)) = merged_base.next() {
+            base_chunks[c] = m as u32;
+        }
+    }
+    let (base_lens, delta_lens) = (base.lexical.doc_lens(), delta.lexical.doc_lens());
+    let mut doc_len = vec![0u32; chunk_from_base.len()];
+    for (c, &m) in base_chunks.iter().enumerate() {
+        if let Some(slot) = doc_len.get_mut(m as usize) {
+            *slot = base_lens.get(c).copied().unwrap_or(0);
+        }
+    }
+    let mut delta_slots = chunk_from_base.iter().enumerate().filter(|(_, b)| !**b);
+    for &len in delta_lens {
+        if let Some((m, _)) = delta_slots.next() {
+            doc_len[m] = len;
+        }
+    }
+
+    let segment_offset = base.segments.len() as u32;
+    let mut files = base.files;
+    interleave(&mut files, &keep_file, delta.files, &file_from_base);
+    let mut chunks = base.chunks;
+    interleave(&mut chunks, &keep_chunk, delta.chunks, &chunk_from_base);
+    if chunks.len() != chunk_from_base.len() {
+        return Err(corrupt(
+            "its files' chunks do not add up to its chunk table",
+        ));
+    }
+    // Each file's chunks where they now are; the delta's texts in segments after the base's.
+    let mut next_chunk = 0u32;
+    for (m, (file, &from_base)) in files.iter_mut().zip(&file_from_base).enumerate() {
+        file.first_chunk = next_chunk;
+        next_chunk += file.chunk_count;
+        let own = chunks
+            .get_mut(file.first_chunk as usize..next_chunk as usize)
+            .ok_or_else(|| corrupt("its files' chunks do not add up to its chunk table"))?;
+        for c in own {
+            c.file = m as u32;
+            if !from_base {
                 c.segment += segment_offset;
             }
-            chunks.push(c);
-            doc_len.push(lens.get(first + k).copied().unwrap_or(0));
         }
-        files.push(e);
-    }
-    if files.len() != facts.files as usize || chunks.len() != facts.chunks as usize {
-        return Err(corrupt("its file or chunk count does not match the merge"));
     }
 
     let mut segments = base.segments;
@@ -785,6 +866,39 @@ pub(crate) mod tests {
             edges > 40 && removed > 40,
             "the cases exercise the graph: {edges} {removed}"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn interleaving_in_place_is_a_merge(
+            keep in proptest::collection::vec(proptest::bool::ANY, 0..40),
+            order in proptest::collection::vec(proptest::bool::ANY, 0..60),
+        ) {
+            let base: Vec<u32> = (0..keep.len() as u32).collect();
+            let kept: Vec<u32> = base.iter().copied().filter(|&i| keep[i as usize]).collect();
+            // A merged sequence with exactly the kept entries from the base.
+            let mut from_base: Vec<bool> = order.clone();
+            let mut trues = from_base.iter().filter(|b| **b).count();
+            while trues < kept.len() {
+                from_base.push(true);
+                trues += 1;
+            }
+            while trues > kept.len() {
+                let at = from_base.iter().rposition(|b| *b).unwrap();
+                from_base.remove(at);
+                trues -= 1;
+            }
+            let delta: Vec<u32> =
+                (0..from_base.iter().filter(|b| !**b).count() as u32).map(|d| 1000 + d).collect();
+            let (mut k, mut d) = (kept.iter(), delta.iter());
+            let naive: Vec<u32> = from_base
+                .iter()
+                .map(|&b| if b { *k.next().unwrap() } else { *d.next().unwrap() })
+                .collect();
+            let mut got = base.clone();
+            interleave(&mut got, &keep, delta, &from_base);
+            proptest::prop_assert_eq!(got, naive);
+        }
     }
 
     #[test]

@@ -39,6 +39,12 @@ pub struct Manifest {
     /// with it can tell, before reading, whether the table fits its memory and its model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vectors: Option<VectorsRef>,
+    /// A version stored as a delta over an earlier one ([`crate::index::delta`]): that
+    /// version's manifest, whose objects this version names too (a reader opens its pack,
+    /// then this one's, and merges them; garbage collection keeps them while this version is
+    /// kept). Never itself a delta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Box<Manifest>>,
 }
 
 /// Where a version's [`crate::dense::VectorTable`] is and what it holds.
@@ -73,12 +79,20 @@ impl Manifest {
     /// pack (or its header).
     pub fn objects(&self) -> Vec<&str> {
         let mut seen = std::collections::HashSet::new();
-        self.segment_keys
-            .iter()
-            .chain(&self.pack_parts)
-            .chain(self.vectors.as_ref().map(|v| &v.key))
-            .chain(std::iter::once(&self.pack_key))
-            .map(String::as_str)
+        let base: Vec<&str> = self
+            .base
+            .as_deref()
+            .map(Manifest::objects)
+            .unwrap_or_default();
+        base.into_iter()
+            .chain(
+                self.segment_keys
+                    .iter()
+                    .chain(&self.pack_parts)
+                    .chain(self.vectors.as_ref().map(|v| &v.key))
+                    .chain(std::iter::once(&self.pack_key))
+                    .map(String::as_str),
+            )
             .filter(|k| seen.insert(*k))
             .collect()
     }
@@ -153,6 +167,28 @@ mod tests {
         );
         let back: Manifest = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back.vectors, m.vectors);
+        // A delta names its base's objects first (garbage collection keeps them with it).
+        assert!(!serde_json::to_string(&m).unwrap().contains("base"));
+        let mut base = m.clone();
+        base.version = 1;
+        base.segment_keys = vec!["k/b.seg".into(), "k/a.seg".into()];
+        base.pack_parts.clear();
+        base.vectors = None;
+        base.pack_key = "k/1.pack".into();
+        m.base = Some(Box::new(base));
+        assert_eq!(
+            m.objects(),
+            [
+                "k/b.seg",
+                "k/a.seg",
+                "k/1.pack",
+                "k/p1.seg",
+                "k/v.vec",
+                "k/index.pack"
+            ]
+        );
+        let back: Manifest = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 
     #[test]

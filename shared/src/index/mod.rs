@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 11; version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 12; version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no

@@ -55,10 +55,25 @@ pub fn read_manifest(
         .into_iter()
         .find(|k| !k.starts_with(&own))
         .map(str::to_owned);
-    match foreign {
-        Some(k) => Err(OpenError::Foreign(k)),
-        None => Ok(manifest),
+    if let Some(k) = foreign {
+        return Err(OpenError::Foreign(k));
     }
+    if let Some(base) = &manifest.base {
+        let reason = if base.base.is_some() {
+            Some("its base is a delta itself")
+        } else if base.org != org || base.project != project || base.version >= version {
+            Some("its base is not an earlier version of the same project")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(OpenError::Manifest {
+                version,
+                reason: reason.into(),
+            });
+        }
+    }
+    Ok(manifest)
 }
 
 /// Decodes the pack `manifest` names from its `bytes` (the concatenation of
@@ -72,6 +87,32 @@ pub fn open_pack(manifest: &Manifest, bytes: &[u8]) -> Result<IndexPack, OpenErr
         });
     }
     Ok(IndexPack::decode(bytes)?)
+}
+
+/// The version `manifest` describes, from its decoded pack and (for a version stored as a
+/// delta, [`super::delta`]) its base's: a delta merged over its base, a whole pack as it is.
+/// A pack that does not match its manifest (a delta without a base, a base of another
+/// version) is refused.
+pub fn layered(
+    manifest: &Manifest,
+    base: Option<IndexPack>,
+    pack: IndexPack,
+) -> Result<IndexPack, OpenError> {
+    let mismatch = |reason: &str| OpenError::Manifest {
+        version: manifest.version,
+        reason: reason.into(),
+    };
+    match (manifest.base.as_deref(), base, &pack.delta) {
+        (None, None, None) => Ok(pack),
+        (Some(m), Some(base), Some(d)) if d.base_version == m.version => {
+            Ok(super::delta::merge(base, pack)?)
+        }
+        (Some(_), Some(_), Some(_)) => Err(mismatch("its delta is over another version")),
+        (None, _, Some(_)) => Err(mismatch("its pack is a delta and it names no base")),
+        _ => Err(mismatch(
+            "it names a base and its pack is not a delta over it",
+        )),
+    }
 }
 
 /// A pack being decoded from its parts ([`Manifest::pack_objects`]) as they are read, so that a
@@ -142,6 +183,7 @@ mod tests {
             created_at_ns: 0,
             origin: None,
             vectors: None,
+            base: None,
         })
         .unwrap()
     }
@@ -169,6 +211,23 @@ mod tests {
         assert!(matches!(
             read_manifest("acme", "p1", 1, &serde_json::to_vec(&parted).unwrap()),
             Err(OpenError::Foreign(k)) if k.ends_with("b.seg")
+        ));
+        // A base must be an earlier whole version of the same project.
+        let mut layered: Manifest = serde_json::from_slice(&ok).unwrap();
+        layered.version = 2;
+        let mut base: Manifest = serde_json::from_slice(&ok).unwrap();
+        layered.base = Some(Box::new(base.clone()));
+        let bytes = serde_json::to_vec(&layered).unwrap();
+        assert!(read_manifest("acme", "p1", 2, &bytes).is_ok());
+        assert!(matches!(
+            read_manifest("acme", "p1", 1, &bytes),
+            Err(OpenError::Manifest { .. })
+        ));
+        base.base = Some(Box::new(base.clone()));
+        layered.base = Some(Box::new(base));
+        assert!(matches!(
+            read_manifest("acme", "p1", 2, &serde_json::to_vec(&layered).unwrap()),
+            Err(OpenError::Manifest { reason, .. }) if reason.contains("delta itself")
         ));
         // A sibling project whose id extends this one's is not this project.
         let sibling = manifest(&format!("{own}x/v1.pack"), &[]);

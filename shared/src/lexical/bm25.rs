@@ -239,8 +239,6 @@ impl Bm25Index {
         external: &dyn Fn(u32) -> Option<&'a [u8]>,
         limit: usize,
     ) -> Result<Searched, ListError> {
-        let Bm25Params { k1, b } = params;
-        let avg = self.avg_len.max(1.0);
         let mut lists = Vec::with_capacity(found.len());
         let mut missing = Vec::new();
         for (term, qtf) in found {
@@ -253,16 +251,66 @@ impl Bm25Index {
             return Err(ListError::Needed(missing));
         }
         let mut idf = Vec::with_capacity(lists.len());
+        let mut weighted = Vec::with_capacity(lists.len());
+        for (qtf, bytes) in lists {
+            let term_idf = self.idf_of(postings_count(bytes));
+            idf.push(term_idf);
+            weighted.push((term_idf * f32::from(qtf).sqrt(), Postings { bytes, doc: 0 }));
+        }
+        let out = self.scores_of(weighted, params, limit);
+        Ok(Searched { hits: out, idf })
+    }
+}
+
+impl Bm25Index {
+    /// [`Bm25Index::search_found`] for a version in layers ([`crate::index::delta`]): each
+    /// query term's frequency and its postings in every layer holding it, the documents mapped
+    /// to this index's numbering. A term's document frequency is its live postings in all
+    /// layers, so the scores are those of the version built whole; a term whose postings are
+    /// all of dropped documents is not in the version (it gets no idf: the second value says
+    /// which terms have live postings).
+    pub fn search_layers(
+        &self,
+        terms: &[(u16, Vec<LayerPostings<'_>>)],
+        params: Bm25Params,
+        limit: usize,
+    ) -> (Searched, Vec<bool>) {
+        let mut idf = Vec::with_capacity(terms.len());
+        let mut live = Vec::with_capacity(terms.len());
+        let mut weighted = Vec::with_capacity(terms.len());
+        for (qtf, layers) in terms {
+            let docs = layer_docs(layers);
+            live.push(!docs.is_empty());
+            if docs.is_empty() {
+                continue;
+            }
+            let term_idf = self.idf_of(docs.len() as u32);
+            idf.push(term_idf);
+            weighted.push((term_idf * f32::from(*qtf).sqrt(), docs.into_iter()));
+        }
+        let out = self.scores_of(weighted, params, limit);
+        (Searched { hits: out, idf }, live)
+    }
+}
+
+impl Bm25Index {
+    /// The best `limit` documents of the terms' postings (each term's weight, its documents
+    /// with their term frequencies), best first.
+    fn scores_of<I: Iterator<Item = (u32, u32)>>(
+        &self,
+        weighted: Vec<(f32, I)>,
+        params: Bm25Params,
+        limit: usize,
+    ) -> Vec<(u32, f32)> {
+        let Bm25Params { k1, b } = params;
+        let avg = self.avg_len.max(1.0);
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
         let mut held = ScoreArray::take(self.doc_len.len());
         let scores = held.scores();
         let mut hit: Vec<u32> = Vec::new();
-        for (qtf, bytes) in lists {
-            let term_idf = self.idf_of(postings_count(bytes));
-            idf.push(term_idf);
-            let weight = term_idf * f32::from(qtf).sqrt();
-            for (doc, tf) in (Postings { bytes, doc: 0 }) {
+        for (weight, docs) in weighted {
+            for (doc, tf) in docs {
                 let Some(&len) = self.doc_len.get(doc as usize) else {
                     continue;
                 };
@@ -283,60 +331,7 @@ impl Bm25Index {
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
-        Ok(Searched { hits: out, idf })
-    }
-}
-
-impl Bm25Index {
-    /// [`Bm25Index::search_found`] for a version in layers ([`crate::index::delta`]): each
-    /// query term's frequency and its postings in every layer holding it, the documents mapped
-    /// to this index's numbering. A term's document frequency is its live postings in all
-    /// layers, so the scores are those of the version built whole; a term whose postings are
-    /// all of dropped documents is not in the version (it gets no idf: the second value says
-    /// which terms have live postings).
-    pub fn search_layers(
-        &self,
-        terms: &[(u16, Vec<LayerPostings<'_>>)],
-        params: Bm25Params,
-        limit: usize,
-    ) -> (Searched, Vec<bool>) {
-        let Bm25Params { k1, b } = params;
-        let avg = self.avg_len.max(1.0);
-        let mut idf = Vec::with_capacity(terms.len());
-        let mut held = ScoreArray::take(self.doc_len.len());
-        let scores = held.scores();
-        let mut hit: Vec<u32> = Vec::new();
-        let mut live = Vec::with_capacity(terms.len());
-        for (qtf, layers) in terms {
-            let docs = layer_docs(layers);
-            live.push(!docs.is_empty());
-            if docs.is_empty() {
-                continue;
-            }
-            let term_idf = self.idf_of(docs.len() as u32);
-            idf.push(term_idf);
-            let weight = term_idf * f32::from(*qtf).sqrt();
-            for (doc, tf) in docs {
-                let Some(&len) = self.doc_len.get(doc as usize) else {
-                    continue;
-                };
-                let tf = tf as f32;
-                let s = weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len as f32 / avg));
-                let slot = &mut scores[doc as usize];
-                if *slot == 0.0 {
-                    hit.push(doc);
-                }
-                *slot += s;
-            }
-        }
-        let mut out: Vec<(u32, f32)> = hit.iter().map(|&d| (d, scores[d as usize])).collect();
-        for &d in &hit {
-            scores[d as usize] = 0.0;
-        }
-        held.cleared();
-        crate::order::best_first_top(&mut out, limit);
-        out.dedup_by_key(|e| e.0);
-        (Searched { hits: out, idf }, live)
+        out
     }
 }
 
