@@ -202,6 +202,45 @@ fn a_small_change_is_a_delta_over_the_base_and_answers_as_the_whole_version() {
     let again = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();
     assert_eq!(again.version, v3.version);
 
+    // Garbage collection keeping only the current version (a delta) deletes versions 1 and 2
+    // but not the base's objects the delta names: the version still opens and answers.
+    let project = store.project(LOCAL_ORG, &id).unwrap().unwrap();
+    let policy = ctxgate_core::index::gc::GcPolicy {
+        keep_last: 0,
+        keep_younger_than_ms: 0,
+        grace_ms: 0,
+    };
+    let far = u64::MAX / 2;
+    let report =
+        ctxgate_indexer::gc::collect_project(&store, &project, &policy, far, false).unwrap();
+    assert_eq!(
+        report.deleted_versions,
+        vec![v1.version, v2.version],
+        "{report:?}"
+    );
+    assert!(
+        report.deleted_objects > 0,
+        "version 2's own objects went: {report:?}"
+    );
+    let after_gc = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();
+    assert_eq!(shape(&after_gc.pack), shape(&wv.pack));
+    let query = "where is the quarantine ledger entry computed";
+    let a = assemble(
+        &store,
+        &Catalog::builtin(),
+        &request(&root, query, false),
+        &NoProgress,
+    )
+    .unwrap();
+    let b = assemble(
+        &whole_store,
+        &Catalog::builtin(),
+        &request(&root, query, false),
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(a.prompt, b.prompt);
+
     // A forced run publishes whole: the next deltas' base.
     index_repo(&store, &root, &forced, &NoProgress).unwrap();
     let v4 = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();
