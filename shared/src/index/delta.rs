@@ -133,20 +133,40 @@ fn same_file(base: &IndexPack, a: &FileEntry, whole: &IndexPack, b: &FileEntry) 
     }
 }
 
-/// The whole version's file `f` comes from: base file `Some(b)` it keeps, or `None` (the delta's).
-fn kept_files(base: &IndexPack, whole: &IndexPack) -> Vec<Option<u32>> {
+/// The base file each of the whole version's files is, when the version keeps it as it is (the
+/// same entry, chunks and summary); `None` for the delta's files.
+fn kept_files(
+    base: &IndexPack,
+    base_summaries: &Summaries,
+    whole: &IndexPack,
+    whole_summaries: &Summaries,
+) -> Vec<Option<u32>> {
     let by_path: BTreeMap<&str, usize> = base
         .files
         .iter()
         .enumerate()
         .map(|(i, f)| (f.path.as_str(), i))
         .collect();
+    // A file whose summary was written again (another summarizer) is the delta's too.
+    let summary_of = |s: &'_ Summaries| -> BTreeMap<u32, (String, String, Summary)> {
+        s.files
+            .iter()
+            .map(|f| {
+                let origin = f.origin.to_string();
+                (f.file, (origin, f.line.clone(), f.summary.clone()))
+            })
+            .collect()
+    };
+    let (base_sums, whole_sums) = (summary_of(base_summaries), summary_of(whole_summaries));
     whole
         .files
         .iter()
-        .map(|w| {
+        .enumerate()
+        .map(|(f, w)| {
             let b = *by_path.get(w.path.as_str())?;
-            same_file(base, &base.files[b], whole, w).then_some(b as u32)
+            let same = same_file(base, &base.files[b], whole, w)
+                && base_sums.get(&(b as u32)) == whole_sums.get(&(f as u32));
+            same.then_some(b as u32)
         })
         .collect()
 }
@@ -200,7 +220,7 @@ pub fn derive(
     if base.meta.settings != whole.meta.settings || base.meta.encodings != whole.meta.encodings {
         return None;
     }
-    let kept = kept_files(base, whole);
+    let kept = kept_files(base, base_summaries, whole, whole_summaries);
     let file_map = base_file_map(base.files.len(), &kept);
     let removed: Vec<String> = base
         .files
@@ -899,6 +919,30 @@ pub(crate) mod tests {
             interleave(&mut got, &keep, delta, &from_base);
             proptest::prop_assert_eq!(got, naive);
         }
+    }
+
+    #[test]
+    fn a_summary_written_again_makes_its_file_the_deltas() {
+        let (a, b) = repos(11, 10);
+        let (base, base_sums) = whole(&a, "base");
+        let (next, mut next_sums) = whole(&b, "next");
+        // An unchanged file (the same in both) summarized again, by another summarizer.
+        let kept = kept_files(&base, &base_sums, &next, &next_sums);
+        let f = kept.iter().position(Option::is_some).unwrap();
+        let s = next_sums
+            .files
+            .iter_mut()
+            .find(|s| s.file == f as u32)
+            .unwrap();
+        s.origin = "model".into();
+        s.summary.text = "written again".into();
+        let mut next = next;
+        next.summaries = StoredSummaries::store(next_sums.clone()).unwrap();
+        let delta = derive(&base, 1, &base_sums, &next, &next_sums).unwrap();
+        assert!(delta.files.iter().any(|d| d.path == next.files[f].path));
+        let merged = merge(base, delta).unwrap();
+        let loaded = merged.summaries.load(|_| Err(()), |_| ()).unwrap();
+        assert_eq!(loaded, next_sums);
     }
 
     #[test]
