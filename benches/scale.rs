@@ -124,10 +124,53 @@ fn run(name: &str, dir: &Path) {
         version_bytes as f64 / 1048576.0
     );
 
+    let line = measure(name, home.path());
+    println!("{line}");
+    // CTXGATE_SCALE_DELTA=1: the same after one new file, published as a delta over the
+    // version above (the index format's layers): what a reader of a delta version costs.
+    if std::env::var_os("CTXGATE_SCALE_DELTA").is_some() {
+        let added = dir.join("ctxgate-scale-delta.md");
+        let _gone = RemoveOnDrop(added.clone());
+        std::fs::write(&added, "# One more file\n\nA note the delta carries.\n")
+            .expect("write a file into the corpus");
+        let reindexed = ctxgate(
+            home.path(),
+            &[
+                "project", "reindex", "--org", "bench", "--format", "json", "corpus",
+            ],
+            &[],
+        )
+        .expect("reindex");
+        let manifests: Vec<String> = files_under(&home.path().join("objects"))
+            .into_iter()
+            .filter(|p| p.ends_with("manifest.json"))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect();
+        eprintln!(
+            "{name}+delta: version {} is a delta over a base: {}",
+            reindexed["project"]["current_version"],
+            manifests.iter().any(|m| m.contains("\"base\""))
+        );
+        println!("{}", measure(&format!("{name}+delta"), home.path()));
+    }
+}
+
+/// Removes a file when dropped (a file a bench added to a corpus, whatever happens).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The `scale:` line of the current version of project `corpus` in data directory `home`:
+/// natively, then through the Worker.
+fn measure(name: &str, home: &Path) -> String {
     // Native: a warm `ctxgate serve` over the same data directory; the app's own time per
     // answer (its Server-Timing header).
     let native_key = ctxgate(
-        home.path(),
+        home,
         &["key", "create", "--org", "bench", "--format", "json"],
         &[],
     )
@@ -136,7 +179,7 @@ fn run(name: &str, dir: &Path) {
         .expect("a key")
         .to_string();
     let (tokens, native_ms) = {
-        let server = Serve::start(home.path());
+        let server = Serve::start(home);
         let first = server.context(&native_key, &body(QUERIES[0]));
         let tokens = first.1["savings"]["repo_tokens"].as_u64().unwrap_or(0);
         let times: Vec<f64> = (0..20)
@@ -153,7 +196,7 @@ fn run(name: &str, dir: &Path) {
     let mut w = worker::WorkerHost::start_cold();
     let key = org_with_key(&w, "bench", json!({}));
     let published = ctxgate(
-        home.path(),
+        home,
         &[
             "project",
             "publish",
@@ -244,13 +287,13 @@ fn run(name: &str, dir: &Path) {
         }
     };
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
-    println!(
+    format!(
         "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} cold_ms={} cold_read_mib={} native_ms={native_ms:.1}",
         show(memory),
         show(warm),
         show(cold),
         show(cold_read.map(|b| b as f64 / 1048576.0)),
-    );
+    )
 }
 
 /// `ctxgate serve` over a data directory.

@@ -133,28 +133,34 @@ impl SnapshotCache {
         manifest: &Manifest,
         name: &str,
     ) -> Result<(IndexPack, u64), BackendError> {
-        // A version stored as a delta: its base's pack first, then its own, merged.
+        // A version stored as a delta: its own (small) pack first, then its base's, decoded
+        // with room for the merged tables, so merging needs no second copy of them.
+        let (pack, read) = self.one_pack(backend, manifest, name, None).await?;
         let (base, base_read) = match manifest.base.as_deref() {
             Some(b) => {
-                let (p, r) = self.one_pack(backend, b, name).await?;
+                let (p, r) = self.one_pack(backend, b, name, Some(&pack)).await?;
                 (Some(p), r)
             }
             None => (None, 0),
         };
-        let (pack, read) = self.one_pack(backend, manifest, name).await?;
         let pack = open::layered(manifest, base, pack)
             .map_err(|e| BackendError::Corrupt(e.to_string()))?;
         Ok((pack, base_read + read))
     }
 
-    /// The one pack `manifest` names (a delta's own, without its base).
+    /// The one pack `manifest` names (a delta's own, without its base; a base with room for
+    /// `delta`'s merged tables).
     async fn one_pack(
         &self,
         backend: &dyn Projects,
         manifest: &Manifest,
         name: &str,
+        delta: Option<&IndexPack>,
     ) -> Result<(IndexPack, u64), BackendError> {
-        let mut opening = open::PackOpening::new(manifest);
+        let mut opening = match delta {
+            Some(d) => open::PackOpening::for_base_of(manifest, d),
+            None => open::PackOpening::new(manifest),
+        };
         let outdated_or_corrupt = |e: OpenError| match e {
             OpenError::Pack(PackError::Version { found, expected }) => {
                 BackendError::Outdated(format!(

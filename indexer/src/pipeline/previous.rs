@@ -36,11 +36,13 @@ pub fn open_current(
     };
     let manifest_bytes = store.get_object(&keys::manifest(org, project, version))?;
     let manifest = open::read_manifest(org, project, version, &manifest_bytes)?;
+    // A delta's own pack first: its base is decoded with room for the merged tables.
+    let own = read_pack(store, &manifest, None)?;
     let base = match manifest.base.as_deref() {
-        Some(b) => Some(read_pack(store, b)?),
+        Some(b) => Some(read_pack(store, b, Some(&own))?),
         None => None,
     };
-    let pack = open::layered(&manifest, base, read_pack(store, &manifest)?)?;
+    let pack = open::layered(&manifest, base, own)?;
     Ok(Some(OpenVersion {
         version,
         manifest,
@@ -48,10 +50,18 @@ pub fn open_current(
     }))
 }
 
-/// The one pack `manifest` names (a delta's own, without its base), decoded part by part: the
-/// whole pack is never held beside its decoded form.
-pub fn read_pack(store: &dyn IndexStore, manifest: &Manifest) -> Result<IndexPack, IndexerError> {
-    let mut opening = open::PackOpening::new(manifest);
+/// The one pack `manifest` names (a delta's own, without its base; a base with room for
+/// `delta`'s merged tables), decoded part by part: the whole pack is never held beside its
+/// decoded form.
+pub fn read_pack(
+    store: &dyn IndexStore,
+    manifest: &Manifest,
+    delta: Option<&IndexPack>,
+) -> Result<IndexPack, IndexerError> {
+    let mut opening = match delta {
+        Some(d) => open::PackOpening::for_base_of(manifest, d),
+        None => open::PackOpening::new(manifest),
+    };
     for key in manifest.pack_objects() {
         opening.push(&store.get_object(key)?)?;
     }

@@ -134,6 +134,20 @@ impl<'m> PackOpening<'m> {
         }
     }
 
+    /// Starts decoding the pack `manifest` names, a base that `delta` will be merged into:
+    /// its tables get room for the merged version's ([`PackReader::with_room`]).
+    pub fn for_base_of(manifest: &'m Manifest, delta: &IndexPack) -> Self {
+        let (files, chunks) = delta
+            .delta
+            .as_ref()
+            .map_or((0, 0), |d| (u64::from(d.files), u64::from(d.chunks)));
+        Self {
+            manifest,
+            reader: PackReader::with_room(files, chunks),
+            read: 0,
+        }
+    }
+
     fn size_error(&self) -> OpenError {
         OpenError::PackSize {
             key: self.manifest.pack_key.clone(),

@@ -169,6 +169,9 @@ pub struct PackReader {
     done: usize,
     /// Records the current table still expects, once its count frame was read.
     rows_left: Option<u64>,
+    /// Room to reserve in the file and chunk tables beyond their own records (a base that a
+    /// delta will be merged into: [`PackReader::with_room`]).
+    room: (u64, u64),
     decoded: Decoded,
 }
 
@@ -192,11 +195,12 @@ fn table_frame<T: DeserializeOwned>(
     rows_left: &mut Option<u64>,
     bytes: &[u8],
     name: &str,
+    room: u64,
 ) -> Result<bool, PackError> {
     let Some(left) = *rows_left else {
         let count: u64 = value(bytes, name)?;
         let most = (MAX_RESERVE_BYTES / std::mem::size_of::<T>().max(1)) as u64;
-        let reserve = usize::try_from(count.min(most)).unwrap_or(0);
+        let reserve = usize::try_from(count.max(room).min(most)).unwrap_or(0);
         *slot = Some(Vec::with_capacity(reserve));
         *rows_left = Some(count);
         return Ok(count == 0);
@@ -217,6 +221,17 @@ impl PackReader {
     /// A reader waiting for the pack's first bytes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader whose file and chunk tables are allocated for at least `files` and `chunks`
+    /// records: a base pack a delta will be merged into in place, so the merged tables never
+    /// need a second allocation (in a Worker, whose memory never shrinks, the copy would stay
+    /// its peak: 105 MiB instead of 61 on the monorepo corpus).
+    pub fn with_room(files: u64, chunks: u64) -> Self {
+        Self {
+            room: (files, chunks),
+            ..Self::default()
+        }
     }
 
     /// Takes the next `bytes` of the pack, decoding every frame they complete.
@@ -292,8 +307,8 @@ impl PackReader {
                 d.meta = Some(value(bytes, name)?);
                 true
             }
-            Section::Files => table_frame(&mut d.files, left, bytes, name)?,
-            Section::Chunks => table_frame(&mut d.chunks, left, bytes, name)?,
+            Section::Files => table_frame(&mut d.files, left, bytes, name, self.room.0)?,
+            Section::Chunks => table_frame(&mut d.chunks, left, bytes, name, self.room.1)?,
             Section::Segments => {
                 d.segments = Some(value(bytes, name)?);
                 true
@@ -302,8 +317,8 @@ impl PackReader {
                 d.lexical = Some(value(bytes, name)?);
                 true
             }
-            Section::FileSummaries => table_frame(&mut d.summary_files, left, bytes, name)?,
-            Section::DirSummaries => table_frame(&mut d.summary_dirs, left, bytes, name)?,
+            Section::FileSummaries => table_frame(&mut d.summary_files, left, bytes, name, 0)?,
+            Section::DirSummaries => table_frame(&mut d.summary_dirs, left, bytes, name, 0)?,
             Section::Project => {
                 d.project = Some(value(bytes, name)?);
                 true
