@@ -165,7 +165,6 @@ pub fn publish_to_worker(
             .send()
             .is_ok_and(|r| r.status().as_u16() == 204)
     };
-    let own = [manifest.pack_key.clone(), manifest_key.clone()];
     let order = upload_order(&manifest, manifest_key);
     let (mut bytes, mut skipped) = (0u64, 0usize);
     for (i, key) in order.iter().enumerate() {
@@ -173,9 +172,11 @@ pub fn publish_to_worker(
             "{base}/v1/admin/orgs/{org}/objects/{}",
             org_relative(org, key)?
         );
-        // Every object but this version's own pack and manifest is content-addressed or a
-        // base version's: one the Worker has is not sent again.
-        if !own.contains(key) && stored(&url) {
+        // Content-addressed objects (segments, pack parts, vectors) the Worker has are not
+        // sent again; a version's pack and manifest (a base's too: a number, not a content
+        // address) always are.
+        let addressed = key.contains("/segments/") || key.contains("/vectors/");
+        if addressed && stored(&url) {
             skipped += 1;
         } else {
             let object = store.get_object(key)?;

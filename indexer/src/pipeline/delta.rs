@@ -44,8 +44,10 @@ pub(super) fn over(
         None => (previous.manifest.clone(), None, previous_summaries),
         Some(b) => {
             drop(previous_summaries);
-            let pack = previous::read_pack(store, b, None)?;
-            // Unreadable base summaries: publish whole rather than fail the run.
+            // An unreadable base or base summaries: publish whole rather than fail the run.
+            let Ok(pack) = previous::read_pack(store, b, None) else {
+                return Ok(None);
+            };
             let summaries = previous::summaries(store, org, project_id, &pack).ok();
             (b.clone(), Some(pack), summaries)
         }

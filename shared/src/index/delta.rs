@@ -15,7 +15,8 @@
 //!   recency, whole, in its recency.
 //!
 //! Opening merges the two ([`merge`]): the merged files and chunks are the base's kept ones and
-//! the delta's, in path order — exactly the tables a whole re-index would have built — and
+//! the delta's, in path order — the tables a whole re-index would have built (but for the
+//! stat of a file touched and not changed, kept as the base saw it) — and
 //! the base's postings and users are read as before and mapped to the merged numbers
 //! ([`Overlay`]), dropped chunks skipped, the delta's added. A term's document frequency counts
 //! both layers' live postings, so BM25 scores as over the version built whole.
@@ -220,6 +221,11 @@ pub fn derive(
     if base.meta.settings != whole.meta.settings || base.meta.encodings != whole.meta.encodings {
         return None;
     }
+    // The merge interleaves the two file tables by path: both must be in path order.
+    let sorted = |p: &IndexPack| p.files.windows(2).all(|w| w[0].path < w[1].path);
+    if !sorted(base) || !sorted(whole) {
+        return None;
+    }
     let kept = kept_files(base, base_summaries, whole, whole_summaries);
     let file_map = base_file_map(base.files.len(), &kept);
     let removed: Vec<String> = base
@@ -412,6 +418,33 @@ pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackErr
     let facts = delta.delta.take().ok_or_else(|| corrupt("not a delta"))?;
     if base.delta.is_some() {
         return Err(corrupt("its base is a delta itself"));
+    }
+    // The base's chunks keep their token counts: the same encodings, or readers would index
+    // past them.
+    if base.meta.encodings != delta.meta.encodings || base.meta.settings != delta.meta.settings {
+        return Err(corrupt(
+            "its base was indexed with other settings or encodings",
+        ));
+    }
+    // Both packs' files tile their chunk tables (as the indexer writes them), and the merged
+    // counts are at most the two together: nothing below is sized by a count unchecked.
+    let tiles = |p: &IndexPack| {
+        let mut next = 0u64;
+        p.files.iter().all(|f| {
+            let ok = u64::from(f.first_chunk) == next;
+            next += u64::from(f.chunk_count);
+            ok
+        }) && next == p.chunks.len() as u64
+    };
+    if !tiles(&base) || !tiles(&delta) {
+        return Err(corrupt("a pack's files do not tile its chunk table"));
+    }
+    if facts.files as usize > base.files.len() + delta.files.len()
+        || facts.chunks as usize > base.chunks.len() + delta.chunks.len()
+    {
+        return Err(corrupt(
+            "it claims more files or chunks than the two packs hold",
+        ));
     }
     let removed = |p: &str| {
         facts
@@ -963,6 +996,26 @@ pub(crate) mod tests {
         if let Some(d) = &mut count.delta {
             d.chunks += 1;
         }
-        assert!(merge(base, count).is_err());
+        assert!(merge(base.clone(), count).is_err());
+        // Counts no pack holds are refused before anything is sized by them.
+        let mut huge = delta.clone();
+        if let Some(d) = &mut huge.delta {
+            d.files = u32::MAX;
+            d.chunks = u32::MAX;
+        }
+        assert!(merge(base.clone(), huge).is_err());
+        // Another encoding: the base's chunks would lack its counts.
+        let mut encodings = delta.clone();
+        encodings
+            .meta
+            .encodings
+            .push(crate::tokens::Encoding::Cl100kBase);
+        assert!(merge(base.clone(), encodings).is_err());
+        // Files that do not tile their chunk table.
+        let mut overlapping = delta;
+        if let Some(f) = overlapping.files.first_mut() {
+            f.first_chunk += 1;
+        }
+        assert!(merge(base, overlapping).is_err());
     }
 }

@@ -40,9 +40,9 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vectors: Option<VectorsRef>,
     /// A version stored as a delta over an earlier one ([`crate::index::delta`]): that
-    /// version's manifest, whose objects this version names too (a reader opens its pack,
-    /// then this one's, and merges them; garbage collection keeps them while this version is
-    /// kept). Never itself a delta.
+    /// version's manifest, whose objects (but its vectors) this version names too (a reader
+    /// opens this version's pack, then the base's, and merges them; garbage collection keeps
+    /// them while this version is kept). Never itself a delta.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Box<Manifest>>,
 }
@@ -79,10 +79,16 @@ impl Manifest {
     /// pack (or its header).
     pub fn objects(&self) -> Vec<&str> {
         let mut seen = std::collections::HashSet::new();
+        // A base's vectors are not this version's (it names its own, if any).
         let base: Vec<&str> = self
             .base
             .as_deref()
-            .map(Manifest::objects)
+            .map(|b| {
+                let vectors = b.vectors.as_ref().map(|v| v.key.as_str());
+                let mut objects = b.objects();
+                objects.retain(|k| Some(*k) != vectors);
+                objects
+            })
             .unwrap_or_default();
         base.into_iter()
             .chain(
