@@ -56,17 +56,22 @@ fn objects(store: &Store, project: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn request(root: &Path, query: &str, force: bool) -> AssembleRequest {
+/// The prompt `query` assembles over the project of `root` in `store`.
+fn prompt(store: &Store, root: &Path, query: &str) -> String {
+    let req = request(root, query);
+    assemble(store, &Catalog::builtin(), &req, &NoProgress)
+        .unwrap()
+        .prompt
+}
+
+fn request(root: &Path, query: &str) -> AssembleRequest {
     AssembleRequest {
         repo: root.to_path_buf(),
         query: query.into(),
         budget: Some(3000),
         model: None,
         policy: BudgetPolicy::default(),
-        index: IndexOptions {
-            force,
-            ..IndexOptions::default()
-        },
+        index: IndexOptions::default(),
         hot_paths: Vec::new(),
         compression: Compression::None,
         profile: Profile::Expand,
@@ -182,21 +187,10 @@ fn a_small_change_is_a_delta_over_the_base_and_answers_as_the_whole_version() {
         "module 30 step 2 parsing",
         "brand new renderer",
     ] {
-        let a = assemble(
-            &store,
-            &Catalog::builtin(),
-            &request(&root, query, false),
-            &NoProgress,
-        )
-        .unwrap();
-        let b = assemble(
-            &whole_store,
-            &Catalog::builtin(),
-            &request(&root, query, false),
-            &NoProgress,
-        )
-        .unwrap();
-        assert_eq!(a.prompt, b.prompt, "{query}");
+        assert_eq!(
+            prompt(&store, &root, query),
+            prompt(&whole_store, &root, query)
+        );
     }
     // Nothing was re-indexed by answering.
     let again = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();
@@ -225,21 +219,10 @@ fn a_small_change_is_a_delta_over_the_base_and_answers_as_the_whole_version() {
     let after_gc = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();
     assert_eq!(shape(&after_gc.pack), shape(&wv.pack));
     let query = "where is the quarantine ledger entry computed";
-    let a = assemble(
-        &store,
-        &Catalog::builtin(),
-        &request(&root, query, false),
-        &NoProgress,
-    )
-    .unwrap();
-    let b = assemble(
-        &whole_store,
-        &Catalog::builtin(),
-        &request(&root, query, false),
-        &NoProgress,
-    )
-    .unwrap();
-    assert_eq!(a.prompt, b.prompt);
+    assert_eq!(
+        prompt(&store, &root, query),
+        prompt(&whole_store, &root, query)
+    );
 
     // A forced run publishes whole: the next deltas' base.
     index_repo(&store, &root, &forced, &NoProgress).unwrap();
