@@ -1,6 +1,6 @@
 //! The index format reader: a manifest (any bytes), a pack (any bytes, or the sample project's
-//! pack with bytes flipped and cut), then what a query reads of a pack that decoded: derived
-//! facts, BM25, token totals and a whole assembly.
+//! pack with bytes flipped and cut), a pack merged as a delta over the sample's, then what a
+//! query reads of a pack that decoded: derived facts, BM25, token totals and a whole assembly.
 #![no_main]
 
 use std::borrow::Cow;
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let sample = sample();
-    match mode % 3 {
+    match mode % 4 {
         0 => {
             if let Ok(manifest) = read_manifest(ORG, &sample.project_id, sample.version, rest)
                 && let Ok(pack) = open_pack(&manifest, sample.pack())
@@ -31,6 +31,16 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             if let Ok(pack) = IndexPack::decode(rest) {
                 read(&pack);
+            }
+        }
+        // Any pack that decodes, merged as a delta over the sample's (format 12's layers):
+        // refused or read, never a panic.
+        3 => {
+            if let Ok(delta) = IndexPack::decode(rest)
+                && let Ok(base) = IndexPack::decode(sample.pack())
+                && let Ok(merged) = ctxgate_core::index::delta::merge(base, delta)
+            {
+                read(&merged);
             }
         }
         _ => {
