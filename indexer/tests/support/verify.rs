@@ -5,8 +5,9 @@
 //! (left by a run cut short) are invisible to readers and are not checked.
 
 use ctxgate_core::hash::Sha256Digest;
-use ctxgate_core::index::layout::keys;
-use ctxgate_core::index::open::{open_pack, read_manifest};
+use ctxgate_core::index::IndexPack;
+use ctxgate_core::index::layout::{Manifest, keys};
+use ctxgate_core::index::open::{layered, open_pack, read_manifest};
 use ctxgate_core::item_key::ItemRange;
 use ctxgate_indexer::store::{IndexStore, VersionItem};
 
@@ -44,8 +45,8 @@ pub fn recorded_versions_are_whole(
     (recorded, current)
 }
 
-/// Version `version`'s manifest, pack and segments exist and pass their checks; the keys it
-/// names.
+/// Version `version`'s manifest, pack and segments exist and pass their checks (a delta's base's
+/// too, and the version opens: base and delta merge); the keys it names.
 pub fn version_is_whole(
     store: &dyn IndexStore,
     org: &str,
@@ -58,6 +59,21 @@ pub fn version_is_whole(
         .unwrap_or_else(|e| panic!("version {version} is recorded but {key} is missing: {e}"));
     let manifest = read_manifest(org, project, version, &bytes)
         .unwrap_or_else(|e| panic!("manifest of version {version}: {e}"));
+    let pack = objects_are_whole(store, &manifest, version);
+    let base = manifest
+        .base
+        .as_deref()
+        .map(|b| objects_are_whole(store, b, version));
+    layered(&manifest, base, pack)
+        .unwrap_or_else(|e| panic!("version {version} does not open: {e}"));
+    let mut named = vec![key];
+    named.extend(manifest.objects().into_iter().map(str::to_owned));
+    named
+}
+
+/// The pack and segments `manifest` names (of version `version`, or of its base) exist and
+/// pass their checks; the pack, decoded.
+fn objects_are_whole(store: &dyn IndexStore, manifest: &Manifest, version: u64) -> IndexPack {
     let pack = store
         .get_object(&manifest.pack_key)
         .unwrap_or_else(|e| panic!("{} of version {version}: {e}", manifest.pack_key));
@@ -67,7 +83,8 @@ pub fn version_is_whole(
         "{} does not hash to what its manifest records",
         manifest.pack_key
     );
-    open_pack(&manifest, &pack).unwrap_or_else(|e| panic!("version {version}'s pack: {e}"));
+    let decoded =
+        open_pack(manifest, &pack).unwrap_or_else(|e| panic!("version {version}'s pack: {e}"));
     for seg in &manifest.segment_keys {
         let bytes = store
             .get_object(seg)
@@ -79,7 +96,5 @@ pub fn version_is_whole(
             .trim_end_matches(".seg");
         assert_eq!(Sha256Digest::of(&bytes).to_hex(), name, "{seg} is damaged");
     }
-    let mut named = vec![key, manifest.pack_key.clone()];
-    named.extend(manifest.segment_keys.iter().cloned());
-    named
+    decoded
 }
