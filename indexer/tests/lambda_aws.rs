@@ -206,10 +206,26 @@ fn lambda_indexes_survives_a_crash_and_reindexes_on_schedule() {
     assert_eq!(job["files_chunked"], 1, "only the changed file: {pass}");
     let v2 = open_current(&store, "acme", &target.id).unwrap().unwrap();
     assert_eq!(v2.version, 3);
-    // The old segment is reused and one new segment holds only the changed file's chunks.
-    assert_eq!(v2.manifest.segment_keys.len(), 2);
-    assert_eq!(v2.manifest.segment_keys[0], v1.manifest.segment_keys[0]);
-    let fresh = store.get_object(&v2.manifest.segment_keys[1]).unwrap();
+    // A delta over version 1 (one changed file): the old segment is reused through the base,
+    // and one new segment holds only the changed file's chunks.
+    assert_eq!(
+        v2.manifest.base.as_deref().map(|b| b.version),
+        Some(v1.version),
+        "a one-file change is a delta over the first version"
+    );
+    let segments: Vec<&str> = v2
+        .manifest
+        .objects()
+        .into_iter()
+        .filter(|k| k.contains("/segments/"))
+        .collect();
+    assert_eq!(segments.len(), 2, "{segments:?}");
+    assert!(segments.contains(&v1.manifest.segment_keys[0].as_str()));
+    let new_key = segments
+        .iter()
+        .find(|k| !v1.manifest.segment_keys.iter().any(|o| o == *k))
+        .unwrap();
+    let fresh = store.get_object(new_key).unwrap();
     assert!(String::from_utf8_lossy(&fresh).contains("crash_test_marker"));
     assert!(
         fresh.len() * 10 < seg.len(),
