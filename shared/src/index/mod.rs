@@ -55,6 +55,7 @@ pub(crate) mod exact_vec;
 pub mod gc;
 pub mod inline;
 pub mod layout;
+mod list_id;
 pub mod lists;
 pub mod open;
 mod parts;
