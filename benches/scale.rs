@@ -267,6 +267,27 @@ fn measure(name: &str, home: &Path) -> String {
                     median(all_threads)
                 );
                 let mem = probe.wasm_memory().map(|b| b as f64 / 1048576.0);
+                // CTXGATE_SCALE_SOAK=N: N more warm calls, the busiest thread's median per block
+                // of 20 on stderr (how the figure moves as V8 tiers the module up).
+                let soak: usize = std::env::var("CTXGATE_SCALE_SOAK")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let mut block = Vec::new();
+                for i in 0..soak {
+                    let b = body(QUERIES[i % QUERIES.len()]).to_string();
+                    let (s, _, (_, busy)) = probe.send("POST", "/v1/context", Some(&key), Some(&b));
+                    assert_eq!(s, 200);
+                    block.push(busy);
+                    if block.len() == 20 {
+                        eprintln!(
+                            "{name}: warm calls {}-{}: busiest thread median {:.1} ms",
+                            i + 2,
+                            i + 21,
+                            median(std::mem::take(&mut block))
+                        );
+                    }
+                }
                 // CTXGATE_SCALE_PROFILE=1: where the isolate spends the warm calls (V8's
                 // sampling profiler; shares, not CPU time), on stderr.
                 if std::env::var_os("CTXGATE_SCALE_PROFILE").is_some() {
@@ -280,6 +301,43 @@ fn measure(name: &str, home: &Path) -> String {
                     eprintln!(
                         "{name}: warm /v1/context at 32k under V8's profiler:\n{}",
                         v8_profile(w.inspector_port(), &plan, 100)
+                    );
+                }
+                // The org above has no limits, so its warm calls reserve nothing before the work
+                // (one Durable Object round trip a call, at settlement). An org with limits makes
+                // two: its figure beside the line's (on stderr), on a restarted isolate.
+                if std::env::var_os("CTXGATE_SCALE_LIMITED").is_some() {
+                    let limits = json!({ "tokens_per_day": 1u64 << 50 }).to_string();
+                    let r = host::call(
+                        &w,
+                        "PUT",
+                        "/v1/admin/orgs/bench/limits",
+                        Some(host::ADMIN_SECRET),
+                        Some(&limits),
+                        "application/json",
+                    );
+                    assert_eq!(r.status, 200, "{}", r.body);
+                    w.restart(|_| {});
+                    let limited = Probe {
+                        agent: probe.agent.clone(),
+                        base: probe.base.clone(),
+                        pids: workerd_pids(w.process_group()),
+                        last_read: Default::default(),
+                    };
+                    let mut busiest = Vec::new();
+                    for i in 0..21 {
+                        let b = body(QUERIES[i % QUERIES.len()]).to_string();
+                        let (s, _, (_, busy)) =
+                            limited.send("POST", "/v1/context", Some(&key), Some(&b));
+                        assert_eq!(s, 200);
+                        if i > 0 {
+                            busiest.push(busy);
+                        }
+                    }
+                    eprintln!(
+                        "{name}: warm /v1/context at 32k for an org with limits (a reservation \
+                         per call): busiest thread median {:.1} ms",
+                        median(busiest)
                     );
                 }
                 ("ok".to_string(), mem, Some(median(busiest)), Some(cold_ms))

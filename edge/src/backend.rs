@@ -345,6 +345,25 @@ pub trait Accounts: Send + Sync + 'static {
         let audited = self.append_audit(org, record).await;
         settled.and(audited)
     }
+    /// Books a call that reserved nothing (its org has no limits; [`Ledger::book`], under the
+    /// record's id) and appends its audit record: one round trip where
+    /// [`Self::settle_and_audit`] is one. Elsewhere a reservation settled at once, which
+    /// counts the same.
+    async fn book_and_audit(
+        &self,
+        org: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        let reserved = self
+            .reserve(org, &Limits::default(), &record.id, used, now_ms)
+            .await;
+        let settled = self
+            .settle_and_audit(org, &record.id, used, now_ms, record)
+            .await;
+        reserved.map(|_| ()).and(settled)
+    }
     /// `org`'s newest audit records, newest first.
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;
 }

@@ -6,7 +6,7 @@
 //! org is briefly over-reserved, never over-spent.
 
 use axum::http::StatusCode;
-use ctxgate_core::quota::{Lease, Refusal};
+use ctxgate_core::quota::Refusal;
 use serde_json::json;
 
 use crate::backend::AuditRecord;
@@ -14,12 +14,36 @@ use crate::error::ApiError;
 use crate::extract::Caller;
 use crate::state::AppState;
 
+/// How an admitted call's tokens are held until it settles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// A lease in the org's ledger, released when the call settles.
+    Lease,
+    /// Nothing: the org has no limit a concurrent call could overrun, so the call made no
+    /// round trip to its ledger before the work and is booked (a request and its tokens) in
+    /// the write that records it.
+    Unreserved,
+}
+
+impl Hold {
+    /// How a call of an org with `limits` is held when it need not be: unreserved without
+    /// limits, else by a lease.
+    pub fn for_limits(limits: &ctxgate_core::quota::Limits) -> Self {
+        if limits.is_unlimited() {
+            Self::Unreserved
+        } else {
+            Self::Lease
+        }
+    }
+}
+
 /// A call admitted under its org's quota.
 pub struct Admission {
     /// The lease id, also the request id.
     pub id: String,
-    /// Tokens held.
+    /// Tokens held (planned, for an unreserved call).
     pub reserved: u64,
+    hold: Hold,
     endpoint: &'static str,
 }
 
@@ -42,10 +66,14 @@ pub async fn admit(
 ) -> Result<Admission, ApiError> {
     let id = new_id(state);
     let now = state.accounts.now_ms();
-    let outcome = state
-        .accounts
-        .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
-        .await?;
+    let outcome = match Hold::for_limits(&caller.org.limits) {
+        Hold::Unreserved => Ok(Hold::Unreserved),
+        Hold::Lease => state
+            .accounts
+            .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
+            .await?
+            .map(|_| Hold::Lease),
+    };
     admitted(id, tokens, endpoint, outcome).inspect_err(|e| noted(caller, e))
 }
 
@@ -63,12 +91,13 @@ pub fn admitted(
     id: String,
     tokens: u64,
     endpoint: &'static str,
-    outcome: Result<Lease, Refusal>,
+    outcome: Result<Hold, Refusal>,
 ) -> Result<Admission, ApiError> {
     match outcome {
-        Ok(_) => Ok(Admission {
+        Ok(hold) => Ok(Admission {
             id,
             reserved: tokens,
+            hold,
             endpoint,
         }),
         Err(r) => {
@@ -145,8 +174,13 @@ pub async fn finish(
         tokens_used: used,
         status,
     };
-    let _ = state
-        .accounts
-        .settle_and_audit(org, &record.id, used, now, &record)
-        .await;
+    let _ = match admission.hold {
+        Hold::Lease => {
+            state
+                .accounts
+                .settle_and_audit(org, &record.id, used, now, &record)
+                .await
+        }
+        Hold::Unreserved => state.accounts.book_and_audit(org, used, now, &record).await,
+    };
 }

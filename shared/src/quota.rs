@@ -32,6 +32,14 @@ pub struct Limits {
     pub concurrency: Option<u32>,
 }
 
+impl Limits {
+    /// No limit at all: no concurrent call can overrun one, so a call needs no reservation
+    /// and can be booked when it settles ([`Ledger::book`]).
+    pub fn is_unlimited(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// Tokens spent in one period.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Period {
@@ -308,6 +316,17 @@ impl Ledger {
         true
     }
 
+    /// Books a call of an org without limits that reserved nothing: the request and its
+    /// `used` tokens counted as a reservation settled at once would count them (in the
+    /// periods of `now_ms`). Hosts call it in the write that records the call, which saves
+    /// such an org's calls the reservation's round trip to its ledger.
+    pub fn book(&mut self, id: &str, used: u64, now_ms: u64) {
+        // Without limits a reservation cannot be refused.
+        if self.reserve(&Limits::default(), id, used, now_ms).is_ok() {
+            self.settle(id, used, now_ms);
+        }
+    }
+
     /// The usage as of `now_ms`.
     pub fn summary(&self, limits: &Limits, now_ms: u64) -> UsageSummary {
         let mut l = self.clone();
@@ -371,6 +390,32 @@ mod tests {
         assert_eq!(l.summary(&limits, NOW).tokens_left_today, Some(0));
         // The next day starts afresh.
         assert!(l.reserve(&limits, "r6", 1000, NOW + DAY_MS).is_ok());
+    }
+
+    #[test]
+    fn booking_counts_what_a_reservation_settled_at_once_counts() {
+        let mut booked = Ledger::default();
+        let mut leased = Ledger::default();
+        for (i, (used, at)) in [(120, NOW), (0, NOW + 5), (900, NOW + DAY_MS)]
+            .into_iter()
+            .enumerate()
+        {
+            let id = format!("c{i}");
+            booked.book(&id, used, at);
+            leased.reserve(&Limits::default(), &id, 4000, at).unwrap();
+            assert!(leased.settle(&id, used, at));
+            assert_eq!(booked, leased, "after call {i}");
+        }
+        assert!(booked.leases.is_empty());
+        assert_eq!(booked.requests_total, 3);
+        assert_eq!(booked.tokens_total, 1020);
+        assert_eq!(booked.day.used, 900);
+        assert!(Limits::default().is_unlimited());
+        let limited = Limits {
+            concurrency: Some(4),
+            ..Limits::default()
+        };
+        assert!(!limited.is_unlimited());
     }
 
     #[test]

@@ -329,6 +329,18 @@ fn settled(
     }
 }
 
+/// `old` ledger with a call that reserved nothing booked ([`Ledger::book`]).
+fn booked(
+    old: Option<String>,
+    id: &str,
+    used: u64,
+    now_ms: u64,
+) -> Result<Option<String>, IndexerError> {
+    let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
+    ledger.book(id, used, now_ms);
+    Ok(Some(encode(&ledger)?))
+}
+
 /// A project's registration as this server remembers it.
 #[derive(Serialize, serde::Deserialize)]
 struct RegisteredSource {
@@ -473,6 +485,27 @@ impl Accounts for EmbeddedBackend {
                 &key.pk,
                 &key.sk,
                 |old| Ok((settled(old, lease_id, used, now_ms)?, ())),
+                Some((&audit.pk, &audit.sk, &data)),
+            )
+        })
+    }
+
+    /// The booking and the audit record in one SQLite transaction, as a settlement is.
+    async fn book_and_audit(
+        &self,
+        org: &str,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> Result<(), BackendError> {
+        let data = encode(record).map_err(storage)?;
+        let key = ItemKey::ledger(org);
+        let audit = ItemKey::audit(org, record.at_ms, &record.id);
+        self.with(|s| {
+            s.update_item_and_put(
+                &key.pk,
+                &key.sk,
+                |old| Ok((booked(old, &record.id, used, now_ms)?, ())),
                 Some((&audit.pk, &audit.sk, &data)),
             )
         })

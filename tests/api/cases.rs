@@ -42,6 +42,7 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     mcp_client(host, &key);
     quota_under_concurrency(host, tag);
     rate_and_concurrency_limits(host, tag);
+    unlimited_calls_are_counted(host, tag);
 }
 
 fn meta(host: &dyn Host, key: &str) {
@@ -769,6 +770,70 @@ fn quota_under_concurrency(host: &dyn Host, tag: &str) {
     let spent = u.body["usage"]["tokens_today"].as_u64().unwrap();
     assert!(spent <= n * budget);
     assert_eq!(u.body["usage"]["in_flight"], 0);
+}
+
+/// An org without limits reserves nothing before a warm call (no round trip to its ledger)
+/// and is booked when the call settles: its usage and audit trail count every call and token
+/// as a limited org's do, concurrent calls included, and nothing stays in flight.
+fn unlimited_calls_are_counted(host: &dyn Host, tag: &str) {
+    let org = format!("free{tag}");
+    let key = org_with_key(host, &org, json!({}));
+    host.publish(&org, "core", sample_repo());
+    let body = |q: &str| json!({ "project": "core", "query": q, "budget": 3000 });
+    // The first call finds the project (and reserves with it); the rest are warm.
+    let first = post(
+        host,
+        "/v1/context",
+        Some(&key),
+        &body("where are packs decoded"),
+    );
+    assert_eq!(first.status, 200, "{}", first.body);
+    let mut used = first.body["tokens_total"].as_u64().unwrap();
+    let queries = [
+        "how is a budget kept",
+        "where are chunks fingerprinted",
+        "what signs tokens",
+    ];
+    let replies: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = queries
+            .iter()
+            .map(|q| s.spawn(|| post(host, "/v1/context", Some(&key), &body(q))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .map(|r| {
+                assert_eq!(r.status, 200, "{}", r.body);
+                r.body
+            })
+            .collect()
+    });
+    used += replies
+        .iter()
+        .map(|b| b["tokens_total"].as_u64().unwrap())
+        .sum::<u64>();
+    let count = post(
+        host,
+        "/v1/tokens/count",
+        Some(&key),
+        &json!({ "text": "hi" }),
+    );
+    assert_eq!(count.status, 200);
+    let u = get(host, "/v1/usage", Some(&key));
+    assert_eq!(u.status, 200);
+    let usage = &u.body["usage"];
+    assert_eq!(usage["requests_total"], 5, "{usage}");
+    assert_eq!(usage["tokens_total"].as_u64(), Some(used), "{usage}");
+    assert_eq!(usage["tokens_today"].as_u64(), Some(used), "{usage}");
+    assert_eq!(usage["in_flight"], 0, "{usage}");
+    assert_eq!(usage["tokens_reserved"], 0, "{usage}");
+    let recent = u.body["recent"].as_array().unwrap();
+    assert_eq!(recent.len(), 5, "{recent:?}");
+    let audited: u64 = recent
+        .iter()
+        .map(|r| r["tokens_used"].as_u64().unwrap())
+        .sum();
+    assert_eq!(audited, used);
 }
 
 fn rate_and_concurrency_limits(host: &dyn Host, tag: &str) {

@@ -61,6 +61,13 @@ pub enum OrgCommand {
         now_ms: u64,
         record: AuditRecord,
     },
+    /// [`Ledger::book`] under the record's id, then `AppendAudit`, in one round trip: a call
+    /// of an org without limits, which reserved nothing.
+    BookAndAudit {
+        used: u64,
+        now_ms: u64,
+        record: AuditRecord,
+    },
     /// Newest audit records first.
     Audit { limit: usize },
     /// Every project.
@@ -290,6 +297,26 @@ impl OrgObject {
         self.put_ledger(ledger, Some(audit)).await
     }
 
+    /// [`Ledger::book`] and the call's audit record in one storage write, as
+    /// [`Self::settle_and_audit`] does for a settled lease.
+    async fn book_and_audit(
+        &self,
+        used: u64,
+        now_ms: u64,
+        record: &AuditRecord,
+    ) -> worker::Result<()> {
+        let mut ledger = match self.ledger().await {
+            Ok(ledger) => ledger,
+            Err(e) => {
+                self.append_audit(record).await?;
+                return Err(e);
+            }
+        };
+        ledger.book(&record.id, used, now_ms);
+        let audit = (audit_key(record), to_json(record)?);
+        self.put_ledger(ledger, Some(audit)).await
+    }
+
     /// One command. Each arm awaits nothing but this object's storage, which keeps its
     /// read-modify-write atomic (see the module doc).
     async fn apply(&self, command: OrgCommand) -> worker::Result<Outcome> {
@@ -354,6 +381,14 @@ impl OrgObject {
             } => {
                 self.settle_and_audit(&lease_id, used, now_ms, &record)
                     .await?;
+                json(&())
+            }
+            OrgCommand::BookAndAudit {
+                used,
+                now_ms,
+                record,
+            } => {
+                self.book_and_audit(used, now_ms, &record).await?;
                 json(&())
             }
             OrgCommand::Audit { limit } => {

@@ -14,14 +14,14 @@ use ctxgate_core::continuation::{self, Claims, query_fingerprint};
 use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
-use ctxgate_core::quota::{Lease, Refusal};
+use ctxgate_core::quota::Refusal;
 use ctxgate_core::source::{Origin, source_link};
 
 use super::session::{ChunkRef, references, session_chunks};
 use crate::backend::{ProjectAdmission, ProjectInfo};
 use crate::error::ApiError;
 use crate::extract::Caller;
-use crate::meter::{self, Admission, Delivered};
+use crate::meter::{self, Admission, Delivered, Hold};
 use crate::metrics::IndexCache;
 use crate::routes::projects::no_project;
 use crate::state::AppState;
@@ -165,7 +165,7 @@ async fn reserve(
     lease: &str,
     tokens: u64,
     now: u64,
-) -> Result<(ProjectInfo, u64, Result<Lease, Refusal>), ApiError> {
+) -> Result<(ProjectInfo, u64, Result<Hold, Refusal>), ApiError> {
     let org = &caller.org.name;
     let cached = (!caller.fresh)
         .then(|| state.pointers.get(org, project, now))
@@ -174,15 +174,19 @@ async fn reserve(
         caller.note.cache(IndexCache::Pointer, cached.is_some());
     }
     let found = match cached {
-        // A warm request: the pointer is known, only the quota needs the backend.
-        Some((p, version)) => ProjectAdmission::Reserved {
-            version,
-            outcome: state
-                .accounts
-                .reserve(org, &caller.org.limits, lease, tokens, now)
-                .await?,
-            project: p,
-        },
+        // A warm request: the pointer is known, only the quota needs the backend, and not
+        // even that for an org without limits (its call is booked when it settles).
+        Some((p, version)) => {
+            let outcome = match Hold::for_limits(&caller.org.limits) {
+                Hold::Unreserved => Ok(Hold::Unreserved),
+                Hold::Lease => state
+                    .accounts
+                    .reserve(org, &caller.org.limits, lease, tokens, now)
+                    .await?
+                    .map(|_| Hold::Lease),
+            };
+            return Ok((p, version, outcome));
+        }
         None => {
             let found = state
                 .admission
@@ -205,7 +209,7 @@ async fn reserve(
             project,
             version,
             outcome,
-        } => Ok((project, version, outcome)),
+        } => Ok((project, version, outcome.map(|_| Hold::Lease))),
     }
 }
 
