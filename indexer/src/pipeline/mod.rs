@@ -66,13 +66,27 @@ impl Default for IndexOptions {
         Self {
             filter: FilterOptions::default(),
             walk: WalkOptions::default(),
-            chunk: ChunkOptions::default(),
+            chunk: chunk_options(),
             encodings: vec![Encoding::O200kBase, Encoding::Cl100kBase],
             force: false,
             summarize_llm: None,
             embed: None,
         }
     }
+}
+
+/// The chunk sizes: the defaults, or `CTXGATE_CHUNK_MAX_BYTES=N` for chunking experiments (not
+/// a supported setting, like `CTXGATE_RANK_WEIGHTS`; the sizes are part of the index settings,
+/// so an index cut with others is cut again). A malformed value is logged and ignored.
+fn chunk_options() -> ChunkOptions {
+    let mut opts = ChunkOptions::default();
+    if let Ok(v) = std::env::var("CTXGATE_CHUNK_MAX_BYTES") {
+        match v.parse::<usize>() {
+            Ok(n) if n > opts.min_bytes => opts.max_bytes = n,
+            _ => tracing::warn!("CTXGATE_CHUNK_MAX_BYTES={v} ignored"),
+        }
+    }
+    opts
 }
 
 impl IndexOptions {
