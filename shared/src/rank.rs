@@ -147,6 +147,9 @@ pub struct Weights {
     /// `file_decay^k`, so that the budget reaches more files before it takes a second chunk of
     /// one (1 = off; see [`diversify`]).
     pub file_decay: f32,
+    /// A file whose best chunk scores at least this share of the best chunk's score is exempt
+    /// from [`Self::file_decay`]: a file that certain gets depth (above 1 = none is exempt).
+    pub decay_exempt: f32,
     /// How many left-out candidates are tried as their signature in the room left (0 = off; a
     /// count, kept here with the other tuned selection settings).
     pub alternatives: f32,
@@ -251,6 +254,7 @@ impl Default for Weights {
             doc_prior: 0.3,
             size_penalty: 0.0,
             file_decay: 0.9,
+            decay_exempt: 2.0,
             alternatives: ALTERNATIVES,
             neighbour: NEIGHBOUR_WEIGHT,
             neighbour_floor: NEIGHBOUR_FLOOR,
@@ -317,6 +321,7 @@ impl Weights {
                 "doc_prior" => &mut self.doc_prior,
                 "size_penalty" => &mut self.size_penalty,
                 "file_decay" => &mut self.file_decay,
+                "decay_exempt" => &mut self.decay_exempt,
                 "alternatives" => &mut self.alternatives,
                 "neighbour" => &mut self.neighbour,
                 "neighbour_floor" => &mut self.neighbour_floor,
@@ -477,9 +482,9 @@ pub const DEEP_FROM: u32 = 32_000;
 /// files); a large one reaches those files anyway and gains from depth. Between
 /// [`DIVERSE_UP_TO`] and [`DEEP_FROM`] the decay fades out, linearly in log2 of the budget.
 /// The multiplier is kept in each candidate's [`Signals::diversity`]. `ranked` stays best first.
-pub fn diversify(pack: &IndexPack, ranked: &mut [Ranked], decay: f32, budget: u32) {
+pub fn diversify(pack: &IndexPack, ranked: &mut [Ranked], decay: f32, exempt: f32, budget: u32) {
     let decay = decay_at(decay, budget);
-    decay_by_file(ranked, decay, |c| {
+    decay_by_file(ranked, decay, exempt, |c| {
         pack.chunks.get(c as usize).map(|chunk| chunk.file)
     });
 }
@@ -497,17 +502,25 @@ fn small_budget_strength(budget: u32) -> f32 {
     depth.clamp(0.0, 1.0) as f32
 }
 
-fn decay_by_file(ranked: &mut [Ranked], decay: f32, file_of: impl Fn(u32) -> Option<u32>) {
+fn decay_by_file(
+    ranked: &mut [Ranked],
+    decay: f32,
+    exempt: f32,
+    file_of: impl Fn(u32) -> Option<u32>,
+) {
     if decay >= 1.0 {
         return;
     }
-    let mut taken: HashMap<u32, i32> = HashMap::default();
+    let best = ranked.iter().map(|r| r.score).fold(0.0f32, f32::max);
+    let mut taken: HashMap<u32, (i32, bool)> = HashMap::default();
     for r in ranked.iter_mut() {
         let Some(file) = file_of(r.chunk) else {
             continue;
         };
-        let k = taken.entry(file).or_insert(0);
-        let factor = decay.powi(*k);
+        let (k, certain) = taken
+            .entry(file)
+            .or_insert((0, best > 0.0 && r.score >= exempt * best));
+        let factor = if *certain { 1.0 } else { decay.powi(*k) };
         r.signals.diversity = factor;
         r.score *= factor;
         *k += 1;
@@ -622,7 +635,7 @@ mod tests {
         };
         let file_of = |c: u32| Some(u32::from(c == 3));
         let mut r = ranked([1.0, 0.95, 0.9, 0.88]);
-        decay_by_file(&mut r, 0.9, file_of);
+        decay_by_file(&mut r, 0.9, 2.0, file_of);
         let order: Vec<u32> = r.iter().map(|x| x.chunk).collect();
         // File 1's only chunk passes file 0's second and third.
         assert_eq!(order, vec![0, 3, 1, 2]);
@@ -630,7 +643,19 @@ mod tests {
         assert!((r[3].score - 0.9 * 0.81).abs() < 1e-6);
 
         let mut kept = ranked([1.0, 0.95, 0.9, 0.88]);
-        decay_by_file(&mut kept, decay_at(0.9, 64_000), file_of);
+        decay_by_file(&mut kept, decay_at(0.9, 64_000), 2.0, file_of);
         assert_eq!(kept, ranked([1.0, 0.95, 0.9, 0.88]));
+
+        // A file whose best chunk is the best of all keeps its depth when exempt.
+        let mut deep = ranked([1.0, 0.95, 0.9, 0.88]);
+        decay_by_file(&mut deep, 0.9, 0.95, file_of);
+        assert_eq!(deep, ranked([1.0, 0.95, 0.9, 0.88]));
+        // ... and only such a file: here file 1 (0.88 of the best) is under the share.
+        let file_of_three = |c: u32| Some(u32::from(c >= 2));
+        let mut mixed = ranked([1.0, 0.95, 0.9, 0.88]);
+        decay_by_file(&mut mixed, 0.9, 0.95, file_of_three);
+        let order: Vec<u32> = mixed.iter().map(|x| x.chunk).collect();
+        assert_eq!(order, vec![0, 1, 2, 3]);
+        assert!((mixed[3].score - 0.88 * 0.9).abs() < 1e-6);
     }
 }

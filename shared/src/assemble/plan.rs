@@ -111,7 +111,13 @@ pub fn plan(
         &retrieved.named,
     );
     spread_to_neighbours(pack, &mut ranked, weights, budget);
-    diversify(pack, &mut ranked, weights.file_decay, budget);
+    diversify(
+        pack,
+        &mut ranked,
+        weights.file_decay,
+        weights.decay_exempt,
+        budget,
+    );
     deepen_around_strong_chunks(pack, &mut ranked, weights);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
