@@ -267,6 +267,27 @@ impl EmbeddedBackend {
             .map_err(|_| BackendError::Storage("store lock poisoned".into()))?;
         f(&store).map_err(storage)
     }
+
+    /// `change` applied to `org`'s ledger (a new text, or `None` to leave it) and `record`
+    /// appended, in one SQLite transaction.
+    fn ledger_and_audit(
+        &self,
+        org: &str,
+        record: &AuditRecord,
+        change: impl FnOnce(Option<String>) -> Result<Option<String>, IndexerError>,
+    ) -> Result<(), BackendError> {
+        let data = encode(record).map_err(storage)?;
+        let key = ItemKey::ledger(org);
+        let audit = ItemKey::audit(org, record.at_ms, &record.id);
+        self.with(|s| {
+            s.update_item_and_put(
+                &key.pk,
+                &key.sk,
+                |old| Ok((change(old)?, ())),
+                Some((&audit.pk, &audit.sk, &data)),
+            )
+        })
+    }
 }
 
 /// A failed fetch, with the indexer's code and whose fault it is.
@@ -477,17 +498,7 @@ impl Accounts for EmbeddedBackend {
         now_ms: u64,
         record: &AuditRecord,
     ) -> Result<(), BackendError> {
-        let data = encode(record).map_err(storage)?;
-        let key = ItemKey::ledger(org);
-        let audit = ItemKey::audit(org, record.at_ms, &record.id);
-        self.with(|s| {
-            s.update_item_and_put(
-                &key.pk,
-                &key.sk,
-                |old| Ok((settled(old, lease_id, used, now_ms)?, ())),
-                Some((&audit.pk, &audit.sk, &data)),
-            )
-        })
+        self.ledger_and_audit(org, record, |old| settled(old, lease_id, used, now_ms))
     }
 
     /// The booking and the audit record in one SQLite transaction, as a settlement is.
@@ -498,17 +509,7 @@ impl Accounts for EmbeddedBackend {
         now_ms: u64,
         record: &AuditRecord,
     ) -> Result<(), BackendError> {
-        let data = encode(record).map_err(storage)?;
-        let key = ItemKey::ledger(org);
-        let audit = ItemKey::audit(org, record.at_ms, &record.id);
-        self.with(|s| {
-            s.update_item_and_put(
-                &key.pk,
-                &key.sk,
-                |old| Ok((booked(old, &record.id, used, now_ms)?, ())),
-                Some((&audit.pk, &audit.sk, &data)),
-            )
-        })
+        self.ledger_and_audit(org, record, |old| booked(old, &record.id, used, now_ms))
     }
 
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {

@@ -275,7 +275,7 @@ impl OrgObject {
 
     /// [`Ledger::settle`] and the call's audit record in one storage write (the ledger only if
     /// the lease was open): every metered call ends here, and each write is a storage call and
-    /// a row of SQLite. The record is kept even when the ledger cannot be read.
+    /// a row of SQLite.
     async fn settle_and_audit(
         &self,
         lease_id: &str,
@@ -283,27 +283,32 @@ impl OrgObject {
         now_ms: u64,
         record: &AuditRecord,
     ) -> worker::Result<()> {
-        let mut ledger = match self.ledger().await {
-            Ok(ledger) => ledger,
-            Err(e) => {
-                self.append_audit(record).await?;
-                return Err(e);
-            }
-        };
-        if !ledger.settle(lease_id, used, now_ms) {
-            return self.append_audit(record).await;
-        }
-        let audit = (audit_key(record), to_json(record)?);
-        self.put_ledger(ledger, Some(audit)).await
+        self.ledger_and_audit(record, |l| l.settle(lease_id, used, now_ms))
+            .await
     }
 
-    /// [`Ledger::book`] and the call's audit record in one storage write, as
-    /// [`Self::settle_and_audit`] does for a settled lease.
+    /// [`Ledger::book`] and the call's audit record in one storage write: a call of an org
+    /// without limits, which reserved nothing.
     async fn book_and_audit(
         &self,
         used: u64,
         now_ms: u64,
         record: &AuditRecord,
+    ) -> worker::Result<()> {
+        self.ledger_and_audit(record, |l| {
+            l.book(&record.id, used, now_ms);
+            true
+        })
+        .await
+    }
+
+    /// `change` applied to the ledger and `record` appended, in one storage write (the record
+    /// alone when `change` changed nothing). The record is kept even when the ledger cannot be
+    /// read.
+    async fn ledger_and_audit(
+        &self,
+        record: &AuditRecord,
+        change: impl FnOnce(&mut Ledger) -> bool,
     ) -> worker::Result<()> {
         let mut ledger = match self.ledger().await {
             Ok(ledger) => ledger,
@@ -312,7 +317,9 @@ impl OrgObject {
                 return Err(e);
             }
         };
-        ledger.book(&record.id, used, now_ms);
+        if !change(&mut ledger) {
+            return self.append_audit(record).await;
+        }
         let audit = (audit_key(record), to_json(record)?);
         self.put_ledger(ledger, Some(audit)).await
     }
