@@ -66,15 +66,27 @@ pub async fn admit(
 ) -> Result<Admission, ApiError> {
     let id = new_id(state);
     let now = state.accounts.now_ms();
-    let outcome = match Hold::for_limits(&caller.org.limits) {
+    let outcome = hold(state, caller, &id, tokens, now).await?;
+    admitted(id, tokens, endpoint, outcome).inspect_err(|e| noted(caller, e))
+}
+
+/// Holds `tokens` for call `id`: a lease in the org's ledger (one round trip to it), or nothing
+/// for an org without limits.
+pub async fn hold(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    tokens: u64,
+    now: u64,
+) -> Result<Result<Hold, Refusal>, ApiError> {
+    Ok(match Hold::for_limits(&caller.org.limits) {
         Hold::Unreserved => Ok(Hold::Unreserved),
         Hold::Lease => state
             .accounts
-            .reserve(&caller.org.name, &caller.org.limits, &id, tokens, now)
+            .reserve(&caller.org.name, &caller.org.limits, id, tokens, now)
             .await?
             .map(|_| Hold::Lease),
-    };
-    admitted(id, tokens, endpoint, outcome).inspect_err(|e| noted(caller, e))
+    })
 }
 
 /// Notes a quota refusal on the caller's request record, so it is counted even where the

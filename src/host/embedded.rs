@@ -334,32 +334,18 @@ fn encode<T: Serialize>(v: &T) -> Result<String, IndexerError> {
     serde_json::to_string(v).map_err(|e| IndexerError::Corrupt(e.to_string()))
 }
 
-/// The ledger stored as `old` with lease `lease_id` settled at `used` tokens, or `None` when the
-/// lease is not there (settled already, or lapsed): nothing to write.
-fn settled(
+/// The ledger stored as `old` after `change`, or `None` when `change` changed nothing (a lease
+/// settled already, or lapsed): nothing to write.
+fn changed(
     old: Option<String>,
-    lease_id: &str,
-    used: u64,
-    now_ms: u64,
+    change: impl FnOnce(&mut Ledger) -> bool,
 ) -> Result<Option<String>, IndexerError> {
     let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
-    if ledger.settle(lease_id, used, now_ms) {
+    if change(&mut ledger) {
         Ok(Some(encode(&ledger)?))
     } else {
         Ok(None)
     }
-}
-
-/// `old` ledger with a call that reserved nothing booked ([`Ledger::book`]).
-fn booked(
-    old: Option<String>,
-    id: &str,
-    used: u64,
-    now_ms: u64,
-) -> Result<Option<String>, IndexerError> {
-    let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
-    ledger.book(id, used, now_ms);
-    Ok(Some(encode(&ledger)?))
 }
 
 /// A project's registration as this server remembers it.
@@ -483,7 +469,7 @@ impl Accounts for EmbeddedBackend {
         let key = ItemKey::ledger(org);
         self.with(|s| {
             s.update_item(&key.pk, &key.sk, |old| {
-                Ok((settled(old, lease_id, used, now_ms)?, ()))
+                Ok((changed(old, |l| l.settle(lease_id, used, now_ms))?, ()))
             })
         })
     }
@@ -498,7 +484,9 @@ impl Accounts for EmbeddedBackend {
         now_ms: u64,
         record: &AuditRecord,
     ) -> Result<(), BackendError> {
-        self.ledger_and_audit(org, record, |old| settled(old, lease_id, used, now_ms))
+        self.ledger_and_audit(org, record, |old| {
+            changed(old, |l| l.settle(lease_id, used, now_ms))
+        })
     }
 
     /// The booking and the audit record in one SQLite transaction, as a settlement is.
@@ -509,7 +497,12 @@ impl Accounts for EmbeddedBackend {
         now_ms: u64,
         record: &AuditRecord,
     ) -> Result<(), BackendError> {
-        self.ledger_and_audit(org, record, |old| booked(old, &record.id, used, now_ms))
+        self.ledger_and_audit(org, record, |old| {
+            changed(old, |l| {
+                l.book(&record.id, used, now_ms);
+                true
+            })
+        })
     }
 
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {

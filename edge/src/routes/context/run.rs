@@ -177,14 +177,7 @@ async fn reserve(
         // A warm request: the pointer is known, only the quota needs the backend, and not
         // even that for an org without limits (its call is booked when it settles).
         Some((p, version)) => {
-            let outcome = match Hold::for_limits(&caller.org.limits) {
-                Hold::Unreserved => Ok(Hold::Unreserved),
-                Hold::Lease => state
-                    .accounts
-                    .reserve(org, &caller.org.limits, lease, tokens, now)
-                    .await?
-                    .map(|_| Hold::Lease),
-            };
+            let outcome = meter::hold(state, caller, lease, tokens, now).await?;
             return Ok((p, version, outcome));
         }
         None => {
