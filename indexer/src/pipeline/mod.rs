@@ -96,7 +96,7 @@ impl IndexOptions {
         let c = &self.chunk;
         let f = &self.filter;
         format!(
-            "rules=3;secrets={};chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
+            "rules=4;secrets={};chunk={},{},{},{};filter={},{},{},{};hidden={};links={};enc={}",
             ctxgate_core::secrets::RULES_VERSION,
             c.max_bytes,
             c.min_bytes,

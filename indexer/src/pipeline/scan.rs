@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use ctxgate_core::chunk::{FileClass, Language, chunk_text, classify};
+use ctxgate_core::chunk::{FileClass, Language, chunk_redacted, chunk_text, classify};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{ChunkRecord, FileEntry, FileStat, IndexPack, chunk_id};
 use ctxgate_core::summary::file::{Extract, extract};
@@ -217,15 +217,26 @@ fn process_file(
     };
     // Secrets are never stored, embedded or returned: chunks, counts and summaries are made
     // from the redacted text (same lines, so line numbers still point into the file).
-    let text = match ctxgate_core::secrets::redact_source(&text) {
-        std::borrow::Cow::Borrowed(_) => text,
-        std::borrow::Cow::Owned(redacted) => redacted,
+    // Lines the redaction left blank are not blank lines a chunk may take in (it would cite
+    // the secret's lines), so the chunker sees the original's blank lines too.
+    let redacted = match ctxgate_core::secrets::redact_source(&text) {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(redacted) => Some(redacted),
+    };
+    let (text, spans) = match redacted {
+        None => {
+            let spans = chunk_text(&text, language, &opts.chunk);
+            (text, spans)
+        }
+        Some(redacted) => {
+            let spans = chunk_redacted(&redacted, &text, language, &opts.chunk);
+            (redacted, spans)
+        }
     };
     // Tables are loaded only when something is counted: an unchanged re-index never pays.
     for &e in &opts.encodings {
         crate::token_tables::install(data_dir, e);
     }
-    let spans = chunk_text(&text, language, &opts.chunk);
     let extract = extract(rel, language, &text);
     let mut ordinals: HashMap<Sha256Digest, u32> = HashMap::new();
     let chunks = spans

@@ -10,7 +10,8 @@
 //! Sizes are measured in bytes here (about four bytes a token in source code), because cutting
 //! must be cheap; exact token counts are taken afterwards, once per chunk, by the indexer.
 //!
-//! Every non-whitespace byte of a file lands in at least one chunk (a property test checks it).
+//! Every byte of a file lands in at least one chunk (a property test checks it): a chunk keeps
+//! the blank lines that follow it, so that a citation can point at any line.
 
 mod classify;
 mod language;
@@ -120,6 +121,28 @@ impl Default for ChunkOptions {
 
 /// Cuts `text` (the contents of a file in `language`) into chunks.
 pub fn chunk_text(text: &str, language: Language, opts: &ChunkOptions) -> Vec<ChunkSpan> {
+    chunk_with_blanks(text, None, language, opts)
+}
+
+/// Cuts `redacted` (a file with its secrets replaced, line for line, as
+/// [`crate::secrets::redact_source`] does) like [`chunk_text`], where a line left blank by the
+/// redaction is not a blank line between chunks: `original` is the file before it. A chunk
+/// citing such lines would claim to quote the secret's lines.
+pub fn chunk_redacted(
+    redacted: &str,
+    original: &str,
+    language: Language,
+    opts: &ChunkOptions,
+) -> Vec<ChunkSpan> {
+    chunk_with_blanks(redacted, Some(original), language, opts)
+}
+
+fn chunk_with_blanks(
+    text: &str,
+    original: Option<&str>,
+    language: Language,
+    opts: &ChunkOptions,
+) -> Vec<ChunkSpan> {
     let lines = LineIndex::new(text);
     let ranges: Vec<Draft> = match language {
         Language::Markdown => markdown::sections(text, &lines, opts),
@@ -128,7 +151,7 @@ pub fn chunk_text(text: &str, language: Language, opts: &ChunkOptions) -> Vec<Ch
             .unwrap_or_else(|| windows(text, &lines, 0, text.len(), opts)),
         _ => windows(text, &lines, 0, text.len(), opts),
     };
-    ranges
+    let mut spans: Vec<ChunkSpan> = ranges
         .into_iter()
         .filter_map(|d| {
             let (s, e) = trim_to_lines(text, d.start, d.end)?;
@@ -141,7 +164,86 @@ pub fn chunk_text(text: &str, language: Language, opts: &ChunkOptions) -> Vec<Ch
                 symbol: d.symbol,
             })
         })
-        .collect()
+        .collect();
+    let blanks = Blanks::new(text, &lines, original);
+    cover_blank_gaps(&blanks, &mut spans);
+    spans
+}
+
+/// Which stretches of a file are blank lines: in its text, and in the original too when the
+/// text is a redaction of it (same lines, other bytes).
+struct Blanks<'a> {
+    text: &'a str,
+    lines: &'a LineIndex,
+    original: Option<(&'a str, LineIndex)>,
+}
+
+impl<'a> Blanks<'a> {
+    fn new(text: &'a str, lines: &'a LineIndex, original: Option<&'a str>) -> Self {
+        Self {
+            text,
+            lines,
+            original: original.map(|o| (o, LineIndex::new(o))),
+        }
+    }
+
+    /// Where a stretch of blank lines from byte `start` (a line start) ends at `end` or before:
+    /// `end` when every line between is blank.
+    fn blank_until(&self, start: usize, end: usize) -> usize {
+        let white = |s: &str| s.bytes().all(|b| b.is_ascii_whitespace());
+        if !white(&self.text[start..end]) {
+            return start;
+        }
+        let Some((original, olines)) = &self.original else {
+            return end;
+        };
+        // Line by line in the original: the redaction kept the line numbers.
+        let first = self.lines.line_of(start) as usize;
+        let last = self.lines.line_of(end - 1) as usize;
+        for line in first..=last {
+            let (a, b) = (olines.line_start(line), olines.line_end(line));
+            if a > b || b > original.len() || !white(&original[a..b]) {
+                return self.lines.line_start(line).clamp(start, end);
+            }
+        }
+        end
+    }
+}
+
+/// Gives each chunk the blank lines between it and the next chunk (the first chunk also the
+/// file's leading ones, the last its trailing ones), so that every line of a file is in some
+/// chunk. A change often lands on such a line (a definition inserted between two others is
+/// anchored there), and two neighbouring chunks quoted together show it anyway: a piece now
+/// cites what the prompt quotes. It costs a chunk a token at most (`"\n\n"` is one).
+fn cover_blank_gaps(blanks: &Blanks, spans: &mut [ChunkSpan]) {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| (spans[i].byte_start, spans[i].byte_end));
+    if let Some(&first) = order.first() {
+        let s = &mut spans[first];
+        if s.byte_start > 0 && blanks.blank_until(0, s.byte_start) == s.byte_start {
+            s.byte_start = 0;
+            s.start_line = 1;
+        }
+    }
+    // The chunk that reaches furthest so far: a gap after it is one no chunk covers.
+    let mut furthest: Option<usize> = None;
+    for (k, &i) in order.iter().enumerate() {
+        if furthest.is_none_or(|f| spans[i].byte_end > spans[f].byte_end) {
+            furthest = Some(i);
+        }
+        let Some(f) = furthest else { continue };
+        let next = order
+            .get(k + 1)
+            .map_or(blanks.text.len(), |&j| spans[j].byte_start);
+        let end = spans[f].byte_end;
+        if end < next {
+            let to = blanks.blank_until(end, next);
+            if to > end {
+                spans[f].byte_end = to;
+                spans[f].end_line = blanks.lines.line_of(to - 1);
+            }
+        }
+    }
 }
 
 /// The identifiers `text` (a chunk of a file in `language`) uses: the identifier leaves of its

@@ -15,7 +15,8 @@ fn small_opts() -> ChunkOptions {
     }
 }
 
-/// Every non-whitespace byte is inside some chunk, and chunks are well-formed.
+/// Every byte is inside some chunk (unless the text is all whitespace), and chunks are
+/// well-formed.
 fn assert_covers(text: &str, spans: &[ChunkSpan]) {
     let lines = LineIndex::new(text);
     let mut covered = vec![false; text.len()];
@@ -32,9 +33,10 @@ fn assert_covers(text: &str, spans: &[ChunkSpan]) {
             .iter_mut()
             .for_each(|c| *c = true);
     }
+    let blank = text.bytes().all(|b| b.is_ascii_whitespace());
     for (i, b) in text.bytes().enumerate() {
         assert!(
-            b.is_ascii_whitespace() || covered[i],
+            (blank && b.is_ascii_whitespace()) || covered[i],
             "byte {i} ({:?}) not covered",
             b as char
         );
@@ -72,7 +74,7 @@ impl Point {
         .expect("add chunk");
     assert_eq!(add.kind, ChunkKind::Function);
     assert_eq!(add.start_line, 3, "doc comment belongs to the function");
-    assert_eq!(add.end_line, 7);
+    assert_eq!(add.end_line, 8, "the blank line after it too");
     let point = spans
         .iter()
         .find(|s| s.symbol.as_deref() == Some("Point") && s.kind == ChunkKind::Struct);
@@ -298,4 +300,47 @@ fn identifiers_come_from_the_syntax_tree_not_comments_or_strings() {
         Language::Other,
     );
     assert_eq!(names, ["call", "do_work", "then", "naïve_fn"]);
+}
+
+#[test]
+fn blank_lines_between_chunks_belong_to_the_chunk_above() {
+    let src = "\n\nfn a() {\n    1\n}\n\n\nfn b() {\n    2\n}\n\n";
+    let opts = ChunkOptions {
+        min_bytes: 0,
+        ..ChunkOptions::default()
+    };
+    let spans = chunk_text(src, Language::Rust, &opts);
+    let lines: Vec<(u32, u32)> = spans.iter().map(|s| (s.start_line, s.end_line)).collect();
+    if cfg!(feature = "syntax") {
+        // The file's leading blank lines go to the first chunk, each gap to the chunk above.
+        assert_eq!(lines, [(1, 7), (8, 11)]);
+    }
+    assert_covers(src, &spans);
+    assert_eq!(spans.last().map(|s| s.byte_end), Some(src.len()));
+}
+
+#[test]
+fn lines_blanked_by_a_redaction_stay_out_of_chunks() {
+    // The redaction keeps the key's lines (5 and 6), empty: they are not blank lines to take
+    // in, or a chunk would cite the key's lines.
+    let original = "fn a() {\n    1\n}\n-----BEGIN KEY-----\nabc\n-----END KEY-----\n\nfn b() {}\n";
+    let redacted = "fn a() {\n    1\n}\n[REDACTED:key]\n\n\n\nfn b() {}\n";
+    let opts = ChunkOptions {
+        min_bytes: 0,
+        window_lines: 3,
+        overlap_lines: 0,
+        ..ChunkOptions::default()
+    };
+    let covers = |spans: &[ChunkSpan], line: u32| {
+        spans
+            .iter()
+            .any(|s| (s.start_line..=s.end_line).contains(&line))
+    };
+    for lang in [Language::Other, Language::Rust] {
+        let plain = chunk_text(redacted, lang, &opts);
+        assert!(covers(&plain, 5) && covers(&plain, 6), "{lang:?}: {plain:?}");
+        let spans = chunk_redacted(redacted, original, lang, &opts);
+        assert!(!covers(&spans, 5) && !covers(&spans, 6), "{lang:?}: {spans:?}");
+        assert!(covers(&spans, 4) && covers(&spans, 8), "{lang:?}: {spans:?}");
+    }
 }
