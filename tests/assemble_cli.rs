@@ -747,3 +747,68 @@ fn pieces_that_continue_each_other_are_quoted_as_one_stretch() {
         v["tokens_total"].as_u64().unwrap()
     );
 }
+
+/// Chunks keep the blank lines up to the next chunk, so the pieces cite every line of a file
+/// the prompt quotes; lines the secrets redaction blanked are never cited.
+#[test]
+fn pieces_cite_blank_lines_between_definitions_but_never_a_redacted_key() {
+    let env = Env::new();
+    let key_body: String = (0..6)
+        .map(|i| format!("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIB{i}\n"))
+        .collect();
+    // Definitions large enough to be chunks of their own (small ones are merged).
+    let doc =
+        "    \"\"\"Talks to the payment provider; retried by the caller. \"\"\"\n    note = 1\n"
+            .repeat(8);
+    let def = |name: &str| {
+        format!(
+            "def {name}(customer, amount):\n{doc}    return provider.{name}(customer, amount)\n"
+        )
+    };
+    let source = format!(
+        "{}\n\n{}-----BEGIN RSA PRIVATE KEY-----\n{key_body}-----END RSA PRIVATE KEY-----\n\n{}",
+        def("charge"),
+        def("refund"),
+        def("void")
+    );
+    let lines_of =
+        |upto: &str| source[..source.find(upto).unwrap()].matches('\n').count() as u64 + 1;
+    let (refund, key, void) = (
+        lines_of("def refund"),
+        lines_of("-----BEGIN"),
+        lines_of("def void"),
+    );
+    assert!(refund > 3 && key > refund, "the layout this test relies on");
+    env.write("src/billing.py", &source);
+    let out = env.assemble(&[
+        "--query",
+        "charge refund void a customer through the provider",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let cited: Vec<(u64, u64)> = v["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["path"] == "src/billing.py")
+        .map(|p| {
+            (
+                p["start_line"].as_u64().unwrap(),
+                p["end_line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let cites = |line: u64| cited.iter().any(|&(a, b)| a <= line && line <= b);
+    // Every line from the first to the key's is cited: the blank lines between `charge` and
+    // `refund` too.
+    assert!((1..=key).all(cites), "{cited:?}");
+    // The key's first line is quoted as `[REDACTED:private_key]`; its other lines are blank in
+    // the redacted text, between two chunks: no chunk takes them in as blank lines.
+    assert!((key + 1..void).all(|l| !cites(l)), "{cited:?}");
+    assert!(cites(void), "{cited:?}");
+    assert!(!stdout(&out).contains("MIIEvQ"), "the key leaked");
+}

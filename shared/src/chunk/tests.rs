@@ -338,9 +338,18 @@ fn lines_blanked_by_a_redaction_stay_out_of_chunks() {
     };
     for lang in [Language::Other, Language::Rust] {
         let plain = chunk_text(redacted, lang, &opts);
-        assert!(covers(&plain, 5) && covers(&plain, 6), "{lang:?}: {plain:?}");
+        assert!(
+            covers(&plain, 5) && covers(&plain, 6),
+            "{lang:?}: {plain:?}"
+        );
         let spans = chunk_redacted(redacted, original, lang, &opts);
-        assert!(!covers(&spans, 5) && !covers(&spans, 6), "{lang:?}: {spans:?}");
-        assert!(covers(&spans, 4) && covers(&spans, 8), "{lang:?}: {spans:?}");
+        assert!(
+            !covers(&spans, 5) && !covers(&spans, 6),
+            "{lang:?}: {spans:?}"
+        );
+        assert!(
+            covers(&spans, 4) && covers(&spans, 8),
+            "{lang:?}: {spans:?}"
+        );
     }
 }
