@@ -57,7 +57,9 @@ fuzz_target!(|data: &[u8]| {
     if !text.bytes().all(|b| b.is_ascii_whitespace()) {
         let mut covered = vec![false; text.len()];
         for s in &spans {
-            covered[s.byte_start..s.byte_end].iter_mut().for_each(|c| *c = true);
+            covered[s.byte_start..s.byte_end]
+                .iter_mut()
+                .for_each(|c| *c = true);
         }
         assert!(covered.iter().all(|&c| c), "a byte in no chunk: {spans:?}");
     }
@@ -79,7 +81,11 @@ fuzz_target!(|data: &[u8]| {
                 .take_while(|&l| white(lines[l]))
                 .chain((first..=last).rev().take_while(|&l| white(lines[l])));
             for l in ends {
-                assert!(white(original[l]), "{span:?} takes in line {} the redaction blanked", l + 1);
+                assert!(
+                    white(original[l]),
+                    "{span:?} takes in line {} the redaction blanked",
+                    l + 1
+                );
             }
         }
     }
