@@ -118,7 +118,7 @@ pub fn plan(
         weights.decay_exempt,
         budget,
     );
-    deepen_around_strong_chunks(pack, &mut ranked, weights);
+    deepen_around_strong_chunks(pack, &mut ranked, weights, budget);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
     let framed = ordered.framed;

@@ -19,18 +19,124 @@ use super::{Ranked, Signals, Weights};
 /// Gives the depth places of `ranked` (best first on entry and on return) to the chunks within
 /// [`Weights::depth_reach`] chunks of one scoring at least [`Weights::depth_floor`] of the best,
 /// ahead of the other depth chunks by [`Weights::depth_neighbour`] × that chunk's share of the
-/// best score (neighbours that had no evidence of their own become candidates). Each chunk
+/// best score (neighbours that had no evidence of their own become candidates). From 8k tokens
+/// up, the strong chunk's callers and callees in its file go ahead the same way, their share
+/// scaled by [`Weights::depth_calls`] (fading in up to 32k, see [`calls_strength`]). Each chunk
 /// takes the score of the place it takes, so later sorting keeps the order. It counts at every
 /// budget: at 8k and 32k it raised line recall with the files unchanged, at 128k (where the
 /// regions of strong files fit whole anyway) it changed next to nothing (docs/retrieval.md).
-pub fn deepen_around_strong_chunks(pack: &IndexPack, ranked: &mut Vec<Ranked>, weights: &Weights) {
+pub fn deepen_around_strong_chunks(
+    pack: &IndexPack,
+    ranked: &mut Vec<Ranked>,
+    weights: &Weights,
+    budget: u32,
+) {
     let weight = weights.depth_neighbour;
     if weight <= 0.0 {
         return;
     }
     let files = file_chunks(pack);
-    let shares = neighbour_shares(ranked, weights.depth_reach, weights.depth_floor, &files);
+    let mut shares = neighbour_shares(ranked, weights.depth_reach, weights.depth_floor, &files);
+    let calls = weights.depth_calls * calls_strength(budget);
+    if calls > 0.0 {
+        add_callers_and_callees(
+            pack,
+            ranked,
+            weights.depth_floor,
+            calls,
+            &files,
+            &mut shares,
+        );
+    }
     reorder(ranked, shares, weight, |c| files(c).map(|(f, _)| f));
+}
+
+/// How much the call relation counts at `budget` tokens: the mirror of file diversity (0 up to
+/// 8k, 1 from 32k). Measured (docs/retrieval.md, callers and callees): at 32k it raised line
+/// recall on the visible benchmark and on both splits of the 24 other repositories; at 8k the
+/// two disagreed (visible −0.005, held out +0.003), where the room goes to more files first.
+fn calls_strength(budget: u32) -> f32 {
+    1.0 - super::small_budget_strength(budget)
+}
+
+/// Files with more chunks than this are not searched for callers and callees (the work is a
+/// pass over the file's definitions for each).
+const CALLS_MAX_FILE_CHUNKS: usize = 2_000;
+
+/// The chunks that use `name`, when the pack holds its users list; lists kept in segments (a
+/// large repository's) are not read at this step, so there the call relation is not used.
+fn users_inline(pack: &IndexPack, name: &str) -> Option<Vec<u32>> {
+    let found = pack
+        .references
+        .lists()
+        .find_in(&crate::index::references::name_key(name), &|_| None)
+        .ok()??;
+    pack.references.users_of(&found, &|_| None).ok()
+}
+
+/// A strong chunk: its index, its share of the best score and its prior.
+type Strong = (u32, f32, f32);
+
+/// Gives the callers and callees of each chunk scoring at least `floor` of the best, within its
+/// file, `weight` × its share of the best score: a change to a function often touches the
+/// helper it calls or the caller that passes it a new argument, code that shares none of the
+/// request's words and may lie anywhere in the file.
+fn add_callers_and_callees(
+    pack: &IndexPack,
+    ranked: &[Ranked],
+    floor: f32,
+    weight: f32,
+    files: impl Fn(u32) -> Option<(u32, std::ops::Range<u32>)>,
+    shares: &mut HashMap<u32, (f32, f32)>,
+) {
+    let Some(best) = ranked.first().map(|r| r.score).filter(|&b| b > 0.0) else {
+        return;
+    };
+    // The strong chunks of each file.
+    let mut strong: Vec<(std::ops::Range<u32>, Vec<Strong>)> = Vec::new();
+    for r in ranked {
+        let share = r.score / best;
+        if share < floor {
+            break;
+        }
+        let Some((_, range)) = files(r.chunk) else {
+            continue;
+        };
+        match strong.iter_mut().find(|(f, _)| *f == range) {
+            Some((_, list)) => list.push((r.chunk, share, r.signals.prior)),
+            None => strong.push((range, vec![(r.chunk, share, r.signals.prior)])),
+        }
+    }
+    let mut give = |c: u32, share: f32, prior: f32| {
+        let e = shares.entry(c).or_insert((0.0, prior));
+        e.0 = e.0.max(share * weight);
+    };
+    for (range, list) in &strong {
+        if range.len() > CALLS_MAX_FILE_CHUNKS {
+            continue;
+        }
+        for c in range.clone() {
+            let Some(chunk) = pack.chunks.get(c as usize).filter(|c| c.symbol.is_some()) else {
+                continue;
+            };
+            for name in crate::index::references::defined_names(chunk) {
+                let Some(users) = users_inline(pack, &name) else {
+                    continue;
+                };
+                for &(s, share, prior) in list {
+                    if s == c {
+                        // Its callers: the file's chunks that use a name it defines.
+                        for &u in users.iter().filter(|u| range.contains(u) && **u != s) {
+                            give(u, share, prior);
+                        }
+                    } else if users.binary_search(&s).is_ok() {
+                        // Its callee: this chunk defines a name it uses.
+                        give(c, share, prior);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The reordering itself, for chunks whose file `file_of` gives.
@@ -138,5 +244,106 @@ mod tests {
         let mut r = before.clone();
         reorder(&mut r, HashMap::default(), 1.0, file_of);
         assert_eq!(r, before);
+    }
+
+    /// A pack of two files, chunks 0-5 in `a.rs` and 6 in `b.rs`, with the names each chunk
+    /// defines and uses.
+    fn called_pack() -> IndexPack {
+        use crate::index::{ChunkRecord, FileEntry, FileStat, References, TokenCounts};
+        let defs = [
+            "helper",
+            "unrelated",
+            "run",
+            "caller",
+            "other",
+            "far_helper",
+            "ext",
+        ];
+        let used: [&[&str]; 7] = [
+            &[],
+            &[],
+            &["helper", "far_helper"],
+            &["run"],
+            &[],
+            &[],
+            &["run"],
+        ];
+        let chunks: Vec<ChunkRecord> = defs
+            .iter()
+            .enumerate()
+            .map(|(i, name)| ChunkRecord {
+                id: Default::default(),
+                file: u32::from(i == 6),
+                kind: crate::chunk::ChunkKind::Function,
+                symbol: Some((*name).into()),
+                start_line: i as u32 * 10 + 1,
+                end_line: i as u32 * 10 + 9,
+                byte_start: 0,
+                byte_end: 1,
+                sha256: crate::hash::Sha256Digest::of(b""),
+                tokens: TokenCounts::new(&[10]).expect("one count"),
+                segment: 0,
+                segment_offset: 0,
+            })
+            .collect();
+        let used: Vec<Vec<String>> = used
+            .iter()
+            .map(|u| u.iter().map(|s| s.to_string()).collect())
+            .collect();
+        let file = |path: &str, first_chunk, chunk_count| FileEntry {
+            path: path.into(),
+            sha256: crate::hash::Sha256Digest::of(path.as_bytes()),
+            stat: FileStat {
+                size: 1,
+                mtime_ns: 0,
+                ctime_ns: 0,
+                inode: 0,
+            },
+            language: "rust".into(),
+            skipped: None,
+            first_chunk,
+            chunk_count,
+        };
+        IndexPack {
+            references: References::build(&chunks, &used),
+            files: vec![file("a.rs", 0, 6), file("b.rs", 6, 1)],
+            chunks,
+            ..crate::index::tests::tiny()
+        }
+    }
+
+    #[test]
+    fn a_strong_chunks_callers_and_callees_in_its_file_go_ahead() {
+        let pack = called_pack();
+        // `run` (2) is strong; `ext` (6, another file) and `other` (4) are weak.
+        let ranked = ranked(&[(2, 1.0), (6, 0.3), (4, 0.2)]);
+        let mut shares = HashMap::default();
+        add_callers_and_callees(&pack, &ranked, 0.5, 0.8, file_chunks(&pack), &mut shares);
+        let mut got: Vec<(u32, f32)> = shares.iter().map(|(&c, &(s, _))| (c, s)).collect();
+        got.sort_by_key(|g| g.0);
+        // Its callees `helper` and `far_helper` and its caller `caller`, at 0.8 of its share;
+        // not the caller in another file, nor the chunks unrelated to it.
+        assert_eq!(got, [(0, 0.8), (3, 0.8), (5, 0.8)]);
+    }
+
+    #[test]
+    fn the_call_relation_counts_from_large_budgets_only() {
+        assert_eq!(calls_strength(8_000), 0.0);
+        assert!(calls_strength(16_000) > 0.0 && calls_strength(16_000) < 1.0);
+        assert_eq!(calls_strength(32_000), 1.0);
+        let pack = called_pack();
+        let weights = Weights::default();
+        let mut small = ranked(&[(2, 1.0), (4, 0.2)]);
+        deepen_around_strong_chunks(&pack, &mut small, &weights, 8_000);
+        assert!(
+            !small.iter().any(|r| r.chunk == 5),
+            "far_helper at 8k: {small:?}"
+        );
+        let mut large = ranked(&[(2, 1.0), (4, 0.2)]);
+        deepen_around_strong_chunks(&pack, &mut large, &weights, 32_000);
+        assert!(
+            large.iter().any(|r| r.chunk == 5),
+            "far_helper at 32k: {large:?}"
+        );
     }
 }
