@@ -4,7 +4,8 @@
 //! ("lead") keeps its place. Its further chunks ("depth") fill the places between, by score:
 //! often a lucky match far from the strong chunk, while the code right next to it (the rest of
 //! a split definition, the helper above it) is what a change touches with it. Here the depth
-//! places are handed out again, the strong chunks' neighbours first. The leads keep their
+//! places are handed out again, the strong chunks' neighbours first (and, from 32k tokens, their
+//! callers and callees in the file, which may lie anywhere in it). The leads keep their
 //! places and scores, so the files a budget reaches stay the same: the neighbour signal as a
 //! score at small budgets traded files for lines (docs/retrieval.md, the regions of strong
 //! files).
