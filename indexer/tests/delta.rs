@@ -58,7 +58,14 @@ fn objects(store: &Store, project: &str) -> BTreeMap<String, u64> {
 
 /// The prompt `query` assembles over the project of `root` in `store`.
 fn prompt(store: &Store, root: &Path, query: &str) -> String {
-    let req = request(root, query);
+    prompt_within(store, root, query, 3000)
+}
+
+fn prompt_within(store: &Store, root: &Path, query: &str, budget: u32) -> String {
+    let req = AssembleRequest {
+        budget: Some(budget),
+        ..request(root, query)
+    };
     assemble(store, &Catalog::builtin(), &req, &NoProgress)
         .unwrap()
         .prompt
@@ -187,10 +194,14 @@ fn a_small_change_is_a_delta_over_the_base_and_answers_as_the_whole_version() {
         "module 30 step 2 parsing",
         "brand new renderer",
     ] {
-        assert_eq!(
-            prompt(&store, &root, query),
-            prompt(&whole_store, &root, query)
-        );
+        // Over 8k the call relation (names' users, base and delta merged) counts too.
+        for budget in [3000, 10_000] {
+            assert_eq!(
+                prompt_within(&store, &root, query, budget),
+                prompt_within(&whole_store, &root, query, budget),
+                "{query} within {budget}"
+            );
+        }
     }
     // Nothing was re-indexed by answering.
     let again = open_current(&store, LOCAL_ORG, &id).unwrap().unwrap();

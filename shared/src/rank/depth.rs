@@ -64,15 +64,25 @@ fn calls_strength(budget: u32) -> f32 {
 /// pass over the file's definitions for each).
 const CALLS_MAX_FILE_CHUNKS: usize = 2_000;
 
-/// The chunks that use `name`, when the pack holds its users list; lists kept in segments (a
-/// large repository's) are not read at this step, so there the call relation is not used.
+/// The chunks that use `name`, when the pack holds its users lists (the delta's too, for a
+/// version opened from a base and a delta); lists kept in segments (a large repository's) are
+/// not read at this step, so there the call relation is not used.
 fn users_inline(pack: &IndexPack, name: &str) -> Option<Vec<u32>> {
-    let found = pack
-        .references
-        .lists()
-        .find_in(&crate::index::references::name_key(name), &|_| None)
-        .ok()??;
-    pack.references.users_of(&found, &|_| None).ok()
+    use crate::index::references::{References, name_key};
+    let key = name_key(name);
+    let inline = |lists: &crate::index::lists::KeyedLists| match lists.find_in(&key, &|_| None) {
+        Ok(None) => Some(Vec::new()),
+        Ok(Some(found)) => References::users_in(lists, &found, &|_| None).ok(),
+        Err(_) => None,
+    };
+    let base = inline(pack.references.lists())?;
+    match pack.overlay.as_deref() {
+        None => Some(base),
+        Some(o) => {
+            let delta = inline(&o.references)?;
+            Some(o.users(&key, base, delta, pack.chunks.len()))
+        }
+    }
 }
 
 /// A strong chunk: its index, its share of the best score and its prior.
