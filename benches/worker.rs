@@ -22,7 +22,7 @@ mod worker;
 
 use std::time::{Duration, Instant};
 
-use support::workerd::{Probe, cpu_ns, v8_profile, workerd_pids};
+use support::workerd::{Probe, cpu_ns, mib, v8_profile, workerd_pids};
 
 use host::{Host, org_with_key};
 use serde_json::json;
@@ -46,16 +46,7 @@ fn main() {
         }
         last = now;
     }
-    let probe = Probe {
-        agent: ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(120)))
-            .build()
-            .into(),
-        base: worker.base_url().to_string(),
-        pids,
-        last_read: Default::default(),
-    };
+    let probe = Probe::new(worker.base_url(), pids);
     let (status, wall, (cpu, busiest)) = probe.send("GET", "/healthz", None, None);
     assert_eq!(status, 200);
     println!(
@@ -157,11 +148,6 @@ fn main() {
         );
     }
     let after = probe.wasm_memory();
-    let mib = |b: Option<u64>| {
-        b.map_or("?".to_string(), |b| {
-            format!("{:.1} MiB", b as f64 / 1048576.0)
-        })
-    };
     println!(
         "isolate wasm memory: {} before the project, {} with the 1M-token version loaded",
         mib(before),

@@ -83,6 +83,21 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// A probe of the workerd processes `pids` serving `base`, with a long timeout (a cold
+    /// load of a large version takes seconds).
+    pub fn new(base: &str, pids: Vec<u32>) -> Self {
+        Self {
+            agent: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(120)))
+                .build()
+                .into(),
+            base: base.to_string(),
+            pids,
+            last_read: Default::default(),
+        }
+    }
+
     /// Sends one request; returns its status, wall milliseconds and workerd CPU milliseconds
     /// (all threads, busiest thread).
     pub fn send(
@@ -205,4 +220,11 @@ impl Drop for InspectorDrain {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Bytes of wasm memory as MiB for a report line (`?` when the Worker did not say).
+pub fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or("?".to_string(), |b| {
+        format!("{:.1} MiB", b as f64 / 1048576.0)
+    })
 }
