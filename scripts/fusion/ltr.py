@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A learned ranker that is not a weighted sum: LightGBM's lambdarank (boosted trees) over the
+candidate dumps of mined queries (scripts/fusion/run.py --dump), trained on the train
+repositories, scored on the held-out ones (and on the visible benchmark when its dumps are
+given) in the same simulation of selection as fit.py: file decay under 32k, then greedy
+packing into the budget less the frame. It compares the shipped score with the trees' score
+and with blends log(shipped) + a x trees. An experiment: nothing here is shipped.
+
+Features per candidate: its signals, the shipped score and its share of the best, its rank,
+size, test/doc flags, and its file's best lexical signal, candidate count, best share and the
+chunk's rank in the file. Label (graded): 0 not in a gold file, 1 in a gold file without gold
+lines, 2 / 3 / 4 holding under a quarter / under 0.6 / more of the query's gold lines;
+--file-boost K raises each gold file's first candidate to at least K (weighs files against
+lines).
+
+Usage: ltr.py --queries Q.jsonl --dumps DIR [--visible-queries Q --visible-dumps DIR]
+              [--trees 100] [--blends 0.1,0.25,0.5] [--file-boost 0]
+"""
+import argparse
+import collections
+import json
+import math
+import os
+
+import lightgbm as lgb
+import numpy as np
+
+FEATURES = ["lexical", "file", "symbol", "reference", "mention", "path", "graph", "prior",
+            "score", "share", "rank", "log_tokens", "test", "doc", "file_max_lexical",
+            "file_candidates", "file_rank", "file_share", "lines"]
+
+
+def query_rows(q, dump, file_boost):
+    gold = {(f, x) for f, rs in q["gold_ranges"].items() for a, b in rs for x in range(a, b + 1)}
+    total = max(1, len(gold))
+    cands = dump["candidates"]
+    best = max((c["score"] for c in cands), default=1.0) or 1.0
+    max_lex, count, file_best = collections.defaultdict(float), collections.Counter(), {}
+    for c in cands:
+        max_lex[c["path"]] = max(max_lex[c["path"]], c["signals"]["lexical"])
+        count[c["path"]] += 1
+        file_best[c["path"]] = max(file_best.get(c["path"], 0.0), c["score"])
+    seen = collections.Counter()
+    x, y, meta = [], [], []
+    for i, c in enumerate(cands):
+        s = c["signals"]
+        in_file = seen[c["path"]]
+        seen[c["path"]] += 1
+        x.append([s["lexical"], s["file"], s["symbol"], s["reference"], s["mention"], s["path"],
+                  s["graph"], s["prior"], c["score"], c["score"] / best, i / len(cands),
+                  math.log1p(c["tokens"]), float(c["test"]), float(c["doc"]), max_lex[c["path"]],
+                  count[c["path"]], in_file, file_best[c["path"]] / best,
+                  c["end_line"] - c["start_line"] + 1])
+        lines = frozenset(n for n in range(c["start_line"], c["end_line"] + 1)
+                          if (c["path"], n) in gold)
+        rel = 0
+        if c["path"] in q["gold_ranges"]:
+            frac = len(lines) / total
+            rel = 1 if not lines else 2 if frac < 0.25 else 3 if frac < 0.6 else 4
+            if file_boost and in_file == 0:
+                rel = max(rel, file_boost)
+        y.append(rel)
+        # What packing charges for the piece: its tokens and a header.
+        meta.append((c["path"], c["tokens"] + 12 + len(c["path"]) // 3, lines))
+    return np.array(x, dtype=np.float32), np.array(y), meta
+
+
+def load(queries, dumps, file_boost):
+    out = []
+    for line in open(queries):
+        q = json.loads(line)
+        path = os.path.join(dumps, q["id"] + ".json")
+        if os.path.exists(path):
+            dump = json.load(open(path))
+            if dump["candidates"]:
+                out.append((q, *query_rows(q, dump, file_boost)))
+    return out
+
+
+def simulate(q, meta, scores, budget, decay):
+    """(file recall, all gold, line recall) of greedy packing in score order."""
+    gold_files = set(q["gold_ranges"])
+    total = sum(b - a + 1 for rs in q["gold_ranges"].values() for a, b in rs)
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    strength = min(1.0, max(0.0, math.log2(32000 / budget) / 2))
+    d = 1 - (1 - decay) * strength
+    seen, decayed = collections.Counter(), {}
+    for i in order:
+        decayed[i] = scores[i] * d ** seen[meta[i][0]]
+        seen[meta[i][0]] += 1
+    room = budget - 40 - len(q["query"]) // 3
+    files, lines = set(), set()
+    for i in sorted(order, key=lambda i: -decayed[i]):
+        path, tokens, gold = meta[i]
+        if tokens <= room:
+            room -= tokens
+            if path in gold_files:
+                files.add(path)
+            lines |= {(path, n) for n in gold}
+            if room < 20:
+                break
+    return len(files) / len(gold_files), float(files == gold_files), len(lines) / max(1, total)
+
+
+def evaluate(data, scorer):
+    sums, n = [0.0] * 4, 0
+    for q, x, _, meta in data:
+        s = scorer(x)
+        fr, ag, lr8 = simulate(q, meta, s, 8000, 0.9)
+        lr32 = simulate(q, meta, s, 32000, 0.9)[2]
+        for k, v in enumerate((fr, ag, lr8, lr32)):
+            sums[k] += v
+        n += 1
+    return "8k FR {:.3f} AG {:.3f} LR {:.3f} | 32k LR {:.3f} ({} queries)".format(
+        *(v / max(1, n) for v in sums), n)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", required=True)
+    ap.add_argument("--dumps", required=True)
+    ap.add_argument("--visible-queries", default="")
+    ap.add_argument("--visible-dumps", default="")
+    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--blends", default="0.1,0.25,0.5")
+    ap.add_argument("--file-boost", type=int, default=0)
+    args = ap.parse_args()
+    mined = load(args.queries, args.dumps, args.file_boost)
+    sets = {"train": [t for t in mined if t[0]["split"] == "train"],
+            "held out": [t for t in mined if t[0]["split"] == "held"]}
+    if args.visible_queries and args.visible_dumps:
+        sets["visible"] = load(args.visible_queries, args.visible_dumps, args.file_boost)
+    train = sets["train"]
+    params = dict(objective="lambdarank", learning_rate=0.05, num_leaves=15, min_data_in_leaf=50,
+                  feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
+                  lambdarank_truncation_level=60, label_gain=[0, 1, 3, 7, 15], verbose=-1,
+                  seed=1, deterministic=True, num_threads=2)
+    ds = lgb.Dataset(np.vstack([t[1] for t in train]), np.concatenate([t[2] for t in train]),
+                     group=[len(t[2]) for t in train], feature_name=FEATURES)
+    model = lgb.train(params, ds, args.trees)
+    scorers = [("shipped score", lambda x: x[:, 8]),
+               ("trees alone", lambda x: np.exp(model.predict(x)))]
+    for a in (float(v) for v in args.blends.split(",") if v):
+        scorers.append((f"log(shipped) + {a:g} x trees", lambda x, a=a: np.exp(
+            np.log(np.maximum(x[:, 8], 1e-6)) + a * model.predict(x))))
+    print(f"file boost {args.file_boost}, {args.trees} trees; simulated selection")
+    for name, data in sets.items():
+        for label, scorer in scorers:
+            print(f"{name:9} {label:28} {evaluate(data, scorer)}")
+    gains = sorted(zip(model.feature_importance("gain"), FEATURES), reverse=True)
+    print("feature gain:", ", ".join(f"{f} {g:.0f}" for g, f in gains[:8]))
+
+
+if __name__ == "__main__":
+    main()
