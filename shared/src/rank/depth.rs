@@ -100,6 +100,11 @@ fn add_callers_and_callees(
     files: impl Fn(u32) -> Option<(u32, std::ops::Range<u32>)>,
     shares: &mut HashMap<u32, (f32, f32)>,
 ) {
+    // A large repository's users lists live in segments, which this step does not read: every
+    // lookup would fail, so make none.
+    if pack.references.lists().is_stored() {
+        return;
+    }
     let Some(best) = ranked.first().map(|r| r.score).filter(|&b| b > 0.0) else {
         return;
     };
