@@ -3,8 +3,10 @@
 # lambdarank, from PyPI into target/fusion/ltr-venv) trained on the candidate dumps of the
 # `train` repositories of scripts/fusion/repos.json and scored, in a simulation of selection,
 # on the held-out ones and, when the visible benchmark has been built
-# (scripts/bench-retrieval.sh), on it too (scripts/fusion/ltr.py). An experiment: it prints
-# rows, ships nothing. Needs the mirrors, as scripts/learn-fusion.sh does:
+# (scripts/bench-retrieval.sh), on it too (scripts/fusion/ltr.py). It prints rows; with
+# `--file-boost 3 --export shared/src/rank/learned_trees.json` it writes again the model ctxgate
+# ships (the `learned` ranking weight, off by default; docs/retrieval.md). Needs the mirrors, as
+# scripts/learn-fusion.sh does:
 #   BENCH_MIRROR_ROOT=<folder holding owner+name/repo> bash scripts/learn-ranker.sh [ltr.py options]
 # About 3 minutes on two cores after the release build; writes only under target/fusion.
 set -euo pipefail
@@ -16,9 +18,10 @@ cargo build --release --locked
 [ -f "$out/queries.jsonl" ] || python3 scripts/fusion/mine.py --mirror-root "$BENCH_MIRROR_ROOT" --out "$out"
 venv="$out/ltr-venv"
 [ -x "$venv/bin/python" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install -q "lightgbm==4.7.0" "numpy<3"; }
-# Dumps of the shipped defaults at 8k (the candidate list comes before the budget's steps).
+# Dumps of the shipped defaults at 8k (the candidate list comes before the budget's steps), the
+# trees themselves off: they learn to re-order the weighted sum's ranking.
 rm -rf "$out/ltr-dumps"
-python3 scripts/fusion/run.py --data "$out" --bin "$bin" --home "$out/home" --budgets 8000 \
+python3 scripts/fusion/run.py --data "$out" --bin "$bin" --home "$out/home" --budgets 8000 --weights learned=0 \
   --dump "$out/ltr-dumps" --out "$out/ltr-calls.jsonl"
 visible=()
 bench=target/retrieval-bench
@@ -32,7 +35,8 @@ queries = [json.loads(l) for l in open(os.path.join(bench, "queries.jsonl"))]
 def dump(q):
     qf = os.path.join(out, q["id"] + ".q")
     open(qf, "w").write(q["query"])
-    env = dict(os.environ, CTXGATE_DUMP_CANDIDATES=os.path.join(out, q["id"] + ".json"))
+    env = dict(os.environ, CTXGATE_DUMP_CANDIDATES=os.path.join(out, q["id"] + ".json"),
+               CTXGATE_RANK_WEIGHTS="learned=0")
     subprocess.run([binary, "--data-dir", os.path.join(bench, "ctxgate-home"), "-q", "assemble",
                     "--repo", os.path.join(bench, "corpora", q["repo"]), "--query-file", qf,
                     "--budget", "8000", "--format", "json"], env=env, check=True,

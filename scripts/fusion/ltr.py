@@ -4,7 +4,8 @@ candidate dumps of mined queries (scripts/fusion/run.py --dump), trained on the 
 repositories, scored on the held-out ones (and on the visible benchmark when its dumps are
 given) in the same simulation of selection as fit.py: file decay under 32k, then greedy
 packing into the budget less the frame. It compares the shipped score with the trees' score
-and with blends log(shipped) + a x trees. An experiment: nothing here is shipped.
+and with blends log(shipped) + a x trees. --export writes the trees in the form
+shared/src/rank/learned.rs evaluates (the `learned` ranking weight, off by default).
 
 Features per candidate: its signals, the shipped score and its share of the best, its rank,
 size, test/doc flags, and its file's best lexical signal, candidate count, best share and the
@@ -115,6 +116,42 @@ def evaluate(data, scorer):
         *(v / max(1, n) for v in sums), n)
 
 
+def export(model, path, probes):
+    """The trees as flat arrays (shared/src/rank/learned.rs reads them): per tree, each split
+    node's feature, threshold and children (a child below 0 is leaf -child-1), and the leaves'
+    values; a split sends x to the left when x <= threshold."""
+    trees = []
+    for info in model.dump_model()["tree_info"]:
+        t = {"feature": [], "threshold": [], "left": [], "right": [], "leaf": []}
+
+        def walk(node):
+            if "leaf_value" in node:
+                t["leaf"].append(node["leaf_value"])
+                return -len(t["leaf"])
+            assert node["decision_type"] == "<=", node["decision_type"]
+            at = len(t["feature"])
+            for k in ("feature", "threshold", "left", "right"):
+                t[k].append(0)
+            t["feature"][at] = node["split_feature"]
+            t["threshold"][at] = node["threshold"]
+            t["left"][at] = walk(node["left_child"])
+            t["right"][at] = walk(node["right_child"])
+            return at
+
+        root = walk(info["tree_structure"])
+        if root < 0:  # a tree of one leaf
+            t = {"feature": [0], "threshold": [0.0], "left": [root], "right": [root], "leaf": t["leaf"]}
+        trees.append(t)
+    with open(path, "w") as f:
+        # A few rows with LightGBM's own predictions: the Rust evaluator's test checks it
+        # gives the same.
+        check = [{"x": [float(v) for v in row], "y": float(model.predict(row[None, :])[0])}
+                 for row in probes]
+        json.dump({"features": FEATURES, "trees": trees, "check": check}, f,
+                  separators=(",", ":"))
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", required=True)
@@ -124,6 +161,7 @@ def main():
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--blends", default="0.1,0.25,0.5")
     ap.add_argument("--file-boost", type=int, default=0)
+    ap.add_argument("--export", default="", help="write the trees as ctxgate's model JSON")
     args = ap.parse_args()
     mined = load(args.queries, args.dumps, args.file_boost)
     sets = {"train": [t for t in mined if t[0]["split"] == "train"],
@@ -147,6 +185,8 @@ def main():
     for name, data in sets.items():
         for label, scorer in scorers:
             print(f"{name:9} {label:28} {evaluate(data, scorer)}")
+    if args.export:
+        export(model, args.export, np.vstack([t[1] for t in train[:3]])[::7][:12])
     gains = sorted(zip(model.feature_importance("gain"), FEATURES), reverse=True)
     print("feature gain:", ", ".join(f"{f} {g:.0f}" for g, f in gains[:8]))
 

@@ -29,6 +29,7 @@ use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 
 mod depth;
+mod learned;
 mod neighbours;
 mod signals;
 
@@ -172,6 +173,9 @@ pub struct Weights {
     /// The share of a strong chunk's depth place that its callers and callees in its file take
     /// ([`deepen_around_strong_chunks`]; 0 = off).
     pub depth_calls: f32,
+    /// How much the learned ranker re-scores the candidates: a score becomes
+    /// `score × exp(learned × trees)` (`rank/learned.rs`; 0 = off, the default).
+    pub learned: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -272,6 +276,7 @@ impl Default for Weights {
             depth_floor: DEPTH_FLOOR,
             depth_reach: DEPTH_REACH,
             depth_calls: DEPTH_CALLS,
+            learned: 0.0,
         }
     }
 }
@@ -340,6 +345,7 @@ impl Weights {
                 "depth_floor" => &mut self.depth_floor,
                 "depth_reach" => &mut self.depth_reach,
                 "depth_calls" => &mut self.depth_calls,
+                "learned" => &mut self.learned,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;
@@ -451,7 +457,9 @@ pub fn rank(
     if weights.graph != 0.0 && !pack.graph.imports.is_empty() {
         signals::set_graph(&mut touched, pack, weights);
     }
-    best_first(&touched, weights)
+    let mut ranked = best_first(&touched, weights);
+    learned::rerank(pack, &mut ranked, weights.learned);
+    ranked
 }
 
 /// The candidates with a positive score, best first (ties by chunk index).
