@@ -547,6 +547,23 @@ pub fn publishing_refusals(host: &WorkerHost, dir: &Path) {
     let (code, message) = publish("core", &[("CTXGATE_ADMIN_SECRET", "not-the-secret-at-all")]);
     assert_eq!(code, "remote_store_error");
     assert!(message.contains("HTTP 401"), "{message}");
+    // An upload larger than the general body limit (1 MiB here) with a wrong secret is refused
+    // for the secret, not for its size: with the right one it would have been taken.
+    let big = "x".repeat(1_500_000);
+    let r = super::host::call(
+        host,
+        "PUT",
+        "/v1/admin/orgs/pubref/objects/project/p0/segments/big.seg",
+        Some("not-the-secret-at-all"),
+        Some(&big),
+        "application/octet-stream",
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (401, "invalid_admin_secret"),
+        "{}",
+        r.body
+    );
     // The Worker has no organisation `pubref` yet.
     let (code, message) = publish("core", &[("CTXGATE_ADMIN_SECRET", ADMIN_SECRET)]);
     assert_eq!(code, "remote_store_error");

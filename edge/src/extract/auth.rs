@@ -109,23 +109,29 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(secret) = &state.config.admin_secret else {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "admin_disabled",
-                "this server has no admin secret; admin endpoints are off",
-            ));
-        };
-        if carries_secret(parts, secret) {
-            Ok(Admin)
-        } else {
-            Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid_admin_secret",
-                "send the admin secret as `Authorization: Bearer <secret>`",
-            ))
+        match admin_refusal(state.config.admin_secret.as_deref(), parts) {
+            None => Ok(Admin),
+            Some(refusal) => Err(refusal),
         }
     }
+}
+
+/// Why a request is not an admin's, given the server's admin secret (`None` when it is one).
+pub fn admin_refusal(admin_secret: Option<&str>, parts: &Parts) -> Option<ApiError> {
+    let Some(secret) = admin_secret else {
+        return Some(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "admin_disabled",
+            "this server has no admin secret; admin endpoints are off",
+        ));
+    };
+    (!carries_secret(parts, secret)).then(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_admin_secret",
+            "send the admin secret as `Authorization: Bearer <secret>`",
+        )
+    })
 }
 
 /// Whether the request's bearer token is `secret`. Comparing hashes keeps the comparison's time

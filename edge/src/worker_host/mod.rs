@@ -306,18 +306,19 @@ struct BodyLimits {
 }
 
 impl BodyLimits {
-    fn for_request(&self, parts: &axum::http::request::Parts) -> usize {
-        use crate::extract::auth::carries_secret;
+    /// The limit of this request's body, or why an object upload is refused before its body is
+    /// kept: an upload without the admin secret would be refused by its handler anyway, and
+    /// under the general limit a large one would be answered "too large" where the truth is
+    /// "not allowed" (a wrong secret read as an oversized segment).
+    fn for_request(&self, parts: &axum::http::request::Parts) -> Result<usize, ApiError> {
         use crate::extract::limits::is_object_upload;
         let upload = parts.method == axum::http::Method::PUT && is_object_upload(parts.uri.path());
-        let admin = self
-            .admin_secret
-            .as_deref()
-            .is_some_and(|secret| carries_secret(parts, secret));
-        if upload && admin {
-            WORKER_MAX_OBJECT_BYTES
-        } else {
-            self.general
+        if !upload {
+            return Ok(self.general);
+        }
+        match crate::extract::auth::admin_refusal(self.admin_secret.as_deref(), parts) {
+            None => Ok(WORKER_MAX_OBJECT_BYTES),
+            Some(refusal) => Err(refusal),
         }
     }
 }
@@ -333,7 +334,13 @@ async fn buffered(
     limits: &BodyLimits,
 ) -> Result<axum::extract::Request, ApiError> {
     let (parts, body) = req.into_parts();
-    let limit = limits.for_request(&parts);
+    let limit = match limits.for_request(&parts) {
+        Ok(limit) => limit,
+        Err(refusal) => {
+            let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
+            return Err(refusal);
+        }
+    };
     let declared = crate::extract::limits::declared_length(&parts.headers);
     if declared.is_some_and(|n| n > limit as u64) {
         let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
