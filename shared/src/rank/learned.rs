@@ -1,6 +1,7 @@
 //! A learned ranker: boosted trees (LightGBM's lambdarank) trained by `scripts/learn-ranker.sh`
 //! on the candidates of 16 repositories that are in neither benchmark, shipped as data
-//! (`learned_trees.json`) and evaluated here in plain Rust, so it runs wherever ranking runs.
+//! (`shared/models/learned_trees.json`: data, kept out of `src/`, which tests index as a
+//! sample repository) and evaluated here in plain Rust, so it runs wherever ranking runs.
 //!
 //! It is an option ([`super::Weights::learned`], 0 by default): measured in the real pipeline
 //! it gained lines on the held-out repositories and lost files on the visible benchmark
@@ -98,7 +99,8 @@ fn model() -> Option<&'static Model> {
     static MODEL: OnceLock<Option<Model>> = OnceLock::new();
     MODEL
         .get_or_init(|| {
-            let model: Model = serde_json::from_str(include_str!("learned_trees.json")).ok()?;
+            let model: Model =
+                serde_json::from_str(include_str!("../../models/learned_trees.json")).ok()?;
             let ok = model.features.iter().map(String::as_str).eq(FEATURES)
                 && model.trees.iter().all(|t| t.well_formed(FEATURES.len()));
             ok.then_some(model)
@@ -209,7 +211,8 @@ mod tests {
     #[test]
     fn the_shipped_model_loads_and_predicts_as_lightgbm_did() {
         let model = model().expect("the shipped model matches this code's features");
-        let checks: Checks = serde_json::from_str(include_str!("learned_trees.json")).unwrap();
+        let checks: Checks =
+            serde_json::from_str(include_str!("../../models/learned_trees.json")).unwrap();
         assert!(!checks.check.is_empty());
         for c in &checks.check {
             let got = predict(model, &c.x);
