@@ -812,3 +812,66 @@ fn pieces_cite_blank_lines_between_definitions_but_never_a_redacted_key() {
     assert!(cites(void), "{cited:?}");
     assert!(!stdout(&out).contains("MIIEvQ"), "the key leaked");
 }
+
+#[test]
+fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
+    let env = Env::new();
+    // Twenty files that all match the request, each far larger than a twentieth of the budget:
+    // the prompt quotes a few whole and points to further ones by their declaration line.
+    for i in 0..20 {
+        let mut body = format!(
+            "/// Settles invoice batch {i}.\n#[inline]\npub fn settle_invoice_batch_{i}(batch: &[u32]) -> u32 {{\n    let mut total = 0;\n"
+        );
+        for k in 0..60 {
+            body.push_str(&format!(
+                "    total += batch[{k} % batch.len()] * {k}; // invoice\n"
+            ));
+        }
+        body.push_str("    total\n}\n");
+        env.write(&format!("src/billing/invoice_{i:02}.rs"), &body);
+    }
+    let out = env.assemble(&[
+        "--query",
+        "settle the invoice batch",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= 4000);
+    let pieces = v["pieces"].as_array().unwrap();
+    let (signposts, code): (Vec<_>, Vec<_>) = pieces.iter().partition(|p| p["form"] == "signpost");
+    assert!(!signposts.is_empty() && !code.is_empty(), "{v}");
+    let prompt = v["prompt"].as_str().unwrap();
+    let listed = prompt
+        .split("More relevant files, one line each (not shown above):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("a list of signposts: {prompt}"));
+    for s in &signposts {
+        let path = s["path"].as_str().unwrap();
+        let line = s["start_line"].as_u64().unwrap();
+        // One line, the declaration past the doc comment and attribute, cited exactly.
+        assert_eq!(s["end_line"].as_u64(), Some(line));
+        assert_eq!(line, 3, "{s}");
+        assert!(
+            listed.contains(&format!("- {path}:3 `pub fn settle_invoice_batch_")),
+            "{listed}"
+        );
+        // A signpost points to a file the code does not quote.
+        assert!(code.iter().all(|p| p["path"] != s["path"]), "{path}");
+    }
+    // At 32k every file fits whole: no signposts.
+    let out = env.assemble(&[
+        "--query",
+        "settle the invoice batch",
+        "--budget",
+        "32000",
+        "--format",
+        "json",
+    ]);
+    let v = json(&out);
+    let pieces = v["pieces"].as_array().unwrap();
+    assert!(pieces.iter().all(|p| p["form"] != "signpost"), "{v}");
+}

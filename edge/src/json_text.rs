@@ -116,6 +116,7 @@ fn form_name(form: PieceForm) -> &'static str {
     match form {
         PieceForm::Full => "full",
         PieceForm::Signature => "signature",
+        PieceForm::Signpost => "signpost",
         PieceForm::Light => "light",
         PieceForm::Medium => "medium",
         PieceForm::Aggressive => "aggressive",
@@ -193,6 +194,7 @@ fn push_signals(out: &mut Vec<u8>, s: &Signals) -> serde_json::Result<()> {
         prior,
         diversity,
         neighbour,
+        learned,
     } = *s;
     out.extend_from_slice(b"{\"lexical\":");
     number(out, lexical)?;
@@ -208,6 +210,7 @@ fn push_signals(out: &mut Vec<u8>, s: &Signals) -> serde_json::Result<()> {
         ("prior", prior),
         ("diversity", diversity),
         ("neighbour", neighbour),
+        ("learned", learned),
     ] {
         key(out, name);
         number(out, v)?;
@@ -247,6 +250,7 @@ mod tests {
             file: 1.0,
             path: 0.25,
             neighbour: score / 3.0,
+            learned: 1.5,
             ..Signals::default()
         };
         Piece {
@@ -266,10 +270,11 @@ mod tests {
             form: [
                 PieceForm::Full,
                 PieceForm::Signature,
+                PieceForm::Signpost,
                 PieceForm::Light,
                 PieceForm::Medium,
                 PieceForm::Aggressive,
-            ][n as usize % 5],
+            ][n as usize % 6],
             original_tokens: all.then_some(n * 4),
             elided_lines: all.then_some(2),
             reasoning: all.then_some(signals),

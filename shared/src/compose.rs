@@ -132,6 +132,9 @@ pub enum PieceForm {
     Full,
     /// Doc comments and declaration only.
     Signature,
+    /// One line of the chunk, its declaration: a pointer to a relevant file the budget left
+    /// out, not its code.
+    Signpost,
     /// The whole chunk without blank lines and whole-line comments (`compression: light`).
     Light,
     /// Light, with function bodies replaced by elision markers (`compression: medium`).
@@ -144,7 +147,10 @@ impl PieceForm {
     /// Whether the piece leaves out code of its chunk (not only comments and blank lines): a
     /// client that received it has not seen the whole chunk.
     pub fn is_partial(self) -> bool {
-        matches!(self, Self::Signature | Self::Medium | Self::Aggressive)
+        matches!(
+            self,
+            Self::Signature | Self::Signpost | Self::Medium | Self::Aggressive
+        )
     }
 }
 
@@ -202,8 +208,10 @@ pub fn piece_header(p: &Piece) -> String {
 
 /// What a piece leaves out of its chunk, if anything.
 fn form_note(p: &Piece) -> Option<String> {
-    if p.form == PieceForm::Signature {
-        return Some("signature only".to_string());
+    match p.form {
+        PieceForm::Signature => return Some("signature only".to_string()),
+        PieceForm::Signpost => return Some("one line; file not shown".to_string()),
+        _ => {}
     }
     let before = p.original_tokens.filter(|&b| b > 0)?;
     let cut = 100.0 * (1.0 - f64::from(p.tokens) / f64::from(before));
@@ -301,7 +309,11 @@ fn joined_header(block: &[&Piece]) -> String {
 /// piece of their file: each saves its own header and fences.
 pub fn joined(pieces: &[Piece]) -> Vec<usize> {
     let mut by_file: Vec<(&str, Vec<usize>)> = Vec::new();
-    for (i, p) in pieces.iter().enumerate() {
+    let code = pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.form != PieceForm::Signpost);
+    for (i, p) in code {
         match by_file.iter_mut().find(|(path, _)| *path == p.path) {
             Some((_, v)) => v.push(i),
             None => by_file.push((&p.path, vec![i])),
@@ -328,6 +340,31 @@ pub fn render_with_summaries(pieces: &[Piece], summaries: &[SummaryPiece], query
     render_with_spans(pieces, summaries, query).0
 }
 
+/// The heading of the signposts' list, after the code.
+const SIGNPOSTS_HEADING: &str = "More relevant files, one line each (not shown above):\n";
+
+/// One signpost in the prompt: where the line is, and the line, quoted inline.
+pub fn signpost_entry(p: &Piece) -> String {
+    let line = p.text.trim();
+    let mut longest = 0;
+    let mut run = 0;
+    for b in line.bytes() {
+        run = if b == b'`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let ticks = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!(
+        "- {}:{} {ticks}{pad}{line}{pad}{ticks}\n",
+        p.path, p.start_line
+    )
+}
+
+/// The pieces quoted as code, in their order, and the signposts listed after them.
+fn code_and_signposts(pieces: &[Piece]) -> (Vec<&Piece>, Vec<&Piece>) {
+    pieces.iter().partition(|p| p.form != PieceForm::Signpost)
+}
+
 /// A stretch of the prompt whose base-encoding count is already known.
 type KnownSpan = (std::ops::Range<usize>, u32);
 
@@ -338,8 +375,9 @@ fn render_with_spans(
     query: &str,
 ) -> (String, Vec<KnownSpan>) {
     let mut spans = Vec::new();
+    let (code, signposts) = code_and_signposts(pieces);
     let mut files: Vec<(&str, Vec<&Piece>)> = Vec::new();
-    for p in pieces {
+    for p in code {
         match files.iter_mut().find(|(path, _)| *path == p.path) {
             Some((_, v)) => v.push(p),
             None => files.push((&p.path, vec![p])),
@@ -419,6 +457,13 @@ fn render_with_spans(
                 }
                 out.push_str(&fence);
                 out.push('\n');
+            }
+        }
+        if !signposts.is_empty() {
+            out.push('\n');
+            out.push_str(SIGNPOSTS_HEADING);
+            for p in signposts {
+                out.push_str(&signpost_entry(p));
             }
         }
         out.push('\n');
@@ -502,7 +547,10 @@ fn usable_part(
     }
     let mut end = text.len();
     if !line_start(prompt, range.end) {
-        end = text[..text.len().saturating_sub(1)]
+        // Not the text's last character (its line ending, when it has one); a text may end
+        // without one, in a character of several bytes.
+        let last = text.chars().next_back().map_or(0, char::len_utf8);
+        end = text[..text.len() - last]
             .rmatch_indices('\n')
             .map(|(i, _)| i + 1)
             .find(|&at| at > start && inner(at))?;
@@ -565,16 +613,18 @@ pub fn fit_with_summaries(
         let tokens = count_prompt(&prompt, &spans, tokenizer);
         if tokens <= budget {
             let mut order: Vec<Piece> = Vec::with_capacity(pieces.len());
-            // Report pieces in prompt order.
-            let mut files: Vec<String> = Vec::new();
-            for p in &pieces {
-                if !files.contains(&p.path) {
-                    files.push(p.path.clone());
+            // Report pieces in prompt order: the code by file and block, then the signposts,
+            // each a block of its own.
+            let (code, signposts) = code_and_signposts(&pieces);
+            let mut files: Vec<&str> = Vec::new();
+            for p in &code {
+                if !files.contains(&p.path.as_str()) {
+                    files.push(&p.path);
                 }
             }
             let mut block = 0u32;
             for f in files {
-                let mut ps: Vec<&Piece> = pieces.iter().filter(|p| p.path == f).collect();
+                let mut ps: Vec<&Piece> = code.iter().copied().filter(|p| p.path == f).collect();
                 ps.sort_by_key(|p| (p.start_line, p.end_line));
                 for b in blocks(&ps) {
                     order.extend(b.iter().map(|&(k, _)| Piece {
@@ -583,6 +633,10 @@ pub fn fit_with_summaries(
                     }));
                     block += 1;
                 }
+            }
+            for p in signposts {
+                order.push(Piece { block, ..p.clone() });
+                block += 1;
             }
             return Ok(Composition {
                 prompt,
@@ -978,6 +1032,19 @@ mod tests {
         let (inner, n) = usable_part(&prompt, range.clone(), base.count(a), base).unwrap();
         assert_eq!(inner, 8..range.end - 2, "the last line is cut off");
         assert_eq!(n, base.count(&prompt[inner]));
+        let spans = [(range, base.count(a))];
+        let t = TokenizerSpec::Exact(base);
+        assert_eq!(count_prompt(&prompt, &spans, &t), t.count(&prompt));
+    }
+
+    #[test]
+    fn a_known_span_ending_in_a_wide_character_without_a_line_break_is_counted() {
+        // A piece's text need not end with a line break; cutting off its last character must
+        // not cut into one of several bytes.
+        let base = Encoding::O200kBase;
+        let a = "## 输出\n### 输出样式";
+        let prompt = format!("x{a}\n\nrest\n");
+        let range = 1..1 + a.len();
         let spans = [(range, base.count(a))];
         let t = TokenizerSpec::Exact(base);
         assert_eq!(count_prompt(&prompt, &spans, &t), t.count(&prompt));

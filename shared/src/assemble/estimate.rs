@@ -4,6 +4,10 @@
 //! [`super::pieces`]) use these; neither imports the other's helpers.
 
 use crate::index::IndexPack;
+use crate::profile::Profile;
+use crate::rank::{Weights, small_budget_strength};
+
+use super::SIGNATURES_BELOW;
 
 /// A conservative guess of a piece's header and fences in tokens: `### path:start-end`, the
 /// opening fence with its language and the closing one, at about three characters of path a
@@ -29,4 +33,49 @@ pub(super) fn overhead_total(pack: &IndexPack) -> u64 {
 pub(super) fn declares_its_symbol(signature: &str, chunk: &crate::index::ChunkRecord) -> bool {
     let signature = signature.to_lowercase();
     crate::index::references::defined_names(chunk).any(|name| signature.contains(name.as_str()))
+}
+
+/// Most signposts in one prompt: past a dozen further files a list of them stops telling a
+/// model where to look.
+pub(super) const MAX_SIGNPOSTS: usize = 12;
+
+/// The room kept for signposts: `weights.signposts` of the piece room in full up to 8k tokens,
+/// fading out by 32k (a large prompt reaches the further files whole). Only `expand` answers
+/// get them: `plan` and `repair` keep to a few pieces, and a signatures-only prompt is a list
+/// of declarations already.
+pub(super) fn signpost_room(
+    weights: &Weights,
+    profile: Profile,
+    budget: u32,
+    piece_room: u32,
+) -> u32 {
+    if profile != Profile::Expand || budget < SIGNATURES_BELOW || weights.signposts <= 0.0 {
+        return 0;
+    }
+    let share = weights.signposts.min(0.5) * small_budget_strength(budget);
+    (piece_room as f32 * share) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_room_is_a_share_of_small_budgets_only() {
+        let w = Weights::default();
+        assert_eq!(
+            signpost_room(&w, Profile::Expand, 8_000, 7_900),
+            (7_900.0 * w.signposts) as u32
+        );
+        let at_16k = signpost_room(&w, Profile::Expand, 16_000, 15_900);
+        assert!(at_16k > 0 && at_16k < (15_900.0 * w.signposts) as u32);
+        assert_eq!(signpost_room(&w, Profile::Expand, 32_000, 31_900), 0);
+        assert_eq!(signpost_room(&w, Profile::Plan, 8_000, 7_900), 0);
+        assert_eq!(signpost_room(&w, Profile::Expand, 900, 850), 0);
+        let off = Weights {
+            signposts: 0.0,
+            ..Weights::default()
+        };
+        assert_eq!(signpost_room(&off, Profile::Expand, 8_000, 7_900), 0);
+    }
 }

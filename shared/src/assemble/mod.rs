@@ -13,6 +13,7 @@ mod pieces;
 mod plan;
 mod report;
 mod retrieve;
+mod signposts;
 
 pub use plan::{Plan, plan};
 pub use report::BudgetBar;

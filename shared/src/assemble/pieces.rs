@@ -21,23 +21,30 @@ use super::{
 };
 
 /// The pieces going into the prompt so far, while composing.
-struct Draft {
-    pieces: Vec<Piece>,
-    /// Pack indices of the pieces made whole, in the order of `pieces` (the signature
-    /// alternatives, added last, are not among them).
+pub(super) struct Draft {
+    pub(super) pieces: Vec<Piece>,
+    /// Pack indices of the pieces made whole, in the order of `pieces` (signposts and the
+    /// signature alternatives are not among them).
     keys: Vec<u32>,
     /// Pack indices of every piece.
-    in_prompt: FxHashSet<u32>,
+    pub(super) in_prompt: FxHashSet<u32>,
     /// What the pieces cost as the plan counts them, headers included.
-    planned: u32,
+    pub(super) planned: u32,
 }
 
 impl Draft {
     /// Adds a piece made whole from chunk `key`, which costs `cost` with its header.
-    fn push(&mut self, p: Piece, key: u32, cost: u32) {
+    pub(super) fn push(&mut self, p: Piece, key: u32, cost: u32) {
         self.planned += cost;
         self.pieces.push(p);
         self.keys.push(key);
+        self.in_prompt.insert(key);
+    }
+
+    /// Adds a piece that carries only part of chunk `key` (a signpost, a signature).
+    pub(super) fn push_partial(&mut self, p: Piece, key: u32, cost: u32) {
+        self.planned += cost;
+        self.pieces.push(p);
         self.in_prompt.insert(key);
     }
 }
@@ -59,6 +66,8 @@ impl Plan {
             .fold(0.0f32, f32::max);
         let mut draft = self.first_pieces(pack, source, best)?;
         self.refill(pack, source, best, &mut draft)?;
+        self.add_signposts(pack, source, &mut draft)?;
+        self.fill_released(pack, source, best, &mut draft)?;
         // Not under `plan`/`repair` (their piece counts are fixed) nor when everything is
         // signatures already.
         if self.signatures.is_empty() && self.max_pieces.is_none() && self.alternatives >= 1 {
@@ -86,7 +95,7 @@ impl Plan {
 
     /// Candidate `c` as a piece: its text (read now unless the plan read it), cut to its
     /// signature in signatures-only mode, and compressed at the level its score and naming earn.
-    fn made(
+    pub(super) fn made(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
@@ -151,20 +160,13 @@ impl Plan {
         best: f32,
         draft: &mut Draft,
     ) -> Result<(), AssembleError> {
-        let cands = &self.cands;
         let mut tries = if self.level >= Compression::Medium {
             SHRINK_TRIES
         } else {
             0
         };
         let mut joined_room = 0u32;
-        // The plan keeps its candidates best first. Once no candidate further down is small
-        // enough for the room left (and no shrink try is left), a round stops: on a large
-        // repository most candidates lie past that point.
-        let mut smallest_after: Vec<u32> = vec![u32::MAX; cands.len() + 1];
-        for k in (0..cands.len()).rev() {
-            smallest_after[k] = smallest_after[k + 1].min(cands[k].tokens);
-        }
+        let smallest_after = self.smallest_after();
         for round in 0..JOIN_ROUNDS {
             let room_now = joined_header_room(pack, &draft.pieces, &draft.keys);
             let freed = room_now.saturating_sub(joined_room);
@@ -173,28 +175,58 @@ impl Plan {
             if freed == 0 && !(round == 0 && self.level != Compression::None) {
                 break;
             }
-            for (k, c) in cands.iter().enumerate() {
-                let left = self.piece_room.saturating_sub(draft.planned);
-                if tries == 0 && smallest_after[k] > left {
-                    break;
-                }
-                if draft.in_prompt.contains(&c.key) {
+            let room = self.piece_room;
+            self.fill(pack, source, best, draft, room, &smallest_after, &mut tries)?;
+        }
+        Ok(())
+    }
+
+    /// The smallest candidate from each place in the plan's order on: once none further down
+    /// is small enough for the room left (and no shrink try is left), [`Self::fill`] stops; on
+    /// a large repository most candidates lie past that point.
+    pub(super) fn smallest_after(&self) -> Vec<u32> {
+        let mut out = vec![u32::MAX; self.cands.len() + 1];
+        for k in (0..self.cands.len()).rev() {
+            out[k] = out[k + 1].min(self.cands[k].tokens);
+        }
+        out
+    }
+
+    /// Adds the best candidates not in the prompt that fit in `room` (less what the draft
+    /// holds), whole or, while `tries` last, compressed. `smallest_after` is
+    /// [`Self::smallest_after`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fill(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        best: f32,
+        draft: &mut Draft,
+        room: u32,
+        smallest_after: &[u32],
+        tries: &mut usize,
+    ) -> Result<(), AssembleError> {
+        for (k, c) in self.cands.iter().enumerate() {
+            let left = room.saturating_sub(draft.planned);
+            if *tries == 0 && smallest_after[k] > left {
+                break;
+            }
+            if draft.in_prompt.contains(&c.key) {
+                continue;
+            }
+            if self.max_pieces.is_some_and(|m| draft.pieces.len() >= m) {
+                break;
+            }
+            if c.tokens > left {
+                if *tries == 0 {
                     continue;
                 }
-                if self.max_pieces.is_some_and(|m| draft.pieces.len() >= m) {
-                    break;
-                }
-                if c.tokens > left {
-                    if tries == 0 {
-                        continue;
-                    }
-                    tries -= 1;
-                }
-                let p = self.made(pack, source, c, best)?;
-                let cost = p.tokens + header_cost(pack, c.key as usize);
-                if cost <= left {
-                    draft.push(p, c.key, cost);
-                }
+                *tries -= 1;
+            }
+            let p = self.made(pack, source, c, best)?;
+            let cost = p.tokens + header_cost(pack, c.key as usize);
+            if cost <= left {
+                draft.push(p, c.key, cost);
             }
         }
         Ok(())
@@ -243,9 +275,7 @@ impl Plan {
             p.reasoning = Some(self.reasons.get(&c.key).copied().unwrap_or_default());
             let cost = p.tokens + header;
             if cost <= left {
-                draft.planned += cost;
-                draft.pieces.push(p);
-                draft.in_prompt.insert(c.key);
+                draft.push_partial(p, c.key, cost);
             }
         }
         Ok(())
@@ -341,7 +371,7 @@ fn joined_header_room(pack: &IndexPack, pieces: &[Piece], keys: &[u32]) -> u32 {
         .sum()
 }
 
-fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> Piece {
+pub(super) fn piece(pack: &IndexPack, i: usize, text: String, tokens: u32, score: f32) -> Piece {
     let c = &pack.chunks[i];
     let f = &pack.files[c.file as usize];
     Piece {

@@ -18,7 +18,7 @@ use crate::rank::{
 use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
-use super::estimate::overhead_total;
+use super::estimate::{MAX_SIGNPOSTS, overhead_total, signpost_room};
 use super::retrieve::{add_hot_paths, error_output, retrieve, understood};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES};
 
@@ -51,7 +51,10 @@ pub struct Plan {
     pub(super) slot: Option<usize>,
     pub(super) repo_tokens: u64,
     pub(super) room: u32,
+    /// The piece room less what is kept for signposts.
     pub(super) piece_room: u32,
+    /// Room kept for signposts (`signposts.rs`), on top of `piece_room`.
+    pub(super) signpost_room: u32,
     pub(super) strategy: String,
     /// Texts the plan read itself (signatures-only mode, counting on the fly).
     pub(super) texts: HashMap<u32, String>,
@@ -99,7 +102,7 @@ pub fn plan(
     let terms = query_terms(&search_text);
     let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
-    let weights = &options.weights;
+    let weights = &options.weights.at_budget(budget);
     let excluded: HashSet<u32> = options.exclude.iter().copied().collect();
     let mut ranked = rank(
         pack,
@@ -138,7 +141,9 @@ pub fn plan(
     scores.truncate(built.considered);
     let reasons = reasons(pack, &ranked, &cands);
     drop(ranked);
-    let chosen = first_selection(&mut cands, room.piece_room, shape.max_pieces);
+    let signpost_room = signpost_room(weights, profile, budget, room.piece_room);
+    let piece_room = room.piece_room - signpost_room;
+    let chosen = first_selection(&mut cands, piece_room, shape.max_pieces);
     Ok(Plan {
         resolved: resolved.clone(),
         warnings,
@@ -157,7 +162,8 @@ pub fn plan(
         slot: room.slot,
         repo_tokens: room.repo_tokens,
         room: room.room,
-        piece_room: room.piece_room,
+        piece_room,
+        signpost_room,
         strategy,
         texts,
         signatures,
@@ -433,6 +439,14 @@ impl Plan {
         for c in refill.chain(definitions) {
             if !self.texts.contains_key(&c.key) && seen.insert(c.key) {
                 out.push(c.key);
+            }
+        }
+        if self.signpost_room > 0 {
+            let chosen: HashSet<u32> = self.chosen.iter().map(|c| c.key).collect();
+            for key in self.signpost_candidates(pack, &chosen, 2 * MAX_SIGNPOSTS) {
+                if !self.texts.contains_key(&key) && seen.insert(key) {
+                    out.push(key);
+                }
             }
         }
         out

@@ -24,7 +24,7 @@ mod syntax;
 pub use classify::{FileClass, FilterOptions, classify};
 pub use language::Language;
 pub use lines::LineIndex;
-pub use signature::signature_len;
+pub use signature::{declaration_line, signature_len};
 
 use serde::{Deserialize, Serialize};
 

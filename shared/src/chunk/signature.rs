@@ -33,6 +33,30 @@ pub fn signature_len(text: &str) -> Option<usize> {
     (declaration_lines > 0 && end < text.trim_end().len()).then_some(end)
 }
 
+/// The line of `text` that declares what it holds: the first non-blank line past the leading
+/// comments, attributes and decorators, or the first non-blank line when there is no other (a
+/// Markdown section's heading reads as a comment here). Its index among the lines of `text`
+/// and its byte range without the line ending; `None` for a blank text.
+pub fn declaration_line(text: &str) -> Option<(u32, std::ops::Range<usize>)> {
+    let mut first = None;
+    let mut at = 0;
+    for (k, line) in text.split_inclusive('\n').enumerate() {
+        let content = line.trim_end_matches(['\n', '\r']);
+        let range = at..at + content.len();
+        at += line.len();
+        let t = content.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let found = (k as u32, range);
+        if !is_preamble(t) {
+            return Some(found);
+        }
+        first.get_or_insert(found);
+    }
+    first
+}
+
 fn is_preamble(t: &str) -> bool {
     t.starts_with("//")
         || t.starts_with("/*")
@@ -70,5 +94,28 @@ mod tests {
         );
         assert_eq!(sig("fn f() {}\n"), None, "nothing shorter than the whole");
         assert_eq!(sig("// only a comment\n"), None);
+    }
+
+    fn declared(text: &str) -> Option<(u32, &str)> {
+        declaration_line(text).map(|(k, r)| (k, &text[r]))
+    }
+
+    #[test]
+    fn declaration_lines() {
+        assert_eq!(
+            declared("\n/// Adds.\n#[inline]\npub fn add(a: i32) -> i32 {\n    a\n}\n"),
+            Some((3, "pub fn add(a: i32) -> i32 {"))
+        );
+        assert_eq!(
+            declared("@app.route('/')\r\ndef index():\r\n    pass\r\n"),
+            Some((1, "def index():"))
+        );
+        assert_eq!(
+            declared("\n## Options\n\nText.\n"),
+            Some((3, "Text.")),
+            "a heading reads as a comment; the first other line declares"
+        );
+        assert_eq!(declared("// a\n// b\n"), Some((0, "// a")));
+        assert_eq!(declared("\n  \n"), None);
     }
 }

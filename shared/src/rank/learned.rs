@@ -188,7 +188,9 @@ pub fn rerank(pack: &IndexPack, ranked: &mut [Ranked], weight: f32) {
     let xs = features(pack, ranked);
     for (r, x) in ranked.iter_mut().zip(&xs) {
         let t = predict(model, x);
-        r.score *= (f64::from(weight) * t).exp().clamp(1e-12, 1e12) as f32;
+        let factor = (f64::from(weight) * t).exp().clamp(1e-12, 1e12) as f32;
+        r.score *= factor;
+        r.signals.learned = factor;
     }
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
 }

@@ -213,7 +213,7 @@ impl<'a> Walk<'a> {
         let included: HashSet<&str> = input
             .pieces
             .iter()
-            .filter(|p| p.form != PieceForm::Signature)
+            .filter(|p| !matches!(p.form, PieceForm::Signature | PieceForm::Signpost))
             .map(|p| p.chunk_id.as_str())
             .collect();
         let whole_pieces: HashSet<u32> = piece_files

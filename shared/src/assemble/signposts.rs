@@ -1,0 +1,183 @@
+//! Signposts: under a small budget, one line of each further relevant file the pieces leave out.
+//!
+//! An 8k prompt holds a dozen files; the file a change also touches is often the thirteenth.
+//! Its code does not fit, but the line that declares its best chunk does, and a model (or the
+//! agent behind it) that sees `src/cli/args.rs:88 pub fn parse(...)` knows where to look next.
+//! The plan keeps a share of a small budget's room for these lines (`estimate::signpost_room`);
+//! what they do not use goes back to whole pieces ([`Plan::fill_released`]).
+
+use rustc_hash::FxHashSet;
+
+use crate::chunk::{ChunkKind, declaration_line};
+use crate::compose::{Piece, PieceForm};
+use crate::index::IndexPack;
+
+use super::estimate::MAX_SIGNPOSTS;
+use super::pieces::{Draft, piece};
+use super::plan::Plan;
+use super::{AssembleError, ChunkSource};
+
+/// A declaration line longer than this (in bytes) is not a signpost: it is minified or
+/// generated code, not a pointer.
+const MAX_LINE_BYTES: usize = 240;
+
+/// The line of a chunk's text that stands for it: a Markdown section's heading, any other
+/// chunk's declaration line.
+fn signpost_line(text: &str, kind: ChunkKind) -> Option<(u32, std::ops::Range<usize>)> {
+    if kind == ChunkKind::Section {
+        let mut at = 0;
+        for (k, line) in text.split_inclusive('\n').enumerate() {
+            let content = line.trim_end_matches(['\n', '\r']);
+            if !content.trim().is_empty() {
+                return Some((k as u32, at..at + content.len()));
+            }
+            at += line.len();
+        }
+        return None;
+    }
+    declaration_line(text)
+}
+
+/// Cuts a piece to line `k` of its text, at `range`, fixing its provenance.
+fn to_signpost(
+    mut p: Piece,
+    k: u32,
+    range: std::ops::Range<usize>,
+    spec: &crate::catalog::TokenizerSpec,
+) -> Piece {
+    // The line without its indentation, as the prompt lists it.
+    let indent = p.text[range.clone()].len() - p.text[range.clone()].trim_start().len();
+    let range = range.start + indent..range.end;
+    p.text = p.text[range.clone()].to_string();
+    p.byte_end = p.byte_start + range.end as u64;
+    p.byte_start += range.start as u64;
+    p.start_line += k;
+    p.end_line = p.start_line;
+    p.sha256 = crate::hash::Sha256Digest::of(p.text.as_bytes()).to_hex();
+    let base = spec.base().count(&p.text);
+    p.tokens = spec.scale(base);
+    p.form = PieceForm::Signpost;
+    p.base_tokens = Some(base);
+    p
+}
+
+impl Plan {
+    /// For each of the best `n` files no piece is from, best file first, the chunk whose line
+    /// its signpost would be: the file's best definition among the candidates (a declaration
+    /// says more than the file's first import), else its best chunk.
+    pub(super) fn signpost_candidates(
+        &self,
+        pack: &IndexPack,
+        in_prompt: &FxHashSet<u32>,
+        n: usize,
+    ) -> Vec<u32> {
+        let mut seen: FxHashSet<u32> = in_prompt
+            .iter()
+            .filter_map(|&i| pack.chunks.get(i as usize).map(|c| c.file))
+            .collect();
+        // (file, its best chunk, its best definition)
+        let mut files: Vec<(u32, u32, Option<u32>)> = Vec::new();
+        for c in &self.cands {
+            let Some(chunk) = pack.chunks.get(c.key as usize) else {
+                continue;
+            };
+            let defines = !matches!(
+                chunk.kind,
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+            );
+            if let Some(f) = files.iter_mut().find(|f| f.0 == chunk.file) {
+                if f.2.is_none() && defines {
+                    f.2 = Some(c.key);
+                }
+            } else if files.len() < n && seen.insert(chunk.file) {
+                files.push((chunk.file, c.key, defines.then_some(c.key)));
+            }
+        }
+        files
+            .into_iter()
+            .map(|(_, best, def)| def.unwrap_or(best))
+            .collect()
+    }
+
+    /// Adds a signpost for each further file, best first, while the room kept for them (and
+    /// whatever the pieces left) holds it.
+    pub(super) fn add_signposts(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        draft: &mut Draft,
+    ) -> Result<(), AssembleError> {
+        if self.signpost_room == 0 {
+            return Ok(());
+        }
+        let spec = &self.resolved.tokenizer;
+        let room = self.piece_room + self.signpost_room;
+        let mut added = 0;
+        for key in self.signpost_candidates(pack, &draft.in_prompt, 2 * MAX_SIGNPOSTS) {
+            let i = key as usize;
+            let left = room.saturating_sub(draft.planned);
+            let path = &pack.files[pack.chunks[i].file as usize].path;
+            let header = entry_cost(path) + if added == 0 { HEADING_COST } else { 0 };
+            if added >= MAX_SIGNPOSTS || left <= header {
+                break;
+            }
+            let text = source.text(pack, i)?;
+            let Some((k, range)) = signpost_line(&text, pack.chunks[i].kind) else {
+                continue;
+            };
+            if range.len() > MAX_LINE_BYTES {
+                continue;
+            }
+            let score = self.original.get(&key).copied().unwrap_or(0.0);
+            let mut p = to_signpost(piece(pack, i, text, 0, score), k, range, spec);
+            p.reasoning = Some(self.reasons.get(&key).copied().unwrap_or_default());
+            let cost = p.tokens + header;
+            if cost <= left {
+                draft.push_partial(p, key, cost);
+                added += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills the room the signposts did not use with the best whole candidates that fit.
+    pub(super) fn fill_released(
+        &self,
+        pack: &IndexPack,
+        source: &dyn ChunkSource,
+        best: f32,
+        draft: &mut Draft,
+    ) -> Result<(), AssembleError> {
+        if self.signpost_room == 0 {
+            return Ok(());
+        }
+        let room = self.piece_room + self.signpost_room;
+        let smallest_after = self.smallest_after();
+        self.fill(pack, source, best, draft, room, &smallest_after, &mut 0)
+    }
+}
+
+/// A conservative guess of what a signpost's entry costs beyond its line, in tokens: `- `, the
+/// path at about three characters a token, `:` and the line number, the quotes and the line
+/// break. The composer's exact count corrects it.
+fn entry_cost(path: &str) -> u32 {
+    (path.len() / 3 + 7) as u32
+}
+
+/// What the list's heading costs, in tokens (`compose::SIGNPOSTS_HEADING` and its blank line).
+const HEADING_COST: u32 = 14;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_stands_by_its_heading_and_code_by_its_declaration() {
+        let md = "\n## Options\n\nText.\n";
+        let (k, r) = signpost_line(md, ChunkKind::Section).expect("a heading");
+        assert_eq!((k, &md[r]), (1, "## Options"));
+        let code = "/// Parses.\n#[must_use]\npub fn parse(s: &str) -> u32 {\n    0\n}\n";
+        let (k, r) = signpost_line(code, ChunkKind::Function).expect("a declaration");
+        assert_eq!((k, &code[r]), (2, "pub fn parse(s: &str) -> u32 {"));
+    }
+}
