@@ -39,6 +39,8 @@ struct Row<'a> {
     doc: bool,
     score: f32,
     signals: Signals,
+    /// The learned ranker's input for it (`scripts/fusion/ltr.py` checks its own against it).
+    features: &'a [f32; 19],
 }
 
 /// Ranks `query` and writes every candidate to `to`.
@@ -65,6 +67,7 @@ pub fn write(
                 doc: c.doc_file,
                 score: c.score,
                 signals: c.signals,
+                features: &c.trees_input,
             })
         })
         .collect();

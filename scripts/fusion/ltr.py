@@ -66,15 +66,39 @@ def query_rows(q, dump, file_boost):
     return np.array(x, dtype=np.float32), np.array(y), meta
 
 
+def parity(x, cands):
+    """The largest relative difference between the features computed here and those ctxgate
+    wrote into the dump (shared/src/rank/learned.rs computes them when it serves), and the rows
+    compared; dumps of older builds carry none."""
+    theirs = [c["features"] for c in cands if "features" in c]
+    if len(theirs) != len(cands):
+        return 0.0, 0
+    t = np.array(theirs, dtype=np.float64)
+    d = np.abs(t - x.astype(np.float64)) / np.maximum(1.0, np.abs(t))
+    return float(d.max()), len(theirs)
+
+
+# Past this relative difference the trees would be trained on other features than they serve.
+PARITY_TOLERANCE = 1e-4
+
+
 def load(queries, dumps, file_boost):
     out = []
+    worst, rows = 0.0, 0
     for line in open(queries):
         q = json.loads(line)
         path = os.path.join(dumps, q["id"] + ".json")
         if os.path.exists(path):
             dump = json.load(open(path))
             if dump["candidates"]:
-                out.append((q, *query_rows(q, dump, file_boost)))
+                row = (q, *query_rows(q, dump, file_boost))
+                d, n = parity(row[1], dump["candidates"])
+                worst, rows = max(worst, d), rows + n
+                out.append(row)
+    print(f"feature parity with ctxgate ({dumps}): {rows} candidates, "
+          f"largest relative difference {worst:.2g}")
+    if worst > PARITY_TOLERANCE:
+        raise SystemExit("the features computed here differ from shared/src/rank/learned.rs")
     return out
 
 

@@ -30,6 +30,8 @@ use crate::intent::QueryAnalysis;
 
 mod depth;
 mod learned;
+
+pub use learned::features as learned_features;
 mod neighbours;
 mod signals;
 

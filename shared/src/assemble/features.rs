@@ -4,7 +4,7 @@
 
 use crate::intent::Intent;
 use crate::lexical::query_terms;
-use crate::rank::{Signals, rank};
+use crate::rank::{Signals, learned_features, rank};
 
 use super::retrieve::{add_hot_paths, retrieve, understood};
 use super::{AssembleError, ChunkSource, QueryOptions};
@@ -24,6 +24,10 @@ pub struct CandidateFeatures {
     pub test_file: bool,
     /// Its file is documentation ([`crate::rank::is_doc_path`]).
     pub doc_file: bool,
+    /// What the learned ranker reads of it ([`crate::rank::learned_features`]), from this
+    /// ranking: the ranker's own input when the options' `learned` weight is 0, as the dumps it
+    /// is trained on are made.
+    pub trees_input: [f32; 19],
 }
 
 /// A query's candidates and what about the query moves the priors.
@@ -73,14 +77,17 @@ pub fn candidate_features(
             .copied()
             .unwrap_or(false)
     };
+    let inputs = learned_features(pack, &ranked);
     let candidates = ranked
         .into_iter()
-        .map(|r| CandidateFeatures {
+        .zip(inputs)
+        .map(|(r, trees_input)| CandidateFeatures {
             chunk: r.chunk,
             score: r.score,
             signals: r.signals,
             test_file: kind(r.chunk, &derived.test_file),
             doc_file: kind(r.chunk, &derived.doc_file),
+            trees_input,
         })
         .collect();
     Ok(QueryFeatures {

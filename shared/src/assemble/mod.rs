@@ -166,6 +166,7 @@ pub struct Assembled {
     /// Pack indices of the chunks in the prompt (for continuations and audit). A chunk given as
     /// a signature counts: a continuation page does not send it again, whole or not (its token
     /// carries no separate list of signatures; a session does, and may send it whole later).
+    /// So does a signpost.
     #[serde(skip)]
     pub chosen: Vec<u32>,
     /// Pack indices of excluded chunks (the caller already has them) that rank at least as high

@@ -114,6 +114,10 @@ impl Plan {
         let room = self.piece_room + self.signpost_room;
         let mut added = 0;
         for key in self.signpost_candidates(pack, &draft.in_prompt, 2 * MAX_SIGNPOSTS) {
+            // The session was pointed to it already (or saw its signature).
+            if self.signatures_sent.contains(&key) {
+                continue;
+            }
             let i = key as usize;
             let left = room.saturating_sub(draft.planned);
             let path = &pack.files[pack.chunks[i].file as usize].path;

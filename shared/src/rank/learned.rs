@@ -3,10 +3,14 @@
 //! (`shared/models/learned_trees.json`: data, kept out of `src/`, which tests index as a
 //! sample repository) and evaluated here in plain Rust, so it runs wherever ranking runs.
 //!
-//! It is an option ([`super::Weights::learned`], 0 by default): measured in the real pipeline
-//! it gained lines on the held-out repositories and lost files on the visible benchmark
-//! (docs/retrieval.md, a learned ranker). With weight `a`, a candidate's score becomes
-//! `score × exp(a × trees)`: the trees re-order what ranking found, they find nothing new.
+//! It runs under small budgets ([`super::Weights::learned`], 0.5 up to 8k, fading out by 32k):
+//! measured in the real pipeline it gained lines on the held-out repositories at every budget
+//! but lost files and, from 32k, lines on the visible benchmark; under small budgets the
+//! signposts (`assemble/signposts.rs`) hold the files it lets go (docs/retrieval.md, a learned
+//! ranker; signposts). With weight `a`, a candidate's score becomes `score × exp(a × trees)`
+//! (the factor is the piece's `learned` signal): the trees re-order what ranking found, they
+//! find nothing new. The candidate dump carries [`features`] so that the training script checks
+//! its own features against these.
 
 use std::sync::OnceLock;
 
@@ -113,8 +117,9 @@ fn predict(model: &Model, x: &[f32]) -> f64 {
 }
 
 /// Each candidate's features, as `scripts/fusion/ltr.py` computes them from a candidate dump
-/// (`ranked` best first, as ranking returns it).
-fn features(pack: &IndexPack, ranked: &[Ranked]) -> Vec<[f32; 19]> {
+/// (`ranked` best first, as ranking returns it before the trees re-score it). The candidate
+/// dump carries them too, so that `ltr.py` checks its own against these.
+pub fn features(pack: &IndexPack, ranked: &[Ranked]) -> Vec<[f32; 19]> {
     let derived = pack.derived();
     let file_of = |c: u32| {
         derived
