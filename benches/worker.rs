@@ -131,6 +131,20 @@ fn main() {
             )
         }),
     );
+    // Under small budgets the learned ranker's trees re-score every candidate and signposts
+    // read a few more chunk texts.
+    let ctx8 = |q: &str| json!({ "project": "corpus", "query": q, "budget": 8000 }).to_string();
+    report(
+        "warm /v1/context at 8k (50; the learned ranker and signposts run)",
+        series(50, &|i| {
+            probe.send(
+                "POST",
+                "/v1/context",
+                Some(&key),
+                Some(&ctx8(QUERIES[i % QUERIES.len()])),
+            )
+        }),
+    );
     // The same warm calls under V8's sampling profiler: where the isolate's time goes (its
     // non-idle time is not CPU time; see scripts/worker-cpu-profile.mjs).
     let bodies: Vec<String> = QUERIES.iter().map(|q| ctx(q)).collect();

@@ -388,6 +388,12 @@ impl Weights {
     }
 }
 
+/// Sorts candidates best first: score descending ([`f32::total_cmp`]), then chunk index (each
+/// chunk is ranked once, so the order is total).
+pub(crate) fn sort_best_first(ranked: &mut [Ranked]) {
+    ranked.sort_unstable_by_key(|r| crate::order::best_first_key(r.score, r.chunk));
+}
+
 /// A scored candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Ranked {
@@ -577,7 +583,7 @@ fn decay_by_file(
         r.score *= factor;
         *k += 1;
     }
-    ranked.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    sort_best_first(ranked);
 }
 
 /// Test code by the usual conventions of the indexed languages.

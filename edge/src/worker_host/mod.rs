@@ -334,18 +334,22 @@ async fn buffered(
     limits: &BodyLimits,
 ) -> Result<axum::extract::Request, ApiError> {
     let (parts, body) = req.into_parts();
-    let limit = match limits.for_request(&parts) {
+    let declared = crate::extract::limits::declared_length(&parts.headers);
+    // A request refused before its body (no admin secret for an upload, or a declared length
+    // over the limit) has the body drained unread, so the runtime can answer it.
+    let refused = match limits.for_request(&parts) {
+        Ok(limit) if declared.is_some_and(|n| n > limit as u64) => {
+            Err(crate::extract::limits::too_large(limit))
+        }
+        other => other,
+    };
+    let limit = match refused {
         Ok(limit) => limit,
         Err(refusal) => {
             let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
             return Err(refusal);
         }
     };
-    let declared = crate::extract::limits::declared_length(&parts.headers);
-    if declared.is_some_and(|n| n > limit as u64) {
-        let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
-        return Err(crate::extract::limits::too_large(limit));
-    }
     let expected = declared.map_or(0, |n| n as usize);
     match read_capped(axum::body::Body::new(body), limit, expected).await {
         Ok(Some(bytes)) => Ok(axum::extract::Request::from_parts(

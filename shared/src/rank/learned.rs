@@ -197,7 +197,7 @@ pub fn rerank(pack: &IndexPack, ranked: &mut [Ranked], weight: f32) {
         r.score *= factor;
         r.signals.learned = factor;
     }
-    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    super::sort_best_first(ranked);
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ fn apply(ranked: &mut Vec<Ranked>, mut shares: HashMap<u32, (f32, f32)>, weight:
             ..Signals::default()
         },
     }));
-    ranked.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    super::sort_best_first(ranked);
 }
 
 #[cfg(test)]
