@@ -996,6 +996,7 @@ mod tests {
             budget in 1u32..3000,
             estimate in any::<bool>(),
             known in any::<bool>(),
+            signposts in any::<bool>(),
         ) {
             let tokenizer = if estimate {
                 TokenizerSpec::Estimate { base: Encoding::Cl100kBase, ratio: 1.3 }
@@ -1005,9 +1006,18 @@ mod tests {
             let pieces: Vec<Piece> = texts.iter().enumerate()
                 .map(|(i, t)| {
                     let mut p = piece(&format!("f{}.rs", i % 4), i as u32 * 10 + 1, t, 100.0 - i as f32);
+                    // Every third piece a signpost: one line of a file of its own, listed
+                    // after the code.
+                    if signposts && i % 3 == 2 {
+                        p.path = format!("s{i}.rs");
+                        p.text = t.lines().next().unwrap_or("x").trim().to_string();
+                        p.end_line = p.start_line;
+                        p.tokens = tokenizer.count(&p.text);
+                        p.form = PieceForm::Signpost;
+                    }
                     // Known counts, as the index supplies them, must leave the total exact.
                     if known {
-                        p.base_tokens = Some(tokenizer.base().count(t));
+                        p.base_tokens = Some(tokenizer.base().count(&p.text));
                     }
                     p
                 })
@@ -1016,6 +1026,8 @@ mod tests {
                 Ok(c) => {
                     prop_assert!(c.tokens <= budget);
                     prop_assert_eq!(tokenizer.count(&c.prompt), c.tokens);
+                    let listed = c.pieces.iter().any(|p| p.form == PieceForm::Signpost);
+                    prop_assert_eq!(listed, c.prompt.contains(SIGNPOSTS_HEADING));
                 }
                 Err(ComposeError::QueryTooLarge { needed, .. }) => prop_assert!(needed > budget),
             }
