@@ -45,9 +45,10 @@ fn to_signpost(
     range: std::ops::Range<usize>,
     spec: &crate::catalog::TokenizerSpec,
 ) -> Piece {
-    // The line without its indentation, as the prompt lists it.
-    let indent = p.text[range.clone()].len() - p.text[range.clone()].trim_start().len();
-    let range = range.start + indent..range.end;
+    // The line without its indentation and trailing blanks, as the prompt lists it.
+    let line = &p.text[range.clone()];
+    let start = range.start + (line.len() - line.trim_start().len());
+    let range = start..(range.start + line.trim_end().len()).max(start);
     p.text = p.text[range.clone()].to_string();
     p.byte_end = p.byte_start + range.end as u64;
     p.byte_start += range.start as u64;
@@ -174,6 +175,42 @@ const HEADING_COST: u32 = 14;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signpost_is_its_line_trimmed_with_exact_provenance() {
+        let text = "    /// Parses.\n    pub fn parse(s: &str) -> u32 {  \r\n        0\n    }\n";
+        let (k, range) = signpost_line(text, ChunkKind::Method).expect("a declaration");
+        let p = Piece {
+            path: "src/p.rs".into(),
+            language: "rust".into(),
+            start_line: 10,
+            end_line: 13,
+            byte_start: 1_000,
+            byte_end: 1_000 + text.len() as u64,
+            kind: "method".into(),
+            symbol: Some("parse".into()),
+            chunk_id: "c".into(),
+            sha256: String::new(),
+            text: text.into(),
+            tokens: 20,
+            score: 1.0,
+            form: PieceForm::Full,
+            original_tokens: None,
+            elided_lines: None,
+            reasoning: None,
+            base_tokens: None,
+            source_url: None,
+            block: 0,
+        };
+        let spec = crate::catalog::TokenizerSpec::Exact(crate::tokens::Encoding::O200kBase);
+        let s = to_signpost(p, k, range, &spec);
+        assert_eq!(s.text, "pub fn parse(s: &str) -> u32 {");
+        assert_eq!((s.start_line, s.end_line), (11, 11));
+        let at = (s.byte_start - 1_000) as usize..(s.byte_end - 1_000) as usize;
+        assert_eq!(&text[at], s.text, "the bytes cited are the line shown");
+        assert_eq!(s.form, PieceForm::Signpost);
+        assert_eq!(s.base_tokens, Some(spec.base().count(&s.text)));
+    }
 
     #[test]
     fn a_section_stands_by_its_heading_and_code_by_its_declaration() {
