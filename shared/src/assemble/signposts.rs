@@ -65,7 +65,7 @@ fn to_signpost(
 impl Plan {
     /// For each of the best `n` files no piece is from, best file first, the chunk whose line
     /// its signpost would be: the file's best definition among the candidates (a declaration
-    /// says more than the file's first import), else its best chunk.
+    /// says more than the file's first import; modules do not count), else its best chunk.
     pub(super) fn signpost_candidates(
         &self,
         pack: &IndexPack,
@@ -82,9 +82,10 @@ impl Plan {
             let Some(chunk) = pack.chunks.get(c.key as usize) else {
                 continue;
             };
+            // A module's first line (`mod tests {`) says little of what the file does.
             let defines = !matches!(
                 chunk.kind,
-                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section
+                ChunkKind::Block | ChunkKind::Window | ChunkKind::Section | ChunkKind::Module
             );
             if let Some(f) = files.iter_mut().find(|f| f.0 == chunk.file) {
                 if f.2.is_none() && defines {
