@@ -144,6 +144,13 @@ pub enum PieceForm {
 }
 
 impl PieceForm {
+    /// Whether the piece is only an outline of its chunk (its signature or one line): the
+    /// chunk may still be sent whole later, and is not outlined again. A compressed body is the
+    /// form the caller asked for, not an outline.
+    pub fn is_outline(self) -> bool {
+        matches!(self, Self::Signature | Self::Signpost)
+    }
+
     /// Whether the piece leaves out code of its chunk (not only comments and blank lines): a
     /// client that received it has not seen the whole chunk.
     pub fn is_partial(self) -> bool {

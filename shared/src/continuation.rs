@@ -22,8 +22,11 @@ pub struct Claims {
     pub version: u64,
     /// First 16 bytes of the query's sha256 (a different query needs a fresh start).
     pub query: [u8; 16],
-    /// Pack indices of the chunks already delivered.
+    /// Pack indices of the chunks already delivered whole: never sent again.
     pub delivered: Vec<u32>,
+    /// Pack indices of the chunks delivered only as an outline (a signature, a signpost): a later
+    /// page may send them whole, not as an outline again.
+    pub partial: Vec<u32>,
     /// Expiry, milliseconds since the epoch.
     pub expires_ms: u64,
 }
@@ -104,7 +107,43 @@ pub fn verify(token: &str, secret: &[u8], now_ms: u64) -> Result<Claims, TokenEr
     Ok(claims)
 }
 
+/// What the pages so far sent, whole and as outlines: what a continuation carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Chunks sent whole.
+    pub whole: Vec<u32>,
+    /// Chunks sent only as an outline, never whole.
+    pub partial: Vec<u32>,
+}
+
+impl Sent {
+    /// What was sent once a page sent `chosen` (its chunks, in prompt order), of which
+    /// `partial` only as outlines: a chunk once sent whole stays whole, one sent whole now
+    /// leaves the outlines.
+    pub fn after(mut self, chosen: &[u32], partial: &[u32]) -> Self {
+        for &c in chosen {
+            if partial.contains(&c) {
+                if !self.partial.contains(&c) && !self.whole.contains(&c) {
+                    self.partial.push(c);
+                }
+            } else if !self.whole.contains(&c) {
+                self.whole.push(c);
+                self.partial.retain(|&p| p != c);
+            }
+        }
+        self
+    }
+}
+
 impl Claims {
+    /// What the pages before this token delivered.
+    pub fn sent(&self) -> Sent {
+        Sent {
+            whole: self.delivered.clone(),
+            partial: self.partial.clone(),
+        }
+    }
+
     /// Refuses a token issued for another org, project or query. A newer index version is
     /// refused too: its chunk numbering differs.
     pub fn check(
@@ -142,6 +181,7 @@ mod tests {
             version: 3,
             query: query_fingerprint("why does parse fail"),
             delivered: vec![1, 5, 9],
+            partial: vec![4],
             expires_ms: 2_000,
         }
     }
@@ -160,6 +200,20 @@ mod tests {
         assert_eq!(verify(&t, b"secret", 2_000), Err(TokenError::Expired));
         assert_eq!(verify(&t, b"other", 1_000), Err(TokenError::BadSignature));
         assert_eq!(verify("nonsense", b"secret", 0), Err(TokenError::Malformed));
+    }
+
+    #[test]
+    fn a_chunk_sent_in_part_may_come_whole_later_and_then_never_again() {
+        let first = Sent::default().after(&[3, 7, 8], &[7, 8]);
+        assert_eq!(first.whole, vec![3]);
+        assert_eq!(first.partial, vec![7, 8]);
+        // Page 2 sends 7 whole and 9 in part.
+        let second = first.after(&[7, 9], &[9]);
+        assert_eq!(second.whole, vec![3, 7]);
+        assert_eq!(second.partial, vec![8, 9]);
+        // A chunk already whole is not demoted by a later partial mention.
+        let third = second.clone().after(&[3], &[3]);
+        assert_eq!(third, second);
     }
 
     proptest! {

@@ -22,6 +22,19 @@ fn chunk_ids(v: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
+/// Each piece's chunk id and form.
+fn pieces_and_forms(v: &Value) -> Vec<(String, String)> {
+    v["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let field = |k: &str| p[k].as_str().unwrap().to_string();
+            (field("chunk_id"), field("form"))
+        })
+        .collect()
+}
+
 /// Runs every case against `host`; `tag` keeps org names unique per run.
 pub fn run_suite(host: &dyn Host, tag: &str) {
     let acme = format!("acme{tag}");
@@ -431,11 +444,29 @@ fn continuation(host: &dyn Host, key: &str) {
     let second = post(host, "/v1/context", Some(key), &next);
     assert_eq!(second.status, 200, "{}", second.body);
     let (a, b) = (
-        chunk_ids(&first.body, "pieces"),
-        chunk_ids(&second.body, "pieces"),
+        pieces_and_forms(&first.body),
+        pieces_and_forms(&second.body),
     );
     assert!(!b.is_empty());
-    assert!(a.iter().all(|id| !b.contains(id)), "page 2 repeats page 1");
+    // Page 2 repeats nothing page 1 sent whole; a chunk page 1 only outlined (a signpost or a
+    // signature) may come whole, never as an outline again.
+    let outline = |form: &str| matches!(form, "signpost" | "signature");
+    for (id, form) in &b {
+        if let Some((_, before)) = a.iter().find(|(i, _)| i == id) {
+            assert!(
+                outline(before) && !outline(form),
+                "page 2 repeats {id} ({before} on page 1, {form} now)"
+            );
+        }
+    }
+    // At this budget page 1 names further files as signposts; their chunks are the best left
+    // out, so page 2 sends some of them whole.
+    assert!(a.iter().any(|(_, f)| outline(f)), "{}", first.body);
+    assert!(
+        b.iter()
+            .any(|(id, _)| a.iter().any(|(i, f)| i == id && outline(f))),
+        "page 2 sends none of page 1's outlines whole"
+    );
     // Tampered, foreign query, garbage.
     let mut bytes = token.into_bytes();
     let last = bytes.len() - 3;

@@ -163,12 +163,13 @@ pub struct Assembled {
     pub compression_saved_tokens: u32,
     /// The profile and what it did.
     pub profile: ProfileReport,
-    /// Pack indices of the chunks in the prompt (for continuations and audit). A chunk given as
-    /// a signature counts: a continuation page does not send it again, whole or not (its token
-    /// carries no separate list of signatures; a session does, and may send it whole later).
-    /// So does a signpost.
+    /// Pack indices of the chunks in the prompt (for continuations and audit), whole or not.
     #[serde(skip)]
     pub chosen: Vec<u32>,
+    /// Those of `chosen` given only as an outline (a signature, a signpost): a continuation
+    /// page may send them whole, not as an outline again.
+    #[serde(skip)]
+    pub partial: Vec<u32>,
     /// Pack indices of excluded chunks (the caller already has them) that rank at least as high
     /// as the weakest chosen piece, best first: the caller should reuse them, so they are named
     /// instead of sent again.

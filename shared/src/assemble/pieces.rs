@@ -65,9 +65,11 @@ impl Plan {
             .filter_map(|c| self.original.get(&c.key).copied())
             .fold(0.0f32, f32::max);
         let mut draft = self.first_pieces(pack, source, best)?;
-        self.refill(pack, source, best, &mut draft)?;
+        // Built once: both fills walk the same candidates (O(candidates) on a large index).
+        let smallest_after = self.smallest_after();
+        self.refill(pack, source, best, &smallest_after, &mut draft)?;
         self.add_signposts(pack, source, &mut draft)?;
-        self.fill_released(pack, source, best, &mut draft)?;
+        self.fill_released(pack, source, best, &smallest_after, &mut draft)?;
         // Not under `plan`/`repair` (their piece counts are fixed) nor when everything is
         // signatures already.
         if self.signatures.is_empty() && self.max_pieces.is_none() && self.alternatives >= 1 {
@@ -152,12 +154,14 @@ impl Plan {
     /// candidates: compression cuts the pieces, and pieces that continue each other in their file
     /// share one header in the prompt (`compose::joined`), which pieces added here may do too.
     /// Under `medium` and `aggressive` a candidate too large whole may fit once its bodies are
-    /// cut: the first [`SHRINK_TRIES`] such candidates are tried.
+    /// cut: the first [`SHRINK_TRIES`] such candidates are tried. `smallest_after` is
+    /// [`Self::smallest_after`].
     fn refill(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
         best: f32,
+        smallest_after: &[u32],
         draft: &mut Draft,
     ) -> Result<(), AssembleError> {
         let mut tries = if self.level >= Compression::Medium {
@@ -166,7 +170,6 @@ impl Plan {
             0
         };
         let mut joined_room = 0u32;
-        let smallest_after = self.smallest_after();
         for round in 0..JOIN_ROUNDS {
             let room_now = joined_header_room(pack, &draft.pieces, &draft.keys);
             let freed = room_now.saturating_sub(joined_room);
@@ -176,7 +179,7 @@ impl Plan {
                 break;
             }
             let room = self.piece_room;
-            self.fill(pack, source, best, draft, room, &smallest_after, &mut tries)?;
+            self.fill(pack, source, best, draft, room, smallest_after, &mut tries)?;
         }
         Ok(())
     }
@@ -184,7 +187,7 @@ impl Plan {
     /// The smallest candidate from each place in the plan's order on: once none further down
     /// is small enough for the room left (and no shrink try is left), [`Self::fill`] stops; on
     /// a large repository most candidates lie past that point.
-    pub(super) fn smallest_after(&self) -> Vec<u32> {
+    fn smallest_after(&self) -> Vec<u32> {
         let mut out = vec![u32::MAX; self.cands.len() + 1];
         for k in (0..self.cands.len()).rev() {
             out[k] = out[k + 1].min(self.cands[k].tokens);

@@ -11,6 +11,13 @@ use crate::summary::SizeClass;
 use super::Assembled;
 use super::plan::Plan;
 
+/// The chunks a prompt holds (of them, those only in part) and the excluded chunks it names.
+struct Delivery {
+    chosen: Vec<u32>,
+    partial: Vec<u32>,
+    already_delivered: Vec<u32>,
+}
+
 /// Most excluded chunks named back as already delivered.
 const MAX_ALREADY_DELIVERED: usize = 32;
 
@@ -27,7 +34,11 @@ impl Plan {
         size_class: SizeClass,
     ) -> Assembled {
         let mut warnings = self.warnings.clone();
-        let (chosen, already_delivered) = self.delivered(pack, &composition.pieces, in_prompt);
+        let Delivery {
+            chosen,
+            partial,
+            already_delivered,
+        } = self.delivered(pack, &composition.pieces, in_prompt);
         let summary_tokens: u32 = composition.summaries.iter().map(|s| s.tokens).sum();
         let code_tokens = composition
             .tokens
@@ -63,28 +74,32 @@ impl Plan {
             compression_saved_tokens,
             profile,
             chosen,
+            partial,
             already_delivered,
         }
     }
 
-    /// The pack indices of the pieces in the prompt, in prompt order, and the excluded chunks
-    /// that rank at least as high as the weakest of them: the caller should reuse those, so they
-    /// are named instead of sent again.
+    /// The pack indices of the pieces in the prompt, in prompt order (and of those only in
+    /// part), and the excluded chunks that rank at least as high as the weakest of them: the
+    /// caller should reuse those, so they are named instead of sent again.
     fn delivered(
         &self,
         pack: &IndexPack,
         pieces: &[Piece],
         in_prompt: &FxHashSet<u32>,
-    ) -> (Vec<u32>, Vec<u32>) {
+    ) -> Delivery {
         // The pieces' pack indices, by chunk id (only the pieces made here: hashing every chunk id
         // of a large index cost more than the rest of this mapping).
         let key_of: HashMap<&str, u32> = in_prompt
             .iter()
             .map(|&i| (pack.chunks[i as usize].id.as_str(), i))
             .collect();
-        let chosen: Vec<u32> = pieces
+        let key = |p: &Piece| key_of.get(p.chunk_id.as_str()).copied();
+        let chosen: Vec<u32> = pieces.iter().filter_map(key).collect();
+        let partial = pieces
             .iter()
-            .filter_map(|p| key_of.get(p.chunk_id.as_str()).copied())
+            .filter(|p| p.form.is_outline())
+            .filter_map(key)
             .collect();
         let floor = chosen
             .iter()
@@ -97,7 +112,11 @@ impl Plan {
             .take(MAX_ALREADY_DELIVERED)
             .map(|(chunk, _)| *chunk)
             .collect();
-        (chosen, already_delivered)
+        Delivery {
+            chosen,
+            partial,
+            already_delivered,
+        }
     }
 
     /// What the profile did, for the caller: its budget and piece limit, the project summary

@@ -146,20 +146,21 @@ impl Plan {
         Ok(())
     }
 
-    /// Fills the room the signposts did not use with the best whole candidates that fit.
+    /// Fills the room the signposts did not use with the best whole candidates that fit
+    /// (`smallest_after` is [`Self::smallest_after`]).
     pub(super) fn fill_released(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
         best: f32,
+        smallest_after: &[u32],
         draft: &mut Draft,
     ) -> Result<(), AssembleError> {
         if self.signpost_room == 0 {
             return Ok(());
         }
         let room = self.piece_room + self.signpost_room;
-        let smallest_after = self.smallest_after();
-        self.fill(pack, source, best, draft, room, &smallest_after, &mut 0)
+        self.fill(pack, source, best, draft, room, smallest_after, &mut 0)
     }
 }
 

@@ -10,7 +10,7 @@ use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::compose::Piece;
 use ctxgate_core::compress::Compression;
-use ctxgate_core::continuation::{self, Claims, query_fingerprint};
+use ctxgate_core::continuation::{self, Claims, Sent, query_fingerprint};
 use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
@@ -115,13 +115,13 @@ pub(super) async fn run(
     let (project, version, outcome) = reserve(state, caller, project, &lease, tokens, now).await?;
     let admission = meter::admitted(lease, tokens, endpoint, outcome)
         .inspect_err(|e| meter::noted(caller, e))?;
-    let mut delivered = Vec::new();
+    let mut sent = Sent::default();
     let result = async {
         if let Some(claims) = claims {
             claims.check(&org, &project.id, version, query)?;
-            delivered = claims.delivered;
+            sent = claims.sent();
         }
-        assemble(state, caller, &project, query, &resolved, asked, &delivered).await
+        assemble(state, caller, &project, query, &resolved, asked, &sent).await
     }
     .await;
     settle(
@@ -130,14 +130,15 @@ pub(super) async fn run(
     .await;
     let (done, already_delivered, read_bytes, origin) = result?;
     let continuation = (done.left_out > 0 && !done.chosen.is_empty()).then(|| {
-        delivered.extend(&done.chosen);
+        let sent = sent.after(&done.chosen, &done.partial);
         continuation::issue(
             &Claims {
                 org,
                 project: project.id.clone(),
                 version,
                 query: query_fingerprint(query),
-                delivered,
+                delivered: sent.whole,
+                partial: sent.partial,
                 expires_ms: now + state.config.continuation_ttl_ms,
             },
             secret,
@@ -215,7 +216,7 @@ async fn assemble(
     query: &str,
     resolved: &ResolvedBudget,
     asked: Asked<'_>,
-    delivered: &[u32],
+    sent: &Sent,
 ) -> Result<Answered, ApiError> {
     let (known, known_signatures) = match asked.session {
         Some(s) => session_chunks(state, caller, s, &project.id).await?,
@@ -227,10 +228,12 @@ async fn assemble(
         .await?;
     // Nothing read from storage: the version was open in this process.
     caller.note.cache(IndexCache::Version, opened_bytes == 0);
-    let mut exclude = delivered.to_vec();
+    let mut exclude = sent.whole.clone();
     exclude.extend(indices_of(&snap.pack, &known));
-    // A chunk the session saw as a signature may come whole later, not as a signature again.
-    let signatures_sent = indices_of(&snap.pack, &known_signatures);
+    // A chunk an earlier page gave as an outline, or the session only in part, may come whole
+    // later, not in part again.
+    let mut signatures_sent = indices_of(&snap.pack, &known_signatures);
+    signatures_sent.extend(&sent.partial);
     let sources = crate::dense::Sources {
         published: state.published_dense.as_deref(),
         own: state.dense.as_deref(),
