@@ -5,7 +5,7 @@
 # on the held-out ones and, when the visible benchmark has been built
 # (scripts/bench-retrieval.sh), on it too (scripts/fusion/ltr.py). It prints rows; with
 # `--file-boost 3 --export shared/models/learned_trees.json` it writes again the model ctxgate
-# ships (the `learned` ranking weight, off by default; docs/retrieval.md). Needs the mirrors, as
+# ships (the `learned` ranking weight, 0.5 under 32k; docs/retrieval.md). Needs the mirrors, as
 # scripts/learn-fusion.sh does:
 #   BENCH_MIRROR_ROOT=<folder holding owner+name/repo> bash scripts/learn-ranker.sh [ltr.py options]
 # About 3 minutes on two cores after the release build; writes only under target/fusion.

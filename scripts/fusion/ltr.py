@@ -5,7 +5,10 @@ repositories, scored on the held-out ones (and on the visible benchmark when its
 given) in the same simulation of selection as fit.py: file decay under 32k, then greedy
 packing into the budget less the frame. It compares the shipped score with the trees' score
 and with blends log(shipped) + a x trees. --export writes the trees in the form
-shared/src/rank/learned.rs evaluates (the `learned` ranking weight, off by default).
+shared/src/rank/learned.rs evaluates (the `learned` ranking weight: 0.5 under 32k). --oracle adds
+the ceiling of re-ordering these candidates (knowing the gold lines); --knapsack-power P packs by
+a knapsack over score^P instead of greedily; --extra-queries/--extra-dumps add training queries
+(an earlier window of the train repositories, scripts/fusion/repos-earlier.json).
 
 Features per candidate: its signals, the shipped score and its share of the best, its rank,
 size, test/doc flags, and its file's best lexical signal, candidate count, best share and the
@@ -15,7 +18,8 @@ lines, 2 / 3 / 4 holding under a quarter / under 0.6 / more of the query's gold 
 lines).
 
 Usage: ltr.py --queries Q.jsonl --dumps DIR [--visible-queries Q --visible-dumps DIR]
-              [--trees 100] [--blends 0.1,0.25,0.5] [--file-boost 0]
+              [--trees 100] [--blends 0.1,0.25,0.5] [--file-boost 0] [--oracle]
+              [--knapsack-power P] [--extra-queries Q --extra-dumps DIR] [--export FILE]
 """
 import argparse
 import collections
@@ -102,8 +106,10 @@ def load(queries, dumps, file_boost):
     return out
 
 
-def simulate(q, meta, scores, budget, decay):
-    """(file recall, all gold, line recall) of greedy packing in score order."""
+def simulate(q, meta, scores, budget, decay, power=0.0):
+    """(file recall, all gold, line recall) of greedy packing in score order, or with `power`
+    above 0 of a 0/1 knapsack over the best KNAPSACK_TOP candidates that maximizes the sum of
+    their (decayed) scores raised to `power`."""
     gold_files = set(q["gold_ranges"])
     total = sum(b - a + 1 for rs in q["gold_ranges"].values() for a, b in rs)
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
@@ -114,25 +120,63 @@ def simulate(q, meta, scores, budget, decay):
         decayed[i] = scores[i] * d ** seen[meta[i][0]]
         seen[meta[i][0]] += 1
     room = budget - 40 - len(q["query"]) // 3
+    ranked = sorted(order, key=lambda i: -decayed[i])
+    chosen = knapsack(ranked[:KNAPSACK_TOP], meta, decayed, room, power) if power > 0 else []
+    if power <= 0:
+        for i in ranked:
+            if meta[i][1] <= room:
+                room -= meta[i][1]
+                chosen.append(i)
+                if room < 20:
+                    break
     files, lines = set(), set()
-    for i in sorted(order, key=lambda i: -decayed[i]):
-        path, tokens, gold = meta[i]
-        if tokens <= room:
-            room -= tokens
-            if path in gold_files:
-                files.add(path)
-            lines |= {(path, n) for n in gold}
-            if room < 20:
-                break
+    for i in chosen:
+        path, _, gold = meta[i]
+        if path in gold_files:
+            files.add(path)
+        lines |= {(path, n) for n in gold}
     return len(files) / len(gold_files), float(files == gold_files), len(lines) / max(1, total)
 
 
-def evaluate(data, scorer):
+# How many of the best candidates the knapsack packing weighs, and its unit of tokens.
+KNAPSACK_TOP, KNAPSACK_UNIT = 80, 16
+
+
+def knapsack(ranked, meta, value, room, power):
+    """The candidates of `ranked` that fit in `room` tokens with the largest sum of
+    value ** power (dynamic programming in units of KNAPSACK_UNIT tokens)."""
+    cap = room // KNAPSACK_UNIT
+    weight = [-(-meta[i][1] // KNAPSACK_UNIT) for i in ranked]
+    best = np.zeros(cap + 1)
+    took = np.zeros((len(ranked), cap + 1), dtype=bool)
+    for k, i in enumerate(ranked):
+        w = weight[k]
+        if w > cap:
+            continue
+        with_it = best[:cap + 1 - w] + max(value[i], 0.0) ** power
+        better = with_it > best[w:]
+        took[k, w:] = better
+        best[w:] = np.where(better, with_it, best[w:])
+    chosen, c = [], cap
+    for k in range(len(ranked) - 1, -1, -1):
+        if took[k, c]:
+            chosen.append(ranked[k])
+            c -= weight[k]
+    return chosen
+
+
+def oracle(x, meta):
+    """Scores that know the answer: each candidate's gold lines per token (the shipped score
+    breaks ties), for the ceiling of re-ordering these candidates."""
+    return np.array([len(g) / t + 1e-9 * x[i, 8] for i, (_, t, g) in enumerate(meta)])
+
+
+def evaluate(data, scorer, power=0.0):
     sums, n = [0.0] * 4, 0
     for q, x, _, meta in data:
-        s = scorer(x)
-        fr, ag, lr8 = simulate(q, meta, s, 8000, 0.9)
-        lr32 = simulate(q, meta, s, 32000, 0.9)[2]
+        s = scorer(x, meta)
+        fr, ag, lr8 = simulate(q, meta, s, 8000, 0.9, power)
+        lr32 = simulate(q, meta, s, 32000, 0.9, power)[2]
         for k, v in enumerate((fr, ag, lr8, lr32)):
             sums[k] += v
         n += 1
@@ -182,6 +226,14 @@ def main():
     ap.add_argument("--dumps", required=True)
     ap.add_argument("--visible-queries", default="")
     ap.add_argument("--visible-dumps", default="")
+    ap.add_argument("--extra-queries", default="",
+                    help="more training queries, all trained on: an earlier window of the train "
+                         "repositories (mine.py --config scripts/fusion/repos-earlier.json)")
+    ap.add_argument("--extra-dumps", default="")
+    ap.add_argument("--knapsack-power", type=float, default=0.0,
+                    help="pack by a knapsack over score ** P instead of greedily (0)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="add a row that orders the candidates knowing the gold lines")
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--blends", default="0.1,0.25,0.5")
     ap.add_argument("--file-boost", type=int, default=0)
@@ -192,7 +244,9 @@ def main():
             "held out": [t for t in mined if t[0]["split"] == "held"]}
     if args.visible_queries and args.visible_dumps:
         sets["visible"] = load(args.visible_queries, args.visible_dumps, args.file_boost)
-    train = sets["train"]
+    if args.extra_queries and args.extra_dumps:
+        sets["earlier"] = load(args.extra_queries, args.extra_dumps, args.file_boost)
+    train = sets["train"] + sets.get("earlier", [])
     params = dict(objective="lambdarank", learning_rate=0.05, num_leaves=15, min_data_in_leaf=50,
                   feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
                   lambdarank_truncation_level=60, label_gain=[0, 1, 3, 7, 15], verbose=-1,
@@ -200,15 +254,18 @@ def main():
     ds = lgb.Dataset(np.vstack([t[1] for t in train]), np.concatenate([t[2] for t in train]),
                      group=[len(t[2]) for t in train], feature_name=FEATURES)
     model = lgb.train(params, ds, args.trees)
-    scorers = [("shipped score", lambda x: x[:, 8]),
-               ("trees alone", lambda x: np.exp(model.predict(x)))]
+    scorers = [("shipped score", lambda x, _: x[:, 8]),
+               ("trees alone", lambda x, _: np.exp(model.predict(x)))]
     for a in (float(v) for v in args.blends.split(",") if v):
-        scorers.append((f"log(shipped) + {a:g} x trees", lambda x, a=a: np.exp(
+        scorers.append((f"log(shipped) + {a:g} x trees", lambda x, _, a=a: np.exp(
             np.log(np.maximum(x[:, 8], 1e-6)) + a * model.predict(x))))
-    print(f"file boost {args.file_boost}, {args.trees} trees; simulated selection")
+    if args.oracle:
+        scorers.append(("oracle (gold lines per token)", oracle))
+    packing = f"knapsack over score^{args.knapsack_power:g}" if args.knapsack_power > 0 else "greedy"
+    print(f"file boost {args.file_boost}, {args.trees} trees; simulated selection, {packing} packing")
     for name, data in sets.items():
         for label, scorer in scorers:
-            print(f"{name:9} {label:28} {evaluate(data, scorer)}")
+            print(f"{name:9} {label:28} {evaluate(data, scorer, args.knapsack_power)}")
     if args.export:
         export(model, args.export, np.vstack([t[1] for t in train[:3]])[::7][:12])
     gains = sorted(zip(model.feature_importance("gain"), FEATURES), reverse=True)
