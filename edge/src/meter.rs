@@ -145,7 +145,8 @@ pub struct Delivered {
     pub session: Option<String>,
     /// Chunk ids sent.
     pub chunks: Vec<String>,
-    /// Those of `chunks` sent as a signature only.
+    /// Those of `chunks` sent only as an outline (a signature or a signpost): a later call of
+    /// the session may send them whole.
     pub signature_only: Vec<String>,
     /// The budget the call was held to.
     pub budget: Option<u32>,

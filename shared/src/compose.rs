@@ -150,15 +150,6 @@ impl PieceForm {
     pub fn is_outline(self) -> bool {
         matches!(self, Self::Signature | Self::Signpost)
     }
-
-    /// Whether the piece leaves out code of its chunk (not only comments and blank lines): a
-    /// client that received it has not seen the whole chunk.
-    pub fn is_partial(self) -> bool {
-        matches!(
-            self,
-            Self::Signature | Self::Signpost | Self::Medium | Self::Aggressive
-        )
-    }
 }
 
 /// A composed prompt.

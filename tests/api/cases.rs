@@ -537,6 +537,31 @@ fn session(host: &dyn Host, org: &str, key: &str) {
         whole.iter().all(|id| !again.contains(id)),
         "a session was sent a piece twice"
     );
+    // A compressed piece is what the caller asked for, not an outline: the session does not
+    // send it again either.
+    let compressed = |session: &str| {
+        let body = json!({
+            "project": "core",
+            "query": "how does the quota ledger reserve and settle tokens",
+            "budget": 2500,
+            "compression": "medium",
+            "session": session,
+        });
+        let r = post(host, "/v1/context", Some(key), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        pieces_and_forms(&r.body)
+    };
+    let (before, after) = (compressed("turn-medium"), compressed("turn-medium"));
+    assert!(before.iter().any(|(_, f)| f == "medium"), "{before:?}");
+    for (id, form) in &after {
+        if let Some((_, was)) = before.iter().find(|(i, _)| i == id) {
+            assert!(
+                matches!(was.as_str(), "signpost" | "signature")
+                    && !matches!(form.as_str(), "signpost" | "signature"),
+                "a session was sent {id} twice ({was}, then {form})"
+            );
+        }
+    }
     let named = chunk_ids(&second["session"], "already_delivered");
     assert!(!named.is_empty());
     assert!(named.iter().all(|id| sent.contains(id)));

@@ -325,7 +325,7 @@ async fn settle(
             d.pieces.iter().map(|p| p.chunk_id.clone()).collect(),
             d.pieces
                 .iter()
-                .filter(|p| p.form.is_partial())
+                .filter(|p| p.form.is_outline())
                 .map(|p| p.chunk_id.clone())
                 .collect(),
             200,
