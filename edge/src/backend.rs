@@ -212,7 +212,8 @@ pub struct AuditRecord {
     /// Chunk ids delivered.
     #[serde(default)]
     pub chunks: Vec<String>,
-    /// Those of `chunks` sent as a signature only (a session still lacks their bodies).
+    /// Those of `chunks` sent only as an outline, a signature or a signpost (a session still
+    /// lacks their bodies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signature_only: Vec<String>,
     /// The budget the call was held to (conversation included), for assembling calls.

@@ -112,8 +112,9 @@ pub struct QueryOptions {
     pub hot_paths: Vec<String>,
     /// Chunks already delivered (a continuation): never chosen again.
     pub exclude: Vec<u32>,
-    /// Chunks a session already received as a signature: they may come whole, but are not
-    /// offered as a signature alternative again.
+    /// Chunks the caller already received only as an outline (a signature or a signpost, on an
+    /// earlier continuation page or in its session): they may come whole, never as an outline
+    /// again (under [`SIGNATURES_BELOW`], where every piece is a signature, not at all).
     pub signatures_sent: Vec<u32>,
     /// How much each piece's text may be reduced.
     pub compression: Compression,

@@ -304,7 +304,8 @@ impl Plan {
             tokenizer: &self.resolved.tokenizer,
             project_first: self.profile == Profile::Plan,
         });
-        let wanted = if self.without_summaries || !self.excluded.is_empty() {
+        let follow_up = !self.excluded.is_empty() || !self.signatures_sent.is_empty();
+        let wanted = if self.without_summaries || follow_up {
             Vec::new()
         } else {
             std::mem::take(&mut filled.summaries)

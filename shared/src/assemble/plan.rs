@@ -20,7 +20,7 @@ use crate::select::Candidate;
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
 use super::estimate::{MAX_SIGNPOSTS, overhead_total, signpost_room};
 use super::retrieve::{add_hot_paths, error_output, retrieve, understood};
-use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES};
+use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
 /// summary under `plan`.
@@ -103,7 +103,7 @@ pub fn plan(
     let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let weights = &options.weights.at_budget(budget);
-    let excluded: HashSet<u32> = options.exclude.iter().copied().collect();
+    let excluded = excluded(options, budget);
     let mut ranked = rank(
         pack,
         &retrieved.hits,
@@ -129,7 +129,9 @@ pub fn plan(
     let keys = KeyTerms::new(&search_text, &intent.entities);
     let room = room(pack, spec, profile, budget, &shape.task);
     let mut strategy = strategy(&scores, options, &mut warnings);
-    whole_repository(pack, &excluded, profile, &room, &mut scores, &mut strategy);
+    // A continuation page or a later call of a session: the caller holds something already.
+    let follow_up = !excluded.is_empty() || !options.signatures_sent.is_empty();
+    whole_repository(pack, follow_up, profile, &room, &mut scores, &mut strategy);
     let mut texts: HashMap<u32, String> = HashMap::default();
     let signatures = signatures_only(pack, source, budget, &mut scores, &mut texts, &mut strategy)?;
     let candidates_count = scores.len();
@@ -365,17 +367,29 @@ fn strategy(scores: &[(u32, f32)], options: &QueryOptions, warnings: &mut Vec<St
     }
 }
 
+/// The chunks never chosen again: those the caller has. Under [`SIGNATURES_BELOW`] every piece is
+/// a signature, so a chunk already sent as an outline could only come as one again: it counts
+/// as delivered there (else a continuation page would repeat the page before it for ever).
+fn excluded(options: &QueryOptions, budget: u32) -> HashSet<u32> {
+    let mut excluded: HashSet<u32> = options.exclude.iter().copied().collect();
+    if budget < SIGNATURES_BELOW {
+        excluded.extend(options.signatures_sent.iter().copied());
+    }
+    excluded
+}
+
 /// A repository that fits whole, headers included, goes in whole (matching chunks keep their
-/// scores): only under `expand`, and not on a continuation page.
+/// scores): only under `expand`, and not on a `follow_up` (a continuation page, a session's later
+/// call).
 fn whole_repository(
     pack: &IndexPack,
-    excluded: &HashSet<u32>,
+    follow_up: bool,
     profile: Profile,
     room: &Room,
     scores: &mut Vec<(u32, f32)>,
     strategy: &mut String,
 ) {
-    let whole_fits = excluded.is_empty()
+    let whole_fits = !follow_up
         && profile == Profile::Expand
         && room.repo_tokens <= u64::from(room.room)
         && room.repo_tokens + overhead_total(pack) <= u64::from(room.room);
@@ -444,7 +458,11 @@ impl Plan {
         if self.signpost_room > 0 {
             let chosen: HashSet<u32> = self.chosen.iter().map(|c| c.key).collect();
             for key in self.signpost_candidates(pack, &chosen, 2 * MAX_SIGNPOSTS) {
-                if !self.texts.contains_key(&key) && seen.insert(key) {
+                // `add_signposts` skips what the caller was given as an outline already.
+                if !self.texts.contains_key(&key)
+                    && !self.signatures_sent.contains(&key)
+                    && seen.insert(key)
+                {
                     out.push(key);
                 }
             }
