@@ -470,22 +470,39 @@ fn continuation(host: &dyn Host, key: &str) {
     // Under 1,000 tokens every piece is a signature: page 2 moves on (it once sent page 1
     // again, for ever), for context and for search pages alike.
     for (route, body) in [
-        ("/v1/context", json!({ "project": "core", "query": query, "budget": 600 })),
-        ("/v1/search", json!({ "project": "core", "query": query, "page_tokens": 600 })),
+        (
+            "/v1/context",
+            json!({ "project": "core", "query": query, "budget": 600 }),
+        ),
+        (
+            "/v1/search",
+            json!({ "project": "core", "query": query, "page_tokens": 600 }),
+        ),
     ] {
-        let one = post(host, route, Some(key), &body);
-        assert_eq!(one.status, 200, "{}", one.body);
-        let mut follow = body.clone();
-        follow["continuation"] = one.body["continuation"].clone();
-        assert!(follow["continuation"].is_string(), "{}", one.body);
-        let two = post(host, route, Some(key), &follow);
-        assert_eq!(two.status, 200, "{}", two.body);
-        let (p1, p2) = (chunk_ids(&one.body, "pieces"), chunk_ids(&two.body, "pieces"));
-        assert!(!p1.is_empty() && !p2.is_empty(), "{route}: {}", two.body);
+        let mut page = post(host, route, Some(key), &body);
+        assert_eq!(page.status, 200, "{}", page.body);
         assert!(
-            p2.iter().all(|id| !p1.contains(id)),
-            "{route}: page 2 repeats page 1 ({p1:?} then {p2:?})"
+            pieces_and_forms(&page.body)
+                .iter()
+                .any(|(_, f)| f == "signature"),
+            "{route}: {}",
+            page.body
         );
+        let mut seen = chunk_ids(&page.body, "pieces");
+        for n in 2..=3 {
+            let mut follow = body.clone();
+            follow["continuation"] = page.body["continuation"].clone();
+            assert!(follow["continuation"].is_string(), "{}", page.body);
+            page = post(host, route, Some(key), &follow);
+            assert_eq!(page.status, 200, "{}", page.body);
+            let ids = chunk_ids(&page.body, "pieces");
+            assert!(!ids.is_empty(), "{route}: {}", page.body);
+            assert!(
+                ids.iter().all(|id| !seen.contains(id)),
+                "{route}: page {n} repeats an earlier page ({seen:?} then {ids:?})"
+            );
+            seen.extend(ids);
+        }
     }
     // Tampered, foreign query, garbage.
     let mut bytes = token.into_bytes();

@@ -304,8 +304,7 @@ impl Plan {
             tokenizer: &self.resolved.tokenizer,
             project_first: self.profile == Profile::Plan,
         });
-        let follow_up = !self.excluded.is_empty() || !self.signatures_sent.is_empty();
-        let wanted = if self.without_summaries || follow_up {
+        let wanted = if self.without_summaries || !self.excluded.is_empty() {
             Vec::new()
         } else {
             std::mem::take(&mut filled.summaries)

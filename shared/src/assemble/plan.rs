@@ -129,9 +129,7 @@ pub fn plan(
     let keys = KeyTerms::new(&search_text, &intent.entities);
     let room = room(pack, spec, profile, budget, &shape.task);
     let mut strategy = strategy(&scores, options, &mut warnings);
-    // A continuation page or a later call of a session: the caller holds something already.
-    let follow_up = !excluded.is_empty() || !options.signatures_sent.is_empty();
-    whole_repository(pack, follow_up, profile, &room, &mut scores, &mut strategy);
+    whole_repository(pack, &excluded, profile, &room, &mut scores, &mut strategy);
     let mut texts: HashMap<u32, String> = HashMap::default();
     let signatures = signatures_only(pack, source, budget, &mut scores, &mut texts, &mut strategy)?;
     let candidates_count = scores.len();
@@ -379,17 +377,17 @@ fn excluded(options: &QueryOptions, budget: u32) -> HashSet<u32> {
 }
 
 /// A repository that fits whole, headers included, goes in whole (matching chunks keep their
-/// scores): only under `expand`, and not on a `follow_up` (a continuation page, a session's later
-/// call).
+/// scores): only under `expand`, and not when chunks are excluded (a continuation page, a
+/// session's later call): it would add them again.
 fn whole_repository(
     pack: &IndexPack,
-    follow_up: bool,
+    excluded: &HashSet<u32>,
     profile: Profile,
     room: &Room,
     scores: &mut Vec<(u32, f32)>,
     strategy: &mut String,
 ) {
-    let whole_fits = !follow_up
+    let whole_fits = excluded.is_empty()
         && profile == Profile::Expand
         && room.repo_tokens <= u64::from(room.room)
         && room.repo_tokens + overhead_total(pack) <= u64::from(room.room);
@@ -479,5 +477,26 @@ impl Plan {
             .position(|c| c.key == i)
             .map_or(0, |p| p + 1);
         self.cands.iter().skip(at).take(n).map(|c| c.key).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outlines_count_as_delivered_only_where_every_piece_is_a_signature() {
+        let options = QueryOptions {
+            exclude: vec![1],
+            signatures_sent: vec![2],
+            ..QueryOptions::default()
+        };
+        let sorted = |b: u32| {
+            let mut v: Vec<u32> = excluded(&options, b).into_iter().collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(SIGNATURES_BELOW - 1), vec![1, 2]);
+        assert_eq!(sorted(SIGNATURES_BELOW), vec![1]);
     }
 }
