@@ -11,7 +11,7 @@ use crate::summary::SizeClass;
 use super::Assembled;
 use super::plan::Plan;
 
-/// The chunks a prompt holds (of them, those only in part) and the excluded chunks it names.
+/// The chunks a prompt holds (of them, those only outlined) and the excluded chunks it names.
 struct Delivery {
     chosen: Vec<u32>,
     partial: Vec<u32>,
@@ -79,8 +79,8 @@ impl Plan {
         }
     }
 
-    /// The pack indices of the pieces in the prompt, in prompt order (and of those only in
-    /// part), and the excluded chunks that rank at least as high as the weakest of them: the
+    /// The pack indices of the pieces in the prompt, in prompt order (and of those only
+    /// outlined), and the excluded chunks that rank at least as high as the weakest of them: the
     /// caller should reuse those, so they are named instead of sent again.
     fn delivered(
         &self,

@@ -230,8 +230,8 @@ async fn assemble(
     caller.note.cache(IndexCache::Version, opened_bytes == 0);
     let mut exclude = sent.whole.clone();
     exclude.extend(indices_of(&snap.pack, &known));
-    // A chunk an earlier page gave as an outline, or the session only in part, may come whole
-    // later, not in part again.
+    // A chunk an earlier page or the session gave only as an outline may come whole later, not
+    // as an outline again.
     let mut signatures_sent = indices_of(&snap.pack, &known_signatures);
     signatures_sent.extend(&sent.partial);
     let sources = crate::dense::Sources {

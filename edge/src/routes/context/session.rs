@@ -16,9 +16,9 @@ const SESSION_AUDIT_DEPTH: usize = 500;
 
 /// Chunk ids the caller's `session` already received from `project` — whole (or compressed), and
 /// only as an outline (a signature or a signpost) — read back from the audit (which records every
-/// delivered chunk id per call, which were outlines only, and which key called), so sessions need no storage of their own. A session
-/// belongs to the key that opened it: two clients of one org that pick the same id do not share
-/// history.
+/// delivered chunk id per call, which were outlines only, and which key called), so sessions
+/// need no storage of their own. A session belongs to the key that opened it: two clients of one
+/// org that pick the same id do not share history.
 pub(super) async fn session_chunks(
     state: &AppState,
     caller: &Caller,
