@@ -12,6 +12,8 @@
 # the mirror's, by alternates, HEAD at the snapshot commit), so ctxgate's recency signal has
 # something to read; the queries are later commits, so nothing of their future leaks in. The
 # `.git` folders are removed again before the baselines run.
+# Each call's pieces are kept in target/retrieval-bench/results/$NAME.jsonl (--keep-pieces), for
+# diagnostics such as scripts/fusion/skeleton_ceiling.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
@@ -49,7 +51,7 @@ case " ${CTXGATE_ARGS:-} " in
     done
     ;;
 esac
-.venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh \
+.venv/bin/python run_product.py --name "${NAME:-ctxgate}" --jobs 2 --timeout 300 --fresh --keep-pieces \
   --cmd "$root/target/release/ctxgate --data-dir $home -q assemble --repo {repo_dir} --query-file {query_file} --budget {budget} --format json ${CTXGATE_ARGS:-}"
 rm -rf corpora/*/.git
 .venv/bin/python baseline_bm25.py > results/baselines.log
