@@ -195,6 +195,7 @@ fn push_signals(out: &mut Vec<u8>, s: &Signals) -> serde_json::Result<()> {
         diversity,
         neighbour,
         learned,
+        history,
     } = *s;
     out.extend_from_slice(b"{\"lexical\":");
     number(out, lexical)?;
@@ -211,6 +212,7 @@ fn push_signals(out: &mut Vec<u8>, s: &Signals) -> serde_json::Result<()> {
         ("diversity", diversity),
         ("neighbour", neighbour),
         ("learned", learned),
+        ("history", history),
     ] {
         key(out, name);
         number(out, v)?;

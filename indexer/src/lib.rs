@@ -37,6 +37,7 @@ pub mod credentials;
 pub mod embed;
 pub mod error;
 pub mod gc;
+pub mod history;
 pub mod jobs;
 #[cfg(feature = "lambda")]
 pub mod lambda;

@@ -46,7 +46,7 @@ pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u3
 /// The git work tree `root` is part of, and where `root` is in it (`""` or `a/b/`): `None`
 /// when `root` is not inside a work tree, HEAD has no commit, or `root` is not part of HEAD's
 /// tree (an untracked folder of another repository, such as a data directory's scratch space).
-fn repository_of(root: &Path) -> Option<(gix::Repository, String)> {
+pub(crate) fn repository_of(root: &Path) -> Option<(gix::Repository, String)> {
     let repo = gix::discover(root).ok()?;
     let workdir = repo.workdir()?.canonicalize().ok()?;
     let root = root.canonicalize().ok()?;
@@ -105,7 +105,7 @@ fn tree_has(repo: &gix::Repository, tree: ObjectId, path: &str) -> Option<bool> 
 /// Files added or modified from `old` to `new` (deletions are not files any more), under
 /// `prefix`. Subtrees with the same id on both sides are skipped whole, so a commit costs
 /// about as much as the folders it touched.
-fn changed_paths(
+pub(crate) fn changed_paths(
     repo: &gix::Repository,
     old: Option<ObjectId>,
     new: ObjectId,

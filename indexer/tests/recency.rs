@@ -5,16 +5,8 @@
 #[path = "support/repo.rs"]
 mod repo;
 
-use std::path::Path;
-
 use ctxgate_indexer::recency::last_changes;
-use repo::git;
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
+use repo::{git, write};
 
 fn history() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -51,10 +51,13 @@ def git(mirror, *args):
                           errors="replace").stdout
 
 
+FIRST_PARENT = []
+
+
 def blame(mirror, snapshot, path):
     """Per line of `path` at `snapshot` (index 0 = line 1), the commit that wrote it."""
     by_line = {}
-    for line in git(mirror, "blame", "--porcelain", snapshot, "--", path).split("\n"):
+    for line in git(mirror, "blame", "--porcelain", *FIRST_PARENT, snapshot, "--", path).split("\n"):
         parts = line.split(" ")
         if len(parts) >= 3 and len(parts[0]) == 40 and all(c in "0123456789abcdef" for c in parts[0]):
             by_line[int(parts[2])] = parts[0]
@@ -71,7 +74,8 @@ def history_of(repo, mirrors, cache, paths):
             lines = dict(zip(sorted(paths), pool.map(
                 lambda p: blame(mirror, repo["snapshot"], p), sorted(paths))))
         msgs = {}
-        for rec in git(mirror, "log", "--format=%H%x00%s%n%b%x01", repo["snapshot"]).split("\x01"):
+        for rec in git(mirror, "log", "--format=%H%x00%s%n%b%x01", *FIRST_PARENT,
+                       repo["snapshot"]).split("\x01"):
             rec = rec.strip("\n")
             if "\x00" in rec:
                 sha, message = rec.split("\x00", 1)
@@ -141,7 +145,12 @@ def main():
     ap.add_argument("--cache", default="target/fusion/history")
     ap.add_argument("--fusion", default="target/fusion")
     ap.add_argument("--bench", default="target/retrieval-bench")
+    ap.add_argument("--first-parent", action="store_true",
+                    help="blame along first parents only (a merge writes what it merged), as an "
+                         "indexer walking HEAD's first-parent chain would")
     args = ap.parse_args()
+    if args.first_parent:
+        FIRST_PARENT.append("--first-parent")
     os.makedirs(args.cache, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     fusion_repos = {r["name"]: r for r in json.load(open(os.path.join(here, "repos.json")))["repos"]}

@@ -13,7 +13,10 @@
 //!   only when the caller embedded the request), scaled between the weakest and strongest of
 //!   those neighbours;
 //! - `graph`: the chunk's file imports, or is imported by, a file holding a strong hit
-//!   ([`crate::graph`]); it counts only for chunks that match the request themselves.
+//!   ([`crate::graph`]); it counts only for chunks that match the request themselves;
+//! - `history`: the messages of the commits that wrote the chunk's lines resemble the request
+//!   ([`crate::index::History`]; only where the index has the project's git history); a
+//!   multiplier of the candidates' scores ([`rerank_by_history`]).
 //!
 //! The score is their weighted sum ([`Weights`]), times the file-kind prior; the graph share is
 //! computed from the other signals' scores, so it never feeds on itself. Under small budgets
@@ -29,6 +32,7 @@ use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 
 mod depth;
+mod history;
 mod learned;
 
 pub use learned::features as learned_features;
@@ -36,6 +40,7 @@ mod neighbours;
 mod signals;
 
 pub use depth::deepen_around_strong_chunks;
+pub use history::rerank_by_history;
 pub use neighbours::spread_to_neighbours;
 
 /// Per-signal scores of one candidate.
@@ -86,6 +91,10 @@ pub struct Signals {
     /// Multiplier the learned ranker applied (`rank/learned.rs`); 1 where it is off.
     #[serde(serialize_with = "small_number")]
     pub learned: f32,
+    /// How much the messages of the commits that wrote the chunk's lines resemble the request,
+    /// scaled by the best candidate's (0 without history; [`rerank_by_history`]).
+    #[serde(serialize_with = "small_number")]
+    pub history: f32,
 }
 
 /// Writes a score or signal to JSON: a whole number up to 255 (most signals of most pieces are
@@ -116,6 +125,7 @@ impl Default for Signals {
             diversity: 1.0,
             learned: 1.0,
             neighbour: 0.0,
+            history: 0.0,
         }
     }
 }
@@ -187,6 +197,9 @@ pub struct Weights {
     /// file the pieces leave out (`assemble/signposts.rs`; 0 = off). In full up to
     /// [`DIVERSE_UP_TO`], none from [`DEEP_FROM`].
     pub signposts: f32,
+    /// How much the history signal raises a score: `score × (1 + history × signal)`
+    /// ([`rerank_by_history`]; 0 = off).
+    pub history: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -268,6 +281,11 @@ pub const DEPTH_REACH: f32 = 2.0;
 /// 1.5 / 2 gave 32k line recall 0.890 / 0.891 / 0.884 / 0.883 against 0.884 without.
 pub const DEPTH_CALLS: f32 = 1.0;
 
+/// The history signal's weight ([`Weights::history`]): chosen on the held-out repositories in
+/// simulation (`scripts/fusion/history_signal.py`: 1 with the damped sum over a chunk's
+/// commits, against 0.25-0.5 and the best commit alone), at every budget.
+pub const HISTORY_WEIGHT: f32 = 1.0;
+
 /// How many users of a named symbol get the reference signal: the most relevant ones by their
 /// own lexical score, so that a symbol used everywhere does not flood the budget.
 pub const REFERENCE_USERS: usize = 4;
@@ -301,6 +319,7 @@ impl Default for Weights {
             depth_calls: DEPTH_CALLS,
             learned: LEARNED_WEIGHT,
             signposts: SIGNPOSTS,
+            history: HISTORY_WEIGHT,
         }
     }
 }
@@ -380,6 +399,7 @@ impl Weights {
                 "depth_calls" => &mut self.depth_calls,
                 "learned" => &mut self.learned,
                 "signposts" => &mut self.signposts,
+                "history" => &mut self.history,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;

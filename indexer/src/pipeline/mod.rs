@@ -396,6 +396,8 @@ pub fn index_project(
         });
     warnings.extend(summary_warnings);
     let recency = recency(&root, &files);
+    let history =
+        crate::history::chunk_history(&root, &files, &chunks, crate::history::MAX_COMMITS);
     // The version built whole, its lists and texts still in the pack.
     let whole = IndexPack {
         meta: PackMeta {
@@ -415,6 +417,7 @@ pub fn index_project(
         graph,
         references,
         recency,
+        history,
         delta: None,
         overlay: None,
         derived: Default::default(),

@@ -38,3 +38,10 @@ pub fn committed_copy(from: &Path, to: &Path) {
     git(to, &["add", "-A"]);
     git(to, &["commit", "-qm", "first"]);
 }
+
+/// Writes `text` to `rel` under `root`, making its folders.
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}

@@ -13,7 +13,8 @@ use crate::intent::QueryAnalysis;
 use crate::lexical::query_terms;
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
 use crate::rank::{
-    Ranked, Signals, deepen_around_strong_chunks, diversify, rank, spread_to_neighbours,
+    Ranked, Signals, deepen_around_strong_chunks, diversify, rank, rerank_by_history,
+    spread_to_neighbours,
 };
 use crate::select::Candidate;
 
@@ -113,6 +114,7 @@ pub fn plan(
         weights,
         &retrieved.named,
     );
+    rerank_by_history(pack, &mut ranked, &search_text, weights.history);
     spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(
         pack,

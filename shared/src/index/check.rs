@@ -49,6 +49,9 @@ pub(super) fn check(pack: &IndexPack) -> Result<(), String> {
     if !pack.recency.within(version_files) {
         return Err("recency names a missing file".into());
     }
+    if !pack.history.within(version_chunks) {
+        return Err("the history does not match the chunks".into());
+    }
     pack.summaries.check(files, encodings, pack.segments.len())
 }
 

@@ -365,6 +365,7 @@ pub fn derive(
         graph: ImportGraph::default(),
         references: super::References::from_lists(references),
         recency: whole.recency.clone(),
+        history: whole.history.clone(),
         delta: Some(DeltaFacts {
             base_version,
             files: whole.files.len() as u32,
@@ -607,6 +608,7 @@ pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackErr
         graph,
         references: base.references,
         recency: delta.recency,
+        history: delta.history,
         delta: None,
         overlay: Some(Box::new(Overlay {
             base_chunks,

@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 12; version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 13; version 12 had no history section, version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -8,7 +8,7 @@
 //!
 //! Summaries ([`crate::summary::stored::StoredSummaries`]: their texts apart, by range once
 //! large), the import graph, the symbol references and the
-//! files' recency come at the end of the body.
+//! files' recency and the chunks' history come at the end of the body.
 //!
 //! ```text
 //! offset  size  content
@@ -33,8 +33,8 @@
 //! summaries, the import graph between files
 //! ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`], the same keyed lists: a large index's in
-//! segments, read by range per named symbol, its names in blocks like the terms) and how many commits ago each file last changed
-//! ([`Recency`]).
+//! segments, read by range per named symbol, its names in blocks like the terms), how many commits ago each file last changed
+//! ([`Recency`]) and the messages of the commits that wrote each chunk's lines ([`History`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
@@ -53,6 +53,7 @@ pub mod delta;
 pub mod derived;
 pub(crate) mod exact_vec;
 pub mod gc;
+pub mod history;
 pub mod inline;
 pub mod layout;
 mod list_id;
@@ -65,6 +66,7 @@ pub mod references;
 mod sections;
 pub mod values;
 
+pub use history::History;
 pub use inline::{ChunkId, TokenCounts};
 pub use recency::Recency;
 pub use references::References;
@@ -81,7 +83,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 12;
+pub const FORMAT_VERSION: u32 = 13;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -202,6 +204,9 @@ pub struct IndexPack {
     pub references: References,
     /// How recently each file changed in the repository's git history.
     pub recency: Recency,
+    /// What the commits that wrote each chunk's lines said (numbered as the version's chunks,
+    /// in a delta pack too).
+    pub history: History,
     /// In a delta pack ([`delta`]): what it changes in its base beyond its own files. `None`
     /// in a whole pack.
     pub delta: Option<delta::DeltaFacts>,
@@ -386,6 +391,7 @@ pub(crate) mod tests {
             graph: ImportGraph::default(),
             references: References::default(),
             recency: Recency::default(),
+            history: History::default(),
             delta: None,
             overlay: None,
             derived: Default::default(),

@@ -56,10 +56,11 @@ enum Section {
     Graph,
     References,
     Recency,
+    History,
     Delta,
 }
 
-const ORDER: [Section; 14] = [
+const ORDER: [Section; 15] = [
     Section::Meta,
     Section::Files,
     Section::Chunks,
@@ -73,6 +74,7 @@ const ORDER: [Section; 14] = [
     Section::Graph,
     Section::References,
     Section::Recency,
+    Section::History,
     Section::Delta,
 ];
 
@@ -92,6 +94,7 @@ impl Section {
             Section::Graph => "graph",
             Section::References => "references",
             Section::Recency => "recency",
+            Section::History => "history",
             Section::Delta => "delta",
         }
     }
@@ -134,6 +137,7 @@ pub(super) fn encode(pack: &IndexPack) -> Result<Vec<u8>, PackError> {
     frame(&mut out, &pack.graph)?;
     frame(&mut out, &pack.references)?;
     frame(&mut out, &pack.recency)?;
+    frame(&mut out, &pack.history)?;
     frame(&mut out, &pack.delta)?;
     Ok(out)
 }
@@ -154,6 +158,7 @@ struct Decoded {
     graph: Option<crate::graph::ImportGraph>,
     references: Option<super::References>,
     recency: Option<super::Recency>,
+    history: Option<super::History>,
     delta: Option<Option<super::delta::DeltaFacts>>,
 }
 
@@ -343,6 +348,10 @@ impl PackReader {
                 d.recency = Some(value(bytes, name)?);
                 true
             }
+            Section::History => {
+                d.history = Some(value(bytes, name)?);
+                true
+            }
             Section::Delta => {
                 d.delta = Some(value(bytes, name)?);
                 true
@@ -389,6 +398,7 @@ impl PackReader {
             graph: d.graph.ok_or_else(missing)?,
             references: d.references.ok_or_else(missing)?,
             recency: d.recency.ok_or_else(missing)?,
+            history: d.history.ok_or_else(missing)?,
             delta: d.delta.ok_or_else(missing)?,
             overlay: None,
             derived: Default::default(),

@@ -1,0 +1,104 @@
+//! The history signal end to end: which commits wrote each chunk's lines, read from a real
+//! repository made with the `git` CLI, and what each piece's reasoning says of it.
+
+#[allow(dead_code)]
+#[path = "support/repo.rs"]
+mod repo;
+
+use std::path::Path;
+
+use ctxgate_core::catalog::{BudgetPolicy, Catalog};
+use ctxgate_core::compress::Compression;
+use ctxgate_core::profile::Profile;
+use ctxgate_indexer::assemble::{AssembleReport, AssembleRequest, assemble};
+use ctxgate_indexer::pipeline::{IndexOptions, NoProgress};
+use ctxgate_indexer::store::Store;
+use repo::{git, write};
+
+fn render(name: &str, open: &str, close: &str) -> String {
+    format!("fn render_{name}() -> String {{\n    format!(\"{open}{{}}{close}\", VAR)\n}}\n")
+}
+
+/// a.rs written by a commit about the synopsis; b.rs by it and then (its middle line) by one
+/// about labels; c.rs committed with a.rs but rewritten in the work tree and not committed.
+fn repository() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    write(root, "a.rs", &render("metavar", "[", "]"));
+    write(root, "b.rs", &render("label", "(", ")"));
+    write(root, "c.rs", &render("title", "'", "'"));
+    git(root, &["add", "-A"]);
+    git(
+        root,
+        &["commit", "-qm", "Render the synopsis of a choice option"],
+    );
+    write(root, "b.rs", &render("label", "<", ">"));
+    git(root, &["commit", "-qam", "Tidy the labels"]);
+    write(root, "c.rs", "fn render_heading() -> u8 { 7 }\n");
+    dir
+}
+
+fn ask(repo: &Path, query: &str) -> AssembleReport {
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let req = AssembleRequest {
+        repo: repo.to_path_buf(),
+        query: query.into(),
+        budget: Some(4000),
+        model: None,
+        policy: BudgetPolicy::default(),
+        index: IndexOptions::default(),
+        hot_paths: Vec::new(),
+        compression: Compression::None,
+        profile: Profile::Expand,
+        error_output: None,
+        dense: None,
+    };
+    assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap()
+}
+
+fn history_of(report: &AssembleReport, path: &str) -> f32 {
+    report
+        .pieces
+        .iter()
+        .find(|p| p.path == path)
+        .and_then(|p| p.reasoning)
+        .map(|r| r.history)
+        .unwrap_or_else(|| panic!("{path} has a piece with its reasoning: {report:?}"))
+}
+
+#[test]
+fn chunks_written_by_commits_worded_like_the_request_come_first() {
+    let dir = repository();
+    // "render" matches every file's code; "synopsis" only the first commit's message.
+    let report = ask(dir.path(), "render the double brackets of the synopsis");
+    assert_eq!(history_of(&report, "a.rs"), 1.0, "{report:?}");
+    let b = history_of(&report, "b.rs");
+    assert!(b > 0.0 && b < 1.0, "b.rs: one of its two writers: {b}");
+    assert_eq!(
+        history_of(&report, "c.rs"),
+        0.0,
+        "uncommitted lines have no writer"
+    );
+    assert_eq!(report.pieces[0].path, "a.rs", "{report:?}");
+    // A request worded like no commit: nothing moves.
+    let report = ask(dir.path(), "format the value");
+    for p in &report.pieces {
+        assert_eq!(p.reasoning.unwrap().history, 0.0, "{p:?}");
+    }
+}
+
+#[test]
+fn a_folder_without_history_has_no_history_signal() {
+    let dir = repository();
+    let plain = tempfile::tempdir().unwrap();
+    for f in ["a.rs", "b.rs", "c.rs"] {
+        std::fs::copy(dir.path().join(f), plain.path().join(f)).unwrap();
+    }
+    let report = ask(plain.path(), "render the double brackets of the synopsis");
+    assert!(!report.pieces.is_empty());
+    for p in &report.pieces {
+        assert_eq!(p.reasoning.unwrap().history, 0.0, "{p:?}");
+    }
+}
