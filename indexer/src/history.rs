@@ -9,7 +9,7 @@
 //! changed in the work tree and not committed have no writer; nor have lines older than a
 //! shallow clone's boundary (a depth-1 clone has no history: the pack then has none).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::Path;
 
@@ -17,6 +17,8 @@ use ctxgate_core::index::history::words;
 use ctxgate_core::index::{ChunkRecord, FileEntry, History};
 use gix::ObjectId;
 use imara_diff::{Algorithm, Diff, InternedInput};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::recency::{changed_paths, repository_of};
 
@@ -32,66 +34,179 @@ struct Pending {
     work: u32,
 }
 
-/// What one file's lines were written by: `(work-tree lines, writer)`, writers numbered in
-/// the order met.
-type Written = Vec<(Range<u32>, u32)>;
+/// What the walk from one HEAD found, for one set of paths: kept in the data directory's
+/// cache, so that re-indexing edits of the work tree (HEAD unmoved) costs a diff of the changed
+/// files instead of the walk.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Walk {
+    /// HEAD's commit id (hex), the folder's place in the work tree and the commit bound.
+    head: String,
+    prefix: String,
+    max_commits: u32,
+    /// The paths walked (full paths in the repository), ascending.
+    paths: Vec<String>,
+    /// Commits walked.
+    commits: u32,
+    /// Per word, how many walked commits' messages hold it.
+    df: BTreeMap<String, u32>,
+    /// The messages of the commits that wrote some line, in the order met.
+    writers: Vec<String>,
+    /// Per path, `(first line, end line, writer)` in HEAD's version (0-based, end exclusive),
+    /// ascending and disjoint.
+    lines: BTreeMap<String, Vec<(u32, u32, u32)>>,
+}
 
 /// The history of the chunks of `files` (a version's files and chunks, in pack order) under
 /// `root`, or an empty [`History`] when `root` is not in a git work tree or nothing was
-/// attributed. `max_commits` bounds the walk.
+/// attributed. `max_commits` bounds the walk; `cache` is a folder for the walk's result.
 pub fn chunk_history(
     root: &Path,
     files: &[FileEntry],
     chunks: &[ChunkRecord],
     max_commits: u32,
+    cache: Option<&Path>,
 ) -> History {
     let Some((repo, prefix)) = repository_of(root) else {
         return History::default();
     };
-    let mut pending: HashMap<String, Vec<Pending>> = HashMap::new();
-    let mut written: HashMap<String, Written> = HashMap::new();
     let Ok(head) = repo.head_commit() else {
         return History::default();
     };
     let Ok(head_tree) = head.tree_id().map(|t| t.detach()) else {
         return History::default();
     };
-    // The work tree against HEAD: uncommitted lines have no writer.
-    for f in files
+    // HEAD's version of each indexed file (files HEAD lacks have no history).
+    let committed: Vec<Option<Vec<u8>>> = files
         .iter()
-        .filter(|f| f.skipped.is_none() && f.chunk_count > 0)
-    {
-        let Ok(current) = std::fs::read(root.join(&f.path)) else {
-            continue;
-        };
-        let lines = line_count(&current);
-        let start = vec![Pending {
-            cur: 0..lines,
-            work: 0,
-        }];
-        let full = format!("{prefix}{}", f.path);
-        let Some(committed) = blob_at(&repo, head_tree, &full) else {
-            continue;
-        };
-        let (carried, _) = step(&start, &committed, &current);
-        if !carried.is_empty() {
-            pending.insert(full, carried);
-        }
+        .map(|f| {
+            (f.skipped.is_none() && f.chunk_count > 0)
+                .then(|| blob_at(&repo, head_tree, &format!("{prefix}{}", f.path)))
+                .flatten()
+        })
+        .collect();
+    let mut paths: Vec<(String, u32)> = files
+        .iter()
+        .zip(&committed)
+        .filter_map(|(f, b)| Some((format!("{prefix}{}", f.path), line_count(b.as_ref()?))))
+        .collect();
+    paths.sort_unstable();
+    let head_id = head.id.to_hex().to_string();
+    let cache_file = cache.map(|dir| dir.join(format!("{}.bin", cache_key(root, &prefix))));
+    let names: Vec<String> = paths.iter().map(|p| p.0.clone()).collect();
+    let walk = cache_file
+        .as_deref()
+        .and_then(read_cache)
+        .filter(|w| {
+            w.head == head_id
+                && w.prefix == prefix
+                && w.max_commits == max_commits
+                && w.paths == names
+        })
+        .unwrap_or_else(|| {
+            let mut w = walk(&repo, head, head_tree, &paths, max_commits);
+            w.head = head_id.clone();
+            w.prefix = prefix.clone();
+            w.max_commits = max_commits;
+            w.paths = names.clone();
+            if let Some(file) = &cache_file {
+                write_cache(file, &w);
+            }
+            w
+        });
+    if walk.writers.is_empty() {
+        return History::default();
     }
-    let mut writers: Vec<String> = Vec::new();
-    let mut df: HashMap<String, u32> = HashMap::new();
+    // The work tree's lines: as HEAD's where the file is unchanged, else through a diff
+    // (uncommitted lines have no writer).
+    let written: Vec<Vec<(Range<u32>, u32)>> = files
+        .iter()
+        .zip(&committed)
+        .map(|(f, head_bytes)| {
+            let Some(head_bytes) = head_bytes else {
+                return Vec::new();
+            };
+            let Some(ranges) = walk.lines.get(&format!("{prefix}{}", f.path)) else {
+                return Vec::new();
+            };
+            let Ok(current) = std::fs::read(root.join(&f.path)) else {
+                return Vec::new();
+            };
+            if &current == head_bytes {
+                return ranges.iter().map(|&(a, b, w)| (a..b, w)).collect();
+            }
+            let all = [Pending {
+                cur: 0..line_count(&current),
+                work: 0,
+            }];
+            let (carried, _) = step(&all, head_bytes, &current);
+            let mut out = Vec::new();
+            for p in carried {
+                for &(a, b, w) in ranges
+                    .iter()
+                    .filter(|r| r.0 < p.cur.end && p.cur.start < r.1)
+                {
+                    let (s, e) = (a.max(p.cur.start), b.min(p.cur.end));
+                    out.push((p.work + (s - p.cur.start)..p.work + (e - p.cur.start), w));
+                }
+            }
+            out.sort_unstable_by_key(|r| r.0.start);
+            out
+        })
+        .collect();
+    let per_chunk: Vec<Vec<u32>> = chunks
+        .iter()
+        .map(|c| {
+            let Some(ranges) = written.get(c.file as usize) else {
+                return Vec::new();
+            };
+            let lines = c.start_line.saturating_sub(1)..c.end_line;
+            // Ascending and disjoint: their ends ascend too.
+            let first = ranges.partition_point(|r| r.0.end <= lines.start);
+            ranges[first..]
+                .iter()
+                .take_while(|r| r.0.start < lines.end)
+                .map(|r| r.1)
+                .collect()
+        })
+        .collect();
+    let df: HashMap<String, u32> = walk.df.into_iter().collect();
+    History::new(walk.commits, &df, &walk.writers, &per_chunk)
+}
+
+/// Walks HEAD's first parents until every line of `paths` (full path, lines in HEAD) has its
+/// writer, the root or a shallow boundary is reached, or `max_commits` were walked.
+fn walk(
+    repo: &gix::Repository,
+    head: gix::Commit<'_>,
+    head_tree: ObjectId,
+    paths: &[(String, u32)],
+    max_commits: u32,
+) -> Walk {
+    let mut pending: HashMap<String, Vec<Pending>> = paths
+        .iter()
+        .filter(|p| p.1 > 0)
+        .map(|(p, n)| {
+            (
+                p.clone(),
+                vec![Pending {
+                    cur: 0..*n,
+                    work: 0,
+                }],
+            )
+        })
+        .collect();
+    let mut out = Walk::default();
     let mut commit = head;
     let mut tree = head_tree;
-    let mut walked = 0u32;
-    while walked < max_commits && !pending.is_empty() {
+    while out.commits < max_commits && !pending.is_empty() {
         let message = commit.message_raw_sloppy().to_string();
         let mut distinct = words(&message);
         distinct.sort_unstable();
         distinct.dedup();
         for w in distinct {
-            *df.entry(w).or_insert(0) += 1;
+            *out.df.entry(w).or_insert(0) += 1;
         }
-        walked += 1;
+        out.commits += 1;
         let parent = commit
             .parent_ids()
             .next()
@@ -101,39 +216,38 @@ pub fn chunk_history(
             .as_ref()
             .and_then(|p| p.tree_id().ok())
             .map(|t| t.detach());
-        let has_parent_ids = commit.parent_ids().next().is_some();
-        if has_parent_ids && parent_tree.is_none() {
+        if commit.parent_ids().next().is_some() && parent_tree.is_none() {
             // A shallow clone's boundary: what is older is not known.
             break;
         }
         let mut changed = Vec::new();
-        changed_paths(&repo, parent_tree, tree, "", &mut changed);
-        let writer = writers.len() as u32;
+        changed_paths(repo, parent_tree, tree, "", &mut changed);
+        let writer = out.writers.len() as u32;
         let mut wrote_any = false;
         for path in changed {
             let Some(lines) = pending.remove(&path) else {
                 continue;
             };
-            let Some(after) = blob_at(&repo, tree, &path) else {
+            let Some(after) = blob_at(repo, tree, &path) else {
                 pending.insert(path, lines);
                 continue;
             };
-            let before = parent_tree.and_then(|t| blob_at(&repo, t, &path));
+            let before = parent_tree.and_then(|t| blob_at(repo, t, &path));
             let (carried, attributed) = match before {
                 Some(before) => step(&lines, &before, &after),
                 None => (Vec::new(), lines.iter().map(work_range).collect()),
             };
             if !attributed.is_empty() {
                 wrote_any = true;
-                let out = written.entry(path.clone()).or_default();
-                out.extend(attributed.into_iter().map(|r| (r, writer)));
+                let ranges = out.lines.entry(path.clone()).or_default();
+                ranges.extend(attributed.into_iter().map(|r| (r.start, r.end, writer)));
             }
             if !carried.is_empty() {
                 pending.insert(path, carried);
             }
         }
         if wrote_any {
-            writers.push(message);
+            out.writers.push(message);
         }
         let (Some(parent), Some(parent_tree)) = (parent, parent_tree) else {
             break;
@@ -141,32 +255,55 @@ pub fn chunk_history(
         commit = parent;
         tree = parent_tree;
     }
-    if writers.is_empty() {
-        return History::default();
+    for ranges in out.lines.values_mut() {
+        ranges.sort_unstable();
     }
-    let per_chunk: Vec<Vec<u32>> = chunks
-        .iter()
-        .map(|c| {
-            let Some(f) = files.get(c.file as usize) else {
-                return Vec::new();
-            };
-            let Some(ranges) = written.get(&format!("{prefix}{}", f.path)) else {
-                return Vec::new();
-            };
-            let lines = c.start_line.saturating_sub(1)..c.end_line;
-            ranges
-                .iter()
-                .filter(|(r, _)| r.start < lines.end && lines.start < r.end)
-                .map(|&(_, w)| w)
-                .collect()
-        })
-        .collect();
     tracing::info!(
-        commits = walked,
-        writers = writers.len(),
+        commits = out.commits,
+        writers = out.writers.len(),
         "history: read which commits wrote the indexed lines"
     );
-    History::new(walked, &df, &writers, &per_chunk)
+    out
+}
+
+/// The cache file's name for a work tree folder: its path and place in the repository hashed.
+fn cache_key(root: &Path, prefix: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(root.to_string_lossy().as_bytes());
+    h.update([0]);
+    h.update(prefix.as_bytes());
+    h.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A cached walk, if one is there and decodes (a damaged or older one is walked again).
+fn read_cache(file: &Path) -> Option<Walk> {
+    postcard::from_bytes(&std::fs::read(file).ok()?).ok()
+}
+
+/// Keeps `walk` for the next index of the same HEAD; a cache that cannot be written only
+/// costs the next index the walk again.
+fn write_cache(file: &Path, walk: &Walk) {
+    let Ok(bytes) = postcard::to_allocvec(walk) else {
+        return;
+    };
+    let Some(dir) = file.parent() else {
+        return;
+    };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
+        return;
+    };
+    if std::io::Write::write_all(&mut tmp, &bytes).is_ok()
+        && let Err(e) = tmp.persist(file)
+    {
+        tracing::debug!(error = %e.error, "history: the walk's cache was not kept");
+    }
 }
 
 /// The bytes of the blob at `path` in `tree`, if it is a file there.

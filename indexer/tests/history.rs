@@ -41,7 +41,11 @@ fn repository() -> tempfile::TempDir {
 
 fn ask(repo: &Path, query: &str) -> AssembleReport {
     let home = tempfile::tempdir().unwrap();
-    let store = Store::open(home.path()).unwrap();
+    ask_in(home.path(), repo, query)
+}
+
+fn ask_in(home: &Path, repo: &Path, query: &str) -> AssembleReport {
+    let store = Store::open(home).unwrap();
     let req = AssembleRequest {
         repo: repo.to_path_buf(),
         query: query.into(),
@@ -101,4 +105,31 @@ fn a_folder_without_history_has_no_history_signal() {
     for p in &report.pieces {
         assert_eq!(p.reasoning.unwrap().history, 0.0, "{p:?}");
     }
+}
+
+/// The walk is kept per HEAD: editing the work tree re-indexes without walking again, and the
+/// edited file's committed lines keep their writers (its new lines have none).
+#[test]
+fn an_edit_of_the_work_tree_reuses_the_walk() {
+    let dir = repository();
+    let home = tempfile::tempdir().unwrap();
+    let query = "render the double brackets of the synopsis";
+    let first = ask_in(home.path(), dir.path(), query);
+    assert_eq!(history_of(&first, "a.rs"), 1.0);
+    let cached: Vec<_> = std::fs::read_dir(home.path().join("cache/history"))
+        .unwrap()
+        .collect();
+    assert_eq!(cached.len(), 1, "one walk kept");
+    let text = format!("// helpers\n{}", render("metavar", "[", "]"));
+    write(dir.path(), "a.rs", &text);
+    let second = ask_in(home.path(), dir.path(), query);
+    let a = second.pieces.iter().find(|p| p.path == "a.rs").unwrap();
+    assert_eq!(a.start_line, 1);
+    assert_eq!(a.reasoning.unwrap().history, 1.0, "{second:?}");
+    // A commit moves HEAD: the walk is made again, and a.rs's first line is now written.
+    git(dir.path(), &["commit", "-qam", "Note the synopsis helpers"]);
+    let third = ask_in(home.path(), dir.path(), query);
+    assert_eq!(history_of(&third, "a.rs"), 1.0, "{third:?}");
+    let kept = std::fs::read_dir(home.path().join("cache/history")).unwrap();
+    assert_eq!(kept.count(), 1, "the folder's walk replaced, not added to");
 }

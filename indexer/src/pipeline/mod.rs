@@ -396,8 +396,13 @@ pub fn index_project(
         });
     warnings.extend(summary_warnings);
     let recency = recency(&root, &files);
-    let history =
-        crate::history::chunk_history(&root, &files, &chunks, crate::history::MAX_COMMITS);
+    let history = crate::history::chunk_history(
+        &root,
+        &files,
+        &chunks,
+        crate::history::MAX_COMMITS,
+        Some(&store.cache_root().join("cache/history")),
+    );
     // The version built whole, its lists and texts still in the pack.
     let whole = IndexPack {
         meta: PackMeta {
