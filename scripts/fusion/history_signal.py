@@ -2,8 +2,8 @@
 """Measures, in simulation, the signal ctxgate's `history` ranking is built on (it was measured
 here first; indexer/src/history.rs and shared/src/rank/history.rs ship it): the project's own
 commit history read line by line. Each candidate chunk's lines are blamed at the snapshot;
-the messages of the commits that wrote them are its history, scored against the request (idf-weighted shared words, idf over the
-repository's messages, damped for long messages). A request that resembles the messages of the
+the messages of the commits that wrote them are its history, scored against the request
+(idf-weighted shared words, idf over the repository's messages, damped for long messages). A request that resembles the messages of the
 commits that wrote a chunk ("Fix double-bracketing in synopsis" after earlier "synopsis" work on
 the same lines) points at that chunk even when it shares no word with its code.
 
