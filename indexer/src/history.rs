@@ -22,6 +22,9 @@ use sha2::{Digest, Sha256};
 
 use crate::recency::{changed_paths, repository_of};
 
+/// The cached walk's layout and rules; a cache of another version is walked again.
+const CACHE_VERSION: u32 = 1;
+
 /// Commits walked back from HEAD at most (the whole history of most repositories: the
 /// measurement found the whole history worth more than the last 500 commits).
 pub const MAX_COMMITS: u32 = 20_000;
@@ -39,6 +42,10 @@ struct Pending {
 /// files instead of the walk.
 #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Walk {
+    /// [`CACHE_VERSION`] of the code that made it.
+    version: u32,
+    /// Whether the repository was a shallow clone (a walk cut at its boundary).
+    shallow: bool,
     /// HEAD's commit id (hex), the folder's place in the work tree and the commit bound.
     head: String,
     prefix: String,
@@ -79,9 +86,13 @@ pub fn chunk_history(
     let committed: Vec<Option<Vec<u8>>> = files
         .iter()
         .map(|f| {
-            (f.skipped.is_none() && f.chunk_count > 0)
-                .then(|| blob_at(&repo, head_tree, &format!("{prefix}{}", f.path)))
-                .flatten()
+            if f.skipped.is_some() || f.chunk_count == 0 {
+                return None;
+            }
+            match blob_at(&repo, head_tree, &format!("{prefix}{}", f.path)) {
+                Blob::Present(b) => Some(b),
+                Blob::Absent | Blob::Unreadable => None,
+            }
         })
         .collect();
     let mut paths: Vec<(String, u32)> = files
@@ -91,19 +102,25 @@ pub fn chunk_history(
         .collect();
     paths.sort_unstable();
     let head_id = head.id.to_hex().to_string();
+    // An unknown state counts as shallow, so a later readable one walks again.
+    let shallow = repo.is_shallow().unwrap_or(true);
     let cache_file = cache.map(|dir| dir.join(format!("{}.bin", cache_key(root, &prefix))));
     let names: Vec<String> = paths.iter().map(|p| p.0.clone()).collect();
     let walk = cache_file
         .as_deref()
         .and_then(read_cache)
         .filter(|w| {
-            w.head == head_id
+            w.version == CACHE_VERSION
+                && w.shallow == shallow
+                && w.head == head_id
                 && w.prefix == prefix
                 && w.max_commits == max_commits
                 && w.paths == names
         })
         .unwrap_or_else(|| {
             let mut w = walk(&repo, head, head_tree, &paths, max_commits);
+            w.version = CACHE_VERSION;
+            w.shallow = shallow;
             w.head = head_id.clone();
             w.prefix = prefix.clone();
             w.max_commits = max_commits;
@@ -131,14 +148,15 @@ pub fn chunk_history(
             let Ok(current) = std::fs::read(root.join(&f.path)) else {
                 return Vec::new();
             };
-            if &current == head_bytes {
+            let (current, committed) = (lf(&current), lf(head_bytes));
+            if current == committed {
                 return ranges.iter().map(|&(a, b, w)| (a..b, w)).collect();
             }
             let all = [Pending {
                 cur: 0..line_count(&current),
                 work: 0,
             }];
-            let (carried, _) = step(&all, head_bytes, &current);
+            let (carried, _) = step(&all, &committed, &current);
             let mut out = Vec::new();
             for p in carried {
                 for &(a, b, w) in ranges
@@ -170,7 +188,13 @@ pub fn chunk_history(
         })
         .collect();
     let df: HashMap<String, u32> = walk.df.into_iter().collect();
-    History::new(walk.commits, &df, &walk.writers, &per_chunk)
+    History::new(walk.commits, &df, &walk.writers, &per_chunk).from_head(head_id)
+}
+
+/// HEAD's commit id (hex) for the folder `root`, if it is part of a git work tree's HEAD.
+pub fn head_of(root: &Path) -> Option<String> {
+    let (repo, _) = repository_of(root)?;
+    Some(repo.head_id().ok()?.to_hex().to_string())
 }
 
 /// Walks HEAD's first parents until every line of `paths` (full path, lines in HEAD) has its
@@ -199,14 +223,6 @@ fn walk(
     let mut commit = head;
     let mut tree = head_tree;
     while out.commits < max_commits && !pending.is_empty() {
-        let message = commit.message_raw_sloppy().to_string();
-        let mut distinct = words(&message);
-        distinct.sort_unstable();
-        distinct.dedup();
-        for w in distinct {
-            *out.df.entry(w).or_insert(0) += 1;
-        }
-        out.commits += 1;
         let parent = commit
             .parent_ids()
             .next()
@@ -220,6 +236,14 @@ fn walk(
             // A shallow clone's boundary: what is older is not known.
             break;
         }
+        let message = commit.message_raw_sloppy().to_string();
+        let mut distinct = words(&message);
+        distinct.sort_unstable();
+        distinct.dedup();
+        for w in distinct {
+            *out.df.entry(w).or_insert(0) += 1;
+        }
+        out.commits += 1;
         let mut changed = Vec::new();
         changed_paths(repo, parent_tree, tree, "", &mut changed);
         let writer = out.writers.len() as u32;
@@ -228,11 +252,16 @@ fn walk(
             let Some(lines) = pending.remove(&path) else {
                 continue;
             };
-            let Some(after) = blob_at(repo, tree, &path) else {
-                pending.insert(path, lines);
+            // A blob that cannot be read (a partial clone's missing object) leaves the file's
+            // remaining lines without a writer rather than giving them to the wrong commit.
+            let Blob::Present(after) = blob_at(repo, tree, &path) else {
                 continue;
             };
-            let before = parent_tree.and_then(|t| blob_at(repo, t, &path));
+            let before = match parent_tree.map(|t| blob_at(repo, t, &path)) {
+                Some(Blob::Unreadable) => continue,
+                Some(Blob::Present(before)) => Some(before),
+                Some(Blob::Absent) | None => None,
+            };
             let (carried, attributed) = match before {
                 Some(before) => step(&lines, &before, &after),
                 None => (Vec::new(), lines.iter().map(work_range).collect()),
@@ -307,13 +336,42 @@ fn write_cache(file: &Path, walk: &Walk) {
 }
 
 /// The bytes of the blob at `path` in `tree`, if it is a file there.
-fn blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Option<Vec<u8>> {
-    let tree = repo.find_tree(tree).ok()?;
-    let entry = tree.lookup_entry_by_path(path).ok()??;
-    if !entry.mode().is_blob() {
-        return None;
+fn blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Blob {
+    let Ok(tree) = repo.find_tree(tree) else {
+        return Blob::Unreadable;
+    };
+    match tree.lookup_entry_by_path(path) {
+        Ok(Some(entry)) if entry.mode().is_blob() => match repo.find_blob(entry.object_id()) {
+            Ok(blob) => Blob::Present(blob.data.clone()),
+            Err(_) => Blob::Unreadable,
+        },
+        Ok(_) => Blob::Absent,
+        Err(_) => Blob::Unreadable,
     }
-    Some(repo.find_blob(entry.object_id()).ok()?.data.clone())
+}
+
+/// A path's file in a tree.
+enum Blob {
+    Present(Vec<u8>),
+    /// No file there (or not a regular one).
+    Absent,
+    /// There, but its object cannot be read (a partial clone).
+    Unreadable,
+}
+
+/// `bytes` with every `\r\n` as `\n` (line numbers unchanged): a work tree checked out with
+/// CRLF line ends is the same text as its LF blob.
+fn lf(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !bytes.windows(2).any(|w| w == b"\r\n") {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        if !(b == b'\r' && bytes.get(i + 1) == Some(&b'\n')) {
+            out.push(b);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn line_count(bytes: &[u8]) -> u32 {
@@ -408,6 +466,13 @@ mod tests {
                 work: 10
             }]
         );
+    }
+
+    #[test]
+    fn crlf_line_ends_read_as_lf() {
+        assert_eq!(&*lf(b"a\r\nb\r\n"), b"a\nb\n");
+        assert_eq!(&*lf(b"a\rb\n"), b"a\rb\n", "a lone CR is text");
+        assert!(matches!(lf(b"a\nb"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

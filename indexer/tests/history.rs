@@ -126,10 +126,15 @@ fn an_edit_of_the_work_tree_reuses_the_walk() {
     let a = second.pieces.iter().find(|p| p.path == "a.rs").unwrap();
     assert_eq!(a.start_line, 1);
     assert_eq!(a.reasoning.unwrap().history, 1.0, "{second:?}");
-    // A commit moves HEAD: the walk is made again, and a.rs's first line is now written.
+    // Committing the edit changes no file, but HEAD moved: a new version, walked again, where
+    // the commit (worded like the request too) wrote a.rs's first line, so b.rs trails further.
     git(dir.path(), &["commit", "-qam", "Note the synopsis helpers"]);
     let third = ask_in(home.path(), dir.path(), query);
     assert_eq!(history_of(&third, "a.rs"), 1.0, "{third:?}");
+    assert!(
+        history_of(&third, "b.rs") < history_of(&second, "b.rs"),
+        "{second:?}\n{third:?}"
+    );
     let kept = std::fs::read_dir(home.path().join("cache/history")).unwrap();
     assert_eq!(kept.count(), 1, "the folder's walk replaced, not added to");
 }

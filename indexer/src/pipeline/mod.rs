@@ -318,9 +318,16 @@ pub fn index_project(
             .as_ref()
             .is_some_and(|e| vectors::missing(prev, crate::embed::Embedder::model(e)))
     };
+    // A version with history is rebuilt when HEAD moved, even with no file changed: lines
+    // committed since have writers now.
+    let head_moved = |prev: &OpenVersion| {
+        let had = prev.pack.history.head();
+        !had.is_empty() && crate::history::head_of(&root).as_deref() != Some(had)
+    };
     if !change.changed
         && let Some(prev) = &previous
         && !vectors_missing(prev)
+        && !head_moved(prev)
     {
         let project = store
             .project(org, project_id)?

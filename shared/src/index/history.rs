@@ -31,6 +31,10 @@ struct Message {
 /// Per chunk, the commits that wrote its lines, and their messages' words.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct History {
+    /// The commit the walk started from (hex; empty without history): a later HEAD makes a
+    /// re-index build a new version even when no file changed, so lines committed since get
+    /// their writers.
+    head: String,
     /// Commits walked (the document count of the words' idf; 0: no history).
     commits: u32,
     /// Message words, ascending, each with how many walked commits' messages hold it.
@@ -115,12 +119,24 @@ impl History {
             starts.push(wrote.len() as u32);
         }
         Self {
+            head: String::new(),
             commits: commits.max(1),
             terms,
             messages,
             starts,
             wrote,
         }
+    }
+
+    /// This history, made from the walk that started at `head`.
+    pub fn from_head(mut self, head: String) -> Self {
+        self.head = head;
+        self
+    }
+
+    /// The commit the walk started from (empty without history).
+    pub fn head(&self) -> &str {
+        &self.head
     }
 
     /// Whether it has anything to say (a project with history and indexed lines).
