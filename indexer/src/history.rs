@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::Path;
 
+use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::history::words;
 use ctxgate_core::index::{ChunkRecord, FileEntry, History};
 use gix::ObjectId;
@@ -148,6 +149,10 @@ pub fn chunk_history(
             let Ok(current) = std::fs::read(root.join(&f.path)) else {
                 return Vec::new();
             };
+            if Sha256Digest::of(&current) != f.sha256 {
+                // Edited since the scan: its chunks' lines are not these.
+                return Vec::new();
+            }
             let (current, committed) = (lf(&current), lf(head_bytes));
             if current == committed {
                 return ranges.iter().map(|&(a, b, w)| (a..b, w)).collect();

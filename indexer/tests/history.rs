@@ -138,3 +138,29 @@ fn an_edit_of_the_work_tree_reuses_the_walk() {
     let kept = std::fs::read_dir(home.path().join("cache/history")).unwrap();
     assert_eq!(kept.count(), 1, "the folder's walk replaced, not added to");
 }
+
+/// A subfolder of a repository has its files' history (paths in the walk are the repository's,
+/// the index's are the folder's).
+#[test]
+fn a_subfolder_of_a_repository_has_its_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    write(root, "sub/a.rs", &render("metavar", "[", "]"));
+    write(root, "sub/b.rs", &render("label", "(", ")"));
+    write(root, "top.rs", &render("title", "'", "'"));
+    git(root, &["add", "sub/a.rs", "top.rs"]);
+    git(
+        root,
+        &["commit", "-qm", "Render the synopsis of a choice option"],
+    );
+    git(root, &["add", "sub/b.rs"]);
+    git(root, &["commit", "-qm", "Tidy the labels"]);
+    let report = ask(
+        &root.join("sub"),
+        "render the double brackets of the synopsis",
+    );
+    assert_eq!(history_of(&report, "a.rs"), 1.0, "{report:?}");
+    assert_eq!(history_of(&report, "b.rs"), 0.0, "{report:?}");
+    assert!(report.pieces.iter().all(|p| p.path != "top.rs"));
+}
