@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::recency::{changed_paths, repository_of};
 
 /// The cached walk's layout and rules; a cache of another version is walked again.
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 /// Commits walked back from HEAD at most (the whole history of most repositories: the
 /// measurement found the whole history worth more than the last 500 commits).
@@ -40,7 +40,7 @@ struct Pending {
 
 /// What the walk from one HEAD found, for one set of paths: kept in the data directory's
 /// cache, so that re-indexing edits of the work tree (HEAD unmoved) costs a diff of the changed
-/// files instead of the walk.
+/// files instead of the walk, and a later HEAD walks only its new commits ([`splice`]).
 #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Walk {
     /// [`CACHE_VERSION`] of the code that made it.
@@ -53,15 +53,90 @@ struct Walk {
     max_commits: u32,
     /// The paths walked (full paths in the repository), ascending.
     paths: Vec<String>,
-    /// Commits walked.
-    commits: u32,
-    /// Per word, how many walked commits' messages hold it.
-    df: BTreeMap<String, u32>,
+    /// The words of the walked commits' messages, in the order first met.
+    vocab: Vec<String>,
+    /// Per walked commit (HEAD first), its message's distinct words as indexes into `vocab`:
+    /// their document frequencies, and what a later walk that stops here counts of them.
+    said: Vec<Vec<u32>>,
     /// The messages of the commits that wrote some line, in the order met.
     writers: Vec<String>,
+    /// Per writer, its place in the walk (1: HEAD), ascending.
+    depth: Vec<u32>,
     /// Per path, `(first line, end line, writer)` in HEAD's version (0-based, end exclusive),
-    /// ascending and disjoint.
+    /// ascending, disjoint, and adjacent ranges of one writer joined.
     lines: BTreeMap<String, Vec<(u32, u32, u32)>>,
+    /// Every line of `paths` got its writer (the walk did not end at the bound or a shallow
+    /// boundary first).
+    complete: bool,
+    /// No line was left without a writer because a blob could not be read: only then can a
+    /// later walk stop at this one's HEAD and take the rest from it.
+    exact: bool,
+}
+
+impl Walk {
+    /// Whether every index in it points where it should (a damaged cache is walked again
+    /// rather than trusted).
+    fn sound(&self) -> bool {
+        let walked = self.said.len() as u32;
+        self.depth.len() == self.writers.len()
+            && self.depth.windows(2).all(|d| d[0] < d[1])
+            && self.depth.iter().all(|&d| (1..=walked).contains(&d))
+            && self
+                .said
+                .iter()
+                .flatten()
+                .all(|&w| (w as usize) < self.vocab.len())
+            && self
+                .lines
+                .values()
+                .flatten()
+                .all(|&(a, b, w)| a < b && (w as usize) < self.writers.len())
+    }
+
+    /// Records the walk's next commit, with `message`.
+    fn record(&mut self, vocab: &mut HashMap<String, u32>, message: &str) {
+        let mut distinct = words(message);
+        distinct.sort_unstable();
+        distinct.dedup();
+        let ids = distinct
+            .into_iter()
+            .map(|w| {
+                let next = self.vocab.len() as u32;
+                *vocab.entry(w).or_insert_with_key(|w| {
+                    self.vocab.push(w.clone());
+                    next
+                })
+            })
+            .collect();
+        self.said.push(ids);
+    }
+
+    /// Per word, how many walked commits' messages hold it.
+    fn df(&self) -> HashMap<String, u32> {
+        let mut counts = vec![0u32; self.vocab.len()];
+        for &w in self.said.iter().flatten() {
+            if let Some(c) = counts.get_mut(w as usize) {
+                *c += 1;
+            }
+        }
+        self.vocab.iter().cloned().zip(counts).collect()
+    }
+
+    /// Sorts each path's ranges and joins adjacent ones of one writer, so that two walks that
+    /// found the same writers store the same ranges.
+    fn settle(&mut self) {
+        for ranges in self.lines.values_mut() {
+            ranges.sort_unstable();
+            let mut joined: Vec<(u32, u32, u32)> = Vec::with_capacity(ranges.len());
+            for &(a, b, w) in ranges.iter() {
+                match joined.last_mut() {
+                    Some(last) if last.1 == a && last.2 == w => last.1 = b,
+                    _ => joined.push((a, b, w)),
+                }
+            }
+            *ranges = joined;
+        }
+    }
 }
 
 /// The history of the chunks of `files` (a version's files and chunks, in pack order) under
@@ -107,19 +182,19 @@ pub fn chunk_history(
     let shallow = repo.is_shallow().unwrap_or(true);
     let cache_file = cache.map(|dir| dir.join(format!("{}.bin", cache_key(root, &prefix))));
     let names: Vec<String> = paths.iter().map(|p| p.0.clone()).collect();
-    let walk = cache_file
-        .as_deref()
-        .and_then(read_cache)
-        .filter(|w| {
-            w.version == CACHE_VERSION
-                && w.shallow == shallow
-                && w.head == head_id
-                && w.prefix == prefix
-                && w.max_commits == max_commits
-                && w.paths == names
-        })
-        .unwrap_or_else(|| {
-            let mut w = walk(&repo, head, head_tree, &paths, max_commits);
+    // A cache of this folder's walk: the same HEAD and files are reused as they are; from an
+    // earlier HEAD, the walk goes back only until it meets that HEAD.
+    let cached = cache_file.as_deref().and_then(read_cache).filter(|w| {
+        w.version == CACHE_VERSION
+            && w.shallow == shallow
+            && w.prefix == prefix
+            && w.max_commits == max_commits
+    });
+    let walk = match cached {
+        Some(w) if w.head == head_id && w.paths == names => w,
+        cached => {
+            let base = cached.as_ref().filter(|b| b.exact);
+            let mut w = walk(&repo, head, head_tree, &paths, max_commits, base);
             w.version = CACHE_VERSION;
             w.shallow = shallow;
             w.head = head_id.clone();
@@ -130,7 +205,8 @@ pub fn chunk_history(
                 write_cache(file, &w);
             }
             w
-        });
+        }
+    };
     if walk.writers.is_empty() {
         return History::default();
     }
@@ -192,8 +268,13 @@ pub fn chunk_history(
                 .collect()
         })
         .collect();
-    let df: HashMap<String, u32> = walk.df.into_iter().collect();
-    History::new(walk.commits, &df, &walk.writers, &per_chunk).from_head(head_id)
+    History::new(
+        walk.said.len() as u32,
+        &walk.df(),
+        &walk.writers,
+        &per_chunk,
+    )
+    .from_head(head_id)
 }
 
 /// HEAD's commit id (hex) for the folder `root`, if it is part of a git work tree's HEAD.
@@ -203,13 +284,16 @@ pub fn head_of(root: &Path) -> Option<String> {
 }
 
 /// Walks HEAD's first parents until every line of `paths` (full path, lines in HEAD) has its
-/// writer, the root or a shallow boundary is reached, or `max_commits` were walked.
+/// writer, the root or a shallow boundary is reached, or `max_commits` were walked. Meeting
+/// `base`'s HEAD with the lines left all in `base`'s paths, it takes the rest from `base`
+/// instead of walking on ([`splice`]): the same result, the new commits' cost.
 fn walk(
     repo: &gix::Repository,
     head: gix::Commit<'_>,
     head_tree: ObjectId,
     paths: &[(String, u32)],
     max_commits: u32,
+    base: Option<&Walk>,
 ) -> Walk {
     let mut pending: HashMap<String, Vec<Pending>> = paths
         .iter()
@@ -224,10 +308,24 @@ fn walk(
             )
         })
         .collect();
-    let mut out = Walk::default();
+    let base = base.and_then(|b| Some((b, ObjectId::from_hex(b.head.as_bytes()).ok()?)));
+    let mut out = Walk {
+        exact: true,
+        ..Walk::default()
+    };
+    let mut vocab: HashMap<String, u32> = HashMap::new();
     let mut commit = head;
     let mut tree = head_tree;
-    while out.commits < max_commits && !pending.is_empty() {
+    let mut spliced = false;
+    while (out.said.len() as u32) < max_commits && !pending.is_empty() {
+        if let Some((b, id)) = base
+            && commit.id == id
+            && pending.keys().all(|p| b.paths.binary_search(p).is_ok())
+        {
+            splice(&mut out, &mut vocab, &mut pending, b, max_commits);
+            spliced = true;
+            break;
+        }
         let parent = commit
             .parent_ids()
             .next()
@@ -242,13 +340,7 @@ fn walk(
             break;
         }
         let message = commit.message_raw_sloppy().to_string();
-        let mut distinct = words(&message);
-        distinct.sort_unstable();
-        distinct.dedup();
-        for w in distinct {
-            *out.df.entry(w).or_insert(0) += 1;
-        }
-        out.commits += 1;
+        out.record(&mut vocab, &message);
         let mut changed = Vec::new();
         changed_paths(repo, parent_tree, tree, "", &mut changed);
         let writer = out.writers.len() as u32;
@@ -260,10 +352,14 @@ fn walk(
             // A blob that cannot be read (a partial clone's missing object) leaves the file's
             // remaining lines without a writer rather than giving them to the wrong commit.
             let Blob::Present(after) = blob_at(repo, tree, &path) else {
+                out.exact = false;
                 continue;
             };
             let before = match parent_tree.map(|t| blob_at(repo, t, &path)) {
-                Some(Blob::Unreadable) => continue,
+                Some(Blob::Unreadable) => {
+                    out.exact = false;
+                    continue;
+                }
                 Some(Blob::Present(before)) => Some(before),
                 Some(Blob::Absent) | None => None,
             };
@@ -282,6 +378,7 @@ fn walk(
         }
         if wrote_any {
             out.writers.push(message);
+            out.depth.push(out.said.len() as u32);
         }
         let (Some(parent), Some(parent_tree)) = (parent, parent_tree) else {
             break;
@@ -289,15 +386,105 @@ fn walk(
         commit = parent;
         tree = parent_tree;
     }
-    for ranges in out.lines.values_mut() {
-        ranges.sort_unstable();
-    }
+    out.complete = pending.is_empty();
+    out.settle();
     tracing::info!(
-        commits = out.commits,
+        commits = out.said.len(),
         writers = out.writers.len(),
+        spliced,
         "history: read which commits wrote the indexed lines"
     );
     out
+}
+
+/// Ends a walk that met `base`'s HEAD with `pending` lines (in that HEAD's numbering, all in
+/// `base`'s paths) as walking on would have: each line's writer is the one `base` found, the
+/// walk would have stopped after the deepest of them (or where `base` stopped, if some line has
+/// none there), and not beyond `max_commits` in all; what that walk would have counted of the
+/// commits' words is `base`'s first commits'. Needs an exact `base` (no unreadable blob): a
+/// line it lost to one would have ended the walk at another place.
+fn splice(
+    out: &mut Walk,
+    vocab: &mut HashMap<String, u32>,
+    pending: &mut HashMap<String, Vec<Pending>>,
+    base: &Walk,
+    max_commits: u32,
+) {
+    let walked = out.said.len() as u32;
+    let room = max_commits.saturating_sub(walked);
+    // Each pending line's writer in `base`, in this walk's lines.
+    let mut found: Vec<(&str, Range<u32>, u32)> = Vec::new();
+    let mut unresolved = false;
+    for (path, lines) in pending.iter() {
+        let ranges = base.lines.get(path).map_or(&[][..], Vec::as_slice);
+        for p in lines {
+            let mut covered = 0;
+            let first = ranges.partition_point(|r| r.1 <= p.cur.start);
+            for &(a, b, w) in ranges[first..].iter().take_while(|r| r.0 < p.cur.end) {
+                let (s, e) = (a.max(p.cur.start), b.min(p.cur.end));
+                let work = p.work + (s - p.cur.start);
+                found.push((path, work..work + (e - s), w));
+                covered += e - s;
+            }
+            unresolved |= covered < p.cur.end - p.cur.start;
+        }
+    }
+    let deepest = found
+        .iter()
+        .filter_map(|f| base.depth.get(f.2 as usize))
+        .max()
+        .copied()
+        .unwrap_or(0);
+    let end = if unresolved {
+        base.said.len() as u32
+    } else {
+        deepest
+    }
+    .min(room);
+    // The writers kept, in the order the walk would have met them (`base`'s order).
+    let mut kept: Vec<u32> = found
+        .iter()
+        .map(|f| f.2)
+        .filter(|&w| base.depth.get(w as usize).is_some_and(|&d| d <= end))
+        .collect();
+    kept.sort_unstable();
+    kept.dedup();
+    let first = out.writers.len() as u32;
+    for &w in &kept {
+        out.writers.push(base.writers[w as usize].clone());
+        out.depth.push(walked + base.depth[w as usize]);
+    }
+    let mut cut = false;
+    for (path, lines, w) in found {
+        match kept.binary_search(&w) {
+            Ok(i) => out.lines.entry(path.to_owned()).or_default().push((
+                lines.start,
+                lines.end,
+                first + i as u32,
+            )),
+            Err(_) => cut = true,
+        }
+    }
+    for ids in base.said.iter().take(end as usize) {
+        let next = out.said.len();
+        out.said.push(Vec::with_capacity(ids.len()));
+        for &i in ids {
+            let word = &base.vocab[i as usize];
+            let id = match vocab.get(word) {
+                Some(&id) => id,
+                None => {
+                    let id = out.vocab.len() as u32;
+                    vocab.insert(word.clone(), id);
+                    out.vocab.push(word.clone());
+                    id
+                }
+            };
+            out.said[next].push(id);
+        }
+    }
+    if !unresolved && !cut {
+        pending.clear();
+    }
 }
 
 /// The cache file's name for a work tree folder: its path and place in the repository hashed.
@@ -315,7 +502,9 @@ fn cache_key(root: &Path, prefix: &str) -> String {
 
 /// A cached walk, if one is there and decodes (a damaged or older one is walked again).
 fn read_cache(file: &Path) -> Option<Walk> {
-    postcard::from_bytes(&std::fs::read(file).ok()?).ok()
+    postcard::from_bytes::<Walk>(&std::fs::read(file).ok()?)
+        .ok()
+        .filter(Walk::sound)
 }
 
 /// Keeps `walk` for the next index of the same HEAD; a cache that cannot be written only
@@ -485,5 +674,199 @@ mod tests {
         assert_eq!(line_count(b""), 0);
         assert_eq!(line_count(b"a\n"), 1);
         assert_eq!(line_count(b"a\nb"), 2);
+    }
+
+    /// A repository made with the git CLI: `commits` commits of random edits to four files
+    /// (two rewritten a third of the way, one added half-way, one deleted near the end),
+    /// returning the folder and each commit's id.
+    fn random_history(seed: u64, commits: usize) -> (tempfile::TempDir, Vec<ObjectId>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(["-c", "init.defaultBranch=main"])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("git runs");
+            assert!(ok.status.success(), "git {args:?}");
+            String::from_utf8_lossy(&ok.stdout).trim().to_owned()
+        };
+        git(&["init", "-q"]);
+        let mut state = seed;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) as usize) % n.max(1)
+        };
+        let words = [
+            "parser", "render", "cache", "theme", "width", "error", "config",
+        ];
+        let mut files: Vec<Vec<String>> = (0..4)
+            .map(|f| (0..12).map(|l| format!("f{f} line {l}")).collect())
+            .collect();
+        let mut ids = Vec::new();
+        for c in 0..commits {
+            for (f, lines) in files.iter_mut().enumerate() {
+                // A rewrite of `a` and `b`: later walks stop there, before the root.
+                if c == commits / 3 && f < 2 {
+                    *lines = (0..10).map(|l| format!("c{c} rewritten {l}")).collect();
+                    continue;
+                }
+                if c > 0 && next(3) != 0 {
+                    continue;
+                }
+                for _ in 0..=next(3) {
+                    let at = next(lines.len() + 1);
+                    match next(3) {
+                        0 => lines.insert(at, format!("c{c} new {}", next(1000))),
+                        1 if at < lines.len() => {
+                            lines.remove(at);
+                        }
+                        _ if at < lines.len() => lines[at] = format!("c{c} changed {f}"),
+                        _ => lines.push("}".to_owned()),
+                    }
+                }
+            }
+            // `d` exists from the middle on; `c` is gone near the end.
+            for (f, lines) in files.iter().enumerate() {
+                let path = dir.path().join(format!("{}.txt", ["a", "b", "c", "d"][f]));
+                let live = match f {
+                    2 => c + 3 < commits,
+                    3 => c >= commits / 2,
+                    _ => true,
+                };
+                if live {
+                    std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+                } else if path.exists() {
+                    std::fs::remove_file(&path).expect("remove");
+                }
+            }
+            git(&["add", "-A"]);
+            let message = format!("{} the {} {c}", words[next(7)], words[next(7)]);
+            git(&["commit", "-q", "--allow-empty", "-m", &message]);
+            let id = git(&["rev-parse", "HEAD"]);
+            ids.push(ObjectId::from_hex(id.as_bytes()).expect("hex id"));
+        }
+        (dir, ids)
+    }
+
+    /// The indexable files of `commit` with their line counts, as `chunk_history` lists them.
+    fn paths_at(repo: &gix::Repository, commit: ObjectId, except: &[&str]) -> Vec<(String, u32)> {
+        let tree = repo
+            .find_commit(commit)
+            .expect("commit")
+            .tree_id()
+            .expect("tree")
+            .detach();
+        ["a.txt", "b.txt", "c.txt", "d.txt"]
+            .into_iter()
+            .filter(|p| !except.contains(p))
+            .filter_map(|p| match blob_at(repo, tree, p) {
+                Blob::Present(b) => Some((p.to_owned(), line_count(&b))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn walk_at(
+        repo: &gix::Repository,
+        commit: ObjectId,
+        paths: &[(String, u32)],
+        max_commits: u32,
+        base: Option<&Walk>,
+    ) -> Walk {
+        let c = repo.find_commit(commit).expect("commit");
+        let tree = c.tree_id().expect("tree").detach();
+        let mut w = walk(repo, c, tree, paths, max_commits, base);
+        w.head = commit.to_hex().to_string();
+        w.paths = paths.iter().map(|p| p.0.clone()).collect();
+        w
+    }
+
+    #[test]
+    fn a_walk_from_an_earlier_walk_finds_what_the_whole_walk_finds() {
+        for seed in [1u64, 7, 42] {
+            let (dir, ids) = random_history(seed, 24);
+            let repo = gix::open(dir.path()).expect("repository");
+            let head = *ids.last().expect("commits");
+            let mut spliced_once = false;
+            // Earlier HEADs; the same HEAD with fewer files; bounds that cut the walk short,
+            // the earlier walk's bound, or neither.
+            for (from, except, bound) in [
+                (ids.len() - 2, &[][..], MAX_COMMITS),
+                (ids.len() / 2, &[], MAX_COMMITS),
+                (3, &[], MAX_COMMITS),
+                (0, &[], MAX_COMMITS),
+                (ids.len() - 1, &["b.txt"][..], MAX_COMMITS),
+                (ids.len() - 6, &[], 9),
+                (ids.len() / 2, &[], 14),
+                (ids.len() - 3, &["a.txt"], 4),
+            ] {
+                let paths = paths_at(&repo, head, except);
+                let whole = walk_at(&repo, head, &paths, bound, None);
+                let earlier = paths_at(&repo, ids[from], &[]);
+                let base = walk_at(&repo, ids[from], &earlier, bound, None);
+                let again = walk_at(&repo, head, &paths, bound, Some(&base));
+                assert_eq!(
+                    again, whole,
+                    "seed {seed}, from commit {from}, bound {bound}"
+                );
+                assert!(whole.sound());
+                // The earlier walk was used: its messages, marked, show up.
+                let mut marked = base;
+                for m in &mut marked.writers {
+                    m.insert_str(0, "earlier ");
+                }
+                let with_marked = walk_at(&repo, head, &paths, bound, Some(&marked));
+                spliced_once |= with_marked
+                    .writers
+                    .iter()
+                    .any(|m| m.starts_with("earlier "));
+            }
+            assert!(
+                spliced_once,
+                "seed {seed}: no walk stopped at the earlier HEAD"
+            );
+        }
+    }
+
+    #[test]
+    fn an_earlier_walk_off_the_first_parent_line_is_not_used() {
+        let (dir, ids) = random_history(3, 6);
+        let repo = gix::open(dir.path()).expect("repository");
+        let paths = paths_at(&repo, ids[2], &[]);
+        let mut base = walk_at(
+            &repo,
+            ids[5],
+            &paths_at(&repo, ids[5], &[]),
+            MAX_COMMITS,
+            None,
+        );
+        // A later commit is not met walking back from an earlier one.
+        for m in &mut base.writers {
+            m.insert_str(0, "later ");
+        }
+        let walked = walk_at(&repo, ids[2], &paths, MAX_COMMITS, Some(&base));
+        assert_eq!(walked, walk_at(&repo, ids[2], &paths, MAX_COMMITS, None));
+    }
+
+    #[test]
+    fn a_damaged_cache_is_not_sound() {
+        let mut w = Walk {
+            vocab: vec!["parser".into()],
+            said: vec![vec![0]],
+            writers: vec!["parser".into()],
+            depth: vec![1],
+            ..Walk::default()
+        };
+        w.lines.insert("a".into(), vec![(0, 3, 0)]);
+        assert!(w.sound());
+        w.lines.insert("b".into(), vec![(0, 3, 1)]);
+        assert!(!w.sound(), "a writer that is not there");
+        w.lines.remove("b");
+        w.depth = vec![2];
+        assert!(!w.sound(), "a writer deeper than the walk");
     }
 }
