@@ -21,7 +21,7 @@ use imara_diff::{Algorithm, Diff, InternedInput};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::recency::{changed_paths, repository_of};
+use crate::recency::{changed_paths, repository_at};
 
 /// The cached walk's layout and rules; a cache of another version is walked again.
 const CACHE_VERSION: u32 = 2;
@@ -140,16 +140,18 @@ impl Walk {
 }
 
 /// The history of the chunks of `files` (a version's files and chunks, in pack order) under
-/// `root`, or an empty [`History`] when `root` is not in a git work tree or nothing was
-/// attributed. `max_commits` bounds the walk; `cache` is a folder for the walk's result.
+/// `root`, or an empty [`History`] when `root` is not in a git work tree (nor `git_dir` given,
+/// the repository whose HEAD the files are) or nothing was attributed. `max_commits` bounds the
+/// walk; `cache` is a folder for the walk's result.
 pub fn chunk_history(
     root: &Path,
+    git_dir: Option<&Path>,
     files: &[FileEntry],
     chunks: &[ChunkRecord],
     max_commits: u32,
     cache: Option<&Path>,
 ) -> History {
-    let Some((repo, prefix)) = repository_of(root) else {
+    let Some((repo, prefix)) = repository_at(root, git_dir) else {
         return History::default();
     };
     let Ok(head) = repo.head_commit() else {
@@ -277,9 +279,10 @@ pub fn chunk_history(
     .from_head(head_id)
 }
 
-/// HEAD's commit id (hex) for the folder `root`, if it is part of a git work tree's HEAD.
-pub fn head_of(root: &Path) -> Option<String> {
-    let (repo, _) = repository_of(root)?;
+/// HEAD's commit id (hex) for the folder `root` (or of `git_dir`, the repository whose HEAD
+/// the files are), if it is part of a git work tree's HEAD.
+pub fn head_of(root: &Path, git_dir: Option<&Path>) -> Option<String> {
+    let (repo, _) = repository_at(root, git_dir)?;
     Some(repo.head_id().ok()?.to_hex().to_string())
 }
 

@@ -27,6 +27,8 @@
 //! is published with its chunks' embeddings from that OpenAI-compatible API
 //! ([`embed_endpoint`]); the key is `CTXGATE_EMBED_API_KEY`, or the string of the Secrets
 //! Manager secret `CTXGATE_EMBED_API_KEY_SECRET` (read at start-up).
+//! `CTXGATE_GIT_HISTORY_COMMITS` (default 20,000) is how many commits of a git source's history
+//! are fetched with it, for the `history` ranking signal; 1 fetches the commit alone.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -106,6 +108,7 @@ struct Function {
     /// Garbage collection after each scheduled pass, unless turned off.
     gc: Option<GcPolicy>,
     network: NetworkPolicy,
+    history_commits: u32,
     store: AwsStore,
     work_dir: PathBuf,
     options: IndexOptions,
@@ -119,6 +122,7 @@ impl Function {
             work_dir: &self.work_dir,
             limits: SourceLimits {
                 network: self.network,
+                history_commits: self.history_commits,
                 ..SourceLimits::default()
             },
             allow_local: self.allow_local,
@@ -265,8 +269,20 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         |name| std::env::var(name).ok(),
         |id| credentials.secret_string(id),
     )?;
+    let history_commits = match std::env::var("CTXGATE_GIT_HISTORY_COMMITS") {
+        Ok(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                format!("CTXGATE_GIT_HISTORY_COMMITS must be a positive number, not `{v}`")
+            })?,
+        Err(_) => crate::source::DEFAULT_HISTORY_COMMITS,
+    };
     let function = Arc::new(Function {
         gc,
+        history_commits,
         // Off in production: a hosted function must not index its own disk.
         allow_local: std::env::var("CTXGATE_ALLOW_LOCAL_SOURCES").is_ok_and(|v| v == "1"),
         network: if std::env::var("CTXGATE_ALLOW_PRIVATE_SOURCES").is_ok_and(|v| v == "1") {

@@ -43,6 +43,19 @@ pub fn last_changes(root: &Path, window: u32) -> Option<(u32, HashMap<String, u3
     Some((walked, ages))
 }
 
+/// The repository whose HEAD holds the files under `root`, and where `root` is in it: `git_dir`
+/// when given (a fetched source's repository, whose HEAD's whole tree the files are), else the
+/// work tree around `root` ([`repository_of`]).
+pub(crate) fn repository_at(
+    root: &Path,
+    git_dir: Option<&Path>,
+) -> Option<(gix::Repository, String)> {
+    match git_dir {
+        Some(dir) => Some((gix::open(dir).ok()?, String::new())),
+        None => repository_of(root),
+    }
+}
+
 /// The git work tree `root` is part of, and where `root` is in it (`""` or `a/b/`): `None`
 /// when `root` is not inside a work tree, HEAD has no commit, or `root` is not part of HEAD's
 /// tree (an untracked folder of another repository, such as a data directory's scratch space).

@@ -178,6 +178,7 @@ fn fetch_and_index(
     jobs::save(store, job)?;
     let target = ProjectTarget {
         origin: crate::pipeline::fetched_origin(source, fetched.revision.as_deref()),
+        git_dir: fetched.git_dir.clone(),
         ..target.clone()
     };
     let report = index_project(store, &target, &fetched.root, options, &NoProgress)?;

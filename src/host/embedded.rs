@@ -184,6 +184,7 @@ impl EmbeddedBackend {
                 job.revision = fetched.revision.clone();
                 job.stage = "index".into();
                 target.origin = fetched_origin(&spec, fetched.revision.as_deref());
+                target.git_dir = fetched.git_dir.clone();
                 index_project(&store, &target, &fetched.root, &opts, &NoProgress)
                     .map_err(|e| (e.code(), storage(e)))
             });

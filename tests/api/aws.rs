@@ -178,7 +178,10 @@ pub fn run() {
     )
     .unwrap();
     git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-qm", "two"]);
+    git(
+        repo.path(),
+        &["commit", "-qm", "Publish the AWS e2e marker function later"],
+    );
     lambda.kill().ok();
     lambda.wait().ok();
     let crash_api = runtime_api::RuntimeApi::start();
@@ -204,6 +207,23 @@ pub fn run() {
     let r = post_fresh(&worker, "/v1/context", Some(&key), &marker);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(has_piece(&r.body, "aws_marker.rs"), "{}", r.body);
+    // The Lambda fetched the repository with its history and published it: the marker's lines
+    // were written by a commit worded like the request, the other files' by one that was not.
+    let history = |path: &str| {
+        r.body["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["path"] == path)
+            .map(|p| p["reasoning"]["history"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    assert!(history("aws_marker.rs") > 0.0, "{}", r.body);
+    for p in r.body["pieces"].as_array().unwrap() {
+        if p["path"] != "aws_marker.rs" {
+            assert_eq!(p["reasoning"]["history"], 0.0, "{p}");
+        }
+    }
 
     lambda.kill().ok();
     lambda.wait().ok();

@@ -1,7 +1,8 @@
 //! `POST /v1/projects` from git and tarball URLs on `ctxgate serve`: by default only public
 //! https hosts are fetched (private, loopback and link-local addresses and plain http are
 //! refused before any connection), and with `--allow-private-sources` a tarball from a loopback
-//! server and a git repository are fetched, indexed and answer `/v1/context`.
+//! server and a git repository are fetched, indexed and answer `/v1/context` (the repository
+//! with its history: its pieces report the `history` signal).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -69,7 +70,8 @@ pub fn tarball(dir: &Path) -> Vec<u8> {
     std::fs::read(file).unwrap()
 }
 
-/// A git repository with one commit holding a copy of `dir`.
+/// A git repository holding a copy of `dir`, added by a second commit whose message is worded
+/// like the test's request (the first is empty): every line's writer is that commit.
 fn git_repo(dir: &Path) -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -94,8 +96,14 @@ fn git_repo(dir: &Path) -> tempfile::TempDir {
         assert!(out.status.success(), "git {args:?}: {out:?}");
     };
     git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "Start"]);
     git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "sample"]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        "Count the token budget for each model",
+    ]);
     repo
 }
 
@@ -213,6 +221,17 @@ pub fn run() {
             "{project}: pieces come from the fetched files: {}",
             r.body
         );
+        // The git source is fetched with its history: each piece's lines were written by the
+        // commit worded like the request. A tarball has no history.
+        let history: Vec<f64> = pieces
+            .iter()
+            .map(|p| p["reasoning"]["history"].as_f64().unwrap())
+            .collect();
+        if project == "from-git" {
+            assert!(history.iter().all(|&h| h > 0.0), "{}", r.body);
+        } else {
+            assert!(history.iter().all(|&h| h == 0.0), "{}", r.body);
+        }
     }
 
     // Wrong sources are the caller's fault (400), a dead remote is the gateway's (502), and a

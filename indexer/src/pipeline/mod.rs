@@ -213,6 +213,9 @@ pub struct ProjectTarget {
     /// The repository and commit the files came from, for links to them; `None` reads them
     /// from the folder's git work tree, when it is in one.
     pub origin: Option<Origin>,
+    /// The repository whose HEAD's tree the files are (a fetched git source), read for their
+    /// history; `None` reads the folder's git work tree, when it is in one.
+    pub git_dir: Option<PathBuf>,
 }
 
 impl ProjectTarget {
@@ -224,6 +227,7 @@ impl ProjectTarget {
             name: name.into(),
             source: None,
             origin: None,
+            git_dir: None,
         }
     }
 }
@@ -255,6 +259,7 @@ pub fn index_repo(
             .unwrap_or_else(|| "root".into()),
         source: None,
         origin: None,
+        git_dir: None,
     };
     index_project(store, &target, &root, opts, progress)
 }
@@ -320,9 +325,10 @@ pub fn index_project(
     };
     // A version with history is rebuilt when HEAD moved, even with no file changed: lines
     // committed since have writers now.
+    let git_dir = target.git_dir.as_deref();
     let head_moved = |prev: &OpenVersion| {
         let had = prev.pack.history.head();
-        !had.is_empty() && crate::history::head_of(&root).as_deref() != Some(had)
+        !had.is_empty() && crate::history::head_of(&root, git_dir).as_deref() != Some(had)
     };
     if !change.changed
         && let Some(prev) = &previous
@@ -403,12 +409,15 @@ pub fn index_project(
         });
     warnings.extend(summary_warnings);
     let recency = recency(&root, &files);
+    // A fetched source's folder is new each time: its walk is not kept.
+    let history_cache = store.cache_root().join("cache/history");
     let history = crate::history::chunk_history(
         &root,
+        git_dir,
         &files,
         &chunks,
         crate::history::MAX_COMMITS,
-        Some(&store.cache_root().join("cache/history")),
+        git_dir.is_none().then_some(history_cache.as_path()),
     );
     // The version built whole, its lists and texts still in the pack.
     let whole = IndexPack {

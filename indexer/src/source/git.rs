@@ -2,11 +2,14 @@
 //! commit's tree out through the [`Extractor`] (no worktree checkout: one less feature set, and
 //! the same path and link checks as for archives).
 //!
-//! Without a pinned rev, only the remote's `HEAD` commit is fetched (depth 1). A branch or tag
-//! (a branch first when both exist, as `git clone --branch` does; or a full `refs/...` name) is
-//! looked up in the ref advertisement and fetched at depth 1 by its ref name. A full commit id
-//! is asked for directly at depth 1 (protocol v2 servers accept any object id); if the server
-//! refuses, all branches and tags are fetched with history and the commit looked up there.
+//! Without a pinned rev, the remote's `HEAD` commit is fetched with the last
+//! [`SourceLimits::history_commits`] commits of its history (a shallow fetch of that depth; the
+//! history gives each line its writer, `crate::history`; a download too large with it, or a
+//! remote that fails to send it, is fetched again at depth 1, with a warning). A branch or tag (a branch first when both exist, as `git clone
+//! --branch` does; or a full `refs/...` name) is looked up in the ref advertisement and fetched
+//! the same way by its ref name. A full commit id is asked for directly (protocol v2 servers
+//! accept any object id); if the server refuses, all branches and tags are fetched with history
+//! and the commit looked up there. The throwaway repository's HEAD is set to the commit.
 //! The machine's credential helpers are never asked or prompted: a caller-chosen URL must not
 //! reach them. A private repository is fetched with the [`Credential`] its source names (looked
 //! up by the host in the project's org), given to gitoxide only when the server answers 401 and
@@ -56,31 +59,64 @@ fn fetch_files(
     let dir = super::temp_dir_in(work_dir)?;
     let want = Want::parse(rev)?;
     let auth = Auth::new(credential);
-    let shallow = dir.path().join("shallow.git");
-    let (repo, commit) = match fetch_commit(url, &want, &auth, limits, &shallow) {
-        Ok(found) => found,
-        Err(first) if matches!(want, Want::Commit(_)) && !first.is_limit() => {
-            // The server would not hand out the commit by id (an older protocol, or no such
-            // commit): take every branch and tag with history and look there.
-            fetch_commit(
-                url,
-                &Want::Everything(rev),
-                &auth,
-                limits,
-                &dir.path().join("full.git"),
-            )?
+    let fetch = |limits: &SourceLimits, name: &str| {
+        match fetch_commit(url, &want, &auth, limits, &dir.path().join(name)) {
+            Ok(found) => Ok(found),
+            Err(first) if matches!(want, Want::Commit(_)) && !first.is_limit() => {
+                // The server would not hand out the commit by id (an older protocol, or no
+                // such commit): take every branch and tag with history and look there.
+                fetch_commit(
+                    url,
+                    &Want::Everything(rev),
+                    &auth,
+                    limits,
+                    &dir.path().join(format!("full-{name}")),
+                )
+            }
+            Err(e) => Err(e),
         }
-        Err(e) => return Err(e),
     };
+    let mut warnings = Vec::new();
+    let (repo, commit) = match fetch(limits, "shallow.git") {
+        Err(e)
+            if limits.history_commits > 1
+                && (matches!(e, SourceError::TooLarge { .. }) || !e.is_user_error()) =>
+        {
+            // The history is a ranking signal, the files are the index: a download the history
+            // made too large, or a remote that failed to send it (a server that cannot pack
+            // some old object), is fetched again without it.
+            let why = match e.scrubbed(credential) {
+                SourceError::TooLarge { limit, .. } => {
+                    format!("the download exceeds {limit} bytes")
+                }
+                other => other.to_string(),
+            };
+            warnings.push(format!(
+                "history left out: fetching {} commits of history failed: {why}",
+                limits.history_commits
+            ));
+            let without = SourceLimits {
+                history_commits: 1,
+                ..*limits
+            };
+            fetch(&without, "head.git")?
+        }
+        found => found?,
+    };
+    // HEAD names the fetched commit, so the history walk starts there.
+    let git_dir = repo.git_dir().to_path_buf();
+    std::fs::write(git_dir.join("HEAD"), format!("{commit}\n"))
+        .map_err(SourceError::io("writing HEAD in", &git_dir))?;
     let root = dir.path().join("files");
     std::fs::create_dir(&root).map_err(SourceError::io("creating folder", &root))?;
-    let warnings = write_tree(&repo, commit, &root, limits)?;
+    warnings.extend(write_tree(&repo, commit, &root, limits)?);
     let revision = commit.to_hex().to_string();
     Ok(Fetched {
         root,
         revision: Some(revision.clone()),
         probe_token: Some(revision),
         warnings,
+        git_dir: Some(git_dir),
         _dir: Some(dir),
     })
 }
@@ -214,10 +250,11 @@ impl<'a> Want<'a> {
         }
     }
 
-    fn depth(&self) -> Shallow {
+    /// The commit and `commits - 1` of its ancestors (everything for [`Want::Everything`]).
+    fn depth(&self, commits: u32) -> Shallow {
         match self {
             Want::Everything(_) => Shallow::NoChange,
-            _ => Shallow::DepthAtRemote(NonZeroU32::MIN),
+            _ => Shallow::DepthAtRemote(NonZeroU32::new(commits).unwrap_or(NonZeroU32::MIN)),
         }
     }
 }
@@ -263,7 +300,7 @@ fn fetch_commit(
                 .ok_or_else(|| not_found(url, shown_rev().as_deref()))?,
         ),
     };
-    let prepare = prepare.with_shallow(want.depth());
+    let prepare = prepare.with_shallow(want.depth(limits.history_commits));
 
     // The pack is streamed to disk by gitoxide; a watchdog stops it once it outgrows the limit.
     let interrupt = AtomicBool::new(false);
@@ -644,12 +681,71 @@ mod tests {
         assert_eq!(got.probe_token, got.revision);
         assert!(!got.root.join(".git").exists());
 
-        // Depth 1: the parent commit was not downloaded.
-        let git_dir = got.root.parent().unwrap().join("shallow.git");
+        // With its history (both commits), HEAD set to the fetched commit.
+        let git_dir = got
+            .git_dir
+            .clone()
+            .expect("a git source names its repository");
         let repo = gix::open(&git_dir).unwrap();
         let first = ObjectId::from_hex(fx.first.as_bytes()).unwrap();
+        assert!(repo.has_object(first), "the parent commit came with it");
+        assert_eq!(repo.head_id().unwrap().to_hex().to_string(), fx.second);
+
+        // One commit of history: the parent commit was not downloaded.
+        let limits = SourceLimits {
+            history_commits: 1,
+            ..SourceLimits::default()
+        };
+        let got = fetch_source(&spec(&fx.url, None), None, &limits, work.path()).unwrap();
+        assert_eq!(lib_rs(&got), "// two\n");
+        let git_dir = got.git_dir.clone().unwrap();
+        let repo = gix::open(&git_dir).unwrap();
         assert!(!repo.has_object(first), "a shallow fetch has no history");
         assert!(git_dir.join("shallow").exists());
+        assert_eq!(repo.head_id().unwrap().to_hex().to_string(), fx.second);
+    }
+
+    #[test]
+    fn source_git_history_too_large_is_left_out() {
+        let fx = fixture();
+        // A second file large enough that the commit's history outgrows the limit the commit
+        // alone fits in.
+        let big: String = (0..4000)
+            .map(|i| format!("line {i} of the old text\n"))
+            .collect();
+        std::fs::write(fx.repo.join("old.txt"), &big).unwrap();
+        git(&fx.repo, &["add", "-A"]);
+        git(&fx.repo, &["commit", "-q", "-m", "three"]);
+        git(&fx.repo, &["rm", "-q", "old.txt"]);
+        git(&fx.repo, &["commit", "-q", "-m", "four"]);
+        let work = tempfile::tempdir().unwrap();
+        let alone = fetch_source(
+            &spec(&fx.url, None),
+            None,
+            &SourceLimits {
+                history_commits: 1,
+                ..SourceLimits::default()
+            },
+            work.path(),
+        )
+        .unwrap();
+        let size = folder_size(&alone.git_dir.clone().unwrap().join("objects"));
+        let limits = SourceLimits {
+            max_bytes: size + 2048,
+            ..SourceLimits::default()
+        };
+        let got = fetch_source(&spec(&fx.url, None), None, &limits, work.path()).unwrap();
+        assert_eq!(lib_rs(&got), "// two\n");
+        assert!(
+            got.warnings
+                .iter()
+                .any(|w| w.starts_with("history left out")),
+            "{:?}",
+            got.warnings
+        );
+        let repo = gix::open(got.git_dir.clone().unwrap()).unwrap();
+        let first = ObjectId::from_hex(fx.first.as_bytes()).unwrap();
+        assert!(!repo.has_object(first));
     }
 
     #[test]
@@ -671,14 +767,18 @@ mod tests {
         let got = fetch_source(&spec(&fx.url, Some("main")), None, &limits, work.path()).unwrap();
         assert_eq!(got.revision.as_deref(), Some(fx.second.as_str()));
 
-        // A commit id is fetched directly at depth 1, without the history fallback.
+        // A commit id is fetched directly (here at depth 1), without the fallback that takes
+        // every branch with its whole history.
         let second = ObjectId::from_hex(fx.second.as_bytes()).unwrap();
         let first = ObjectId::from_hex(fx.first.as_bytes()).unwrap();
         let (repo, commit) = fetch_commit(
             &fx.url,
             &Want::Commit(second),
             &Auth::new(None),
-            &limits,
+            &SourceLimits {
+                history_commits: 1,
+                ..limits
+            },
             &work.path().join("by-id.git"),
         )
         .unwrap();
@@ -887,6 +987,7 @@ mod tests {
             max_bytes: 1 << 30,
             max_files: 2,
             network: NetworkPolicy::Open,
+            ..SourceLimits::default()
         };
         let err = fetch_source(&spec(&fx.url, None), None, &few, work.path()).unwrap_err();
         assert!(
@@ -897,6 +998,7 @@ mod tests {
             max_bytes: 8,
             max_files: 100,
             network: NetworkPolicy::Open,
+            ..SourceLimits::default()
         };
         let err = fetch_source(&spec(&fx.url, None), None, &tiny, work.path()).unwrap_err();
         assert!(
@@ -918,6 +1020,7 @@ mod tests {
             max_bytes: 50_000,
             max_files: 100,
             network: NetworkPolicy::Open,
+            ..SourceLimits::default()
         };
         let err = fetch_source(&spec(&fx.url, None), None, &small, work.path()).unwrap_err();
         assert!(

@@ -40,7 +40,16 @@ pub struct SourceLimits {
     pub max_files: u64,
     /// Which hosts and schemes may be reached.
     pub network: NetworkPolicy,
+    /// Commits of a git source's first-parent history fetched with it (at least 1: the commit
+    /// itself), read for which commit wrote each line (the `history` ranking signal). A
+    /// download that would exceed `max_bytes` with them is fetched again without.
+    pub history_commits: u32,
 }
+
+/// Commits of history fetched with a git source by default: as many as the history walk reads
+/// at most ([`crate::history::MAX_COMMITS`]); the measurement found the whole history worth
+/// more than a short window (docs/retrieval.md, "The project's own history").
+pub const DEFAULT_HISTORY_COMMITS: u32 = crate::history::MAX_COMMITS;
 
 impl Default for SourceLimits {
     /// 1 GiB and 200,000 entries: above any repository worth a context window, below a full
@@ -50,6 +59,7 @@ impl Default for SourceLimits {
             max_bytes: 1 << 30,
             max_files: 200_000,
             network: NetworkPolicy::Open,
+            history_commits: DEFAULT_HISTORY_COMMITS,
         }
     }
 }
@@ -70,6 +80,9 @@ pub struct Fetched {
     pub probe_token: Option<String>,
     /// Entries left out on purpose (links leaving the root, submodules), for the user to see.
     pub warnings: Vec<String>,
+    /// For git, the fetched repository (bare, its HEAD the commit `root` holds), where the
+    /// files' history is read; `None` for other sources.
+    pub git_dir: Option<PathBuf>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -348,6 +361,7 @@ fn fetch_local(path: &Path) -> Result<Fetched, SourceError> {
         revision: None,
         probe_token: None,
         warnings: Vec::new(),
+        git_dir: None,
         _dir: None,
     })
 }

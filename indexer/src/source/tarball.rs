@@ -84,6 +84,7 @@ pub(super) fn fetch(
         revision: Some(revision),
         probe_token,
         warnings,
+        git_dir: None,
         _dir: Some(dir),
     })
 }
@@ -597,6 +598,7 @@ mod tests {
             max_bytes: 16 * 1024,
             max_files: 10,
             network: NetworkPolicy::Open,
+            ..SourceLimits::default()
         };
 
         let err =
