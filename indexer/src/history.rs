@@ -196,7 +196,7 @@ pub fn chunk_history(
         Some(w) if w.head == head_id && w.paths == names => w,
         cached => {
             let base = cached.as_ref().filter(|b| b.exact);
-            let mut w = walk(&repo, head, head_tree, &paths, max_commits, base);
+            let mut w = walk(&repo, head, head_tree, &prefix, &paths, max_commits, base);
             w.version = CACHE_VERSION;
             w.shallow = shallow;
             w.head = head_id.clone();
@@ -287,13 +287,17 @@ pub fn head_of(root: &Path, git_dir: Option<&Path>) -> Option<String> {
 }
 
 /// Walks HEAD's first parents until every line of `paths` (full path, lines in HEAD) has its
-/// writer, the root or a shallow boundary is reached, or `max_commits` were walked. Meeting
+/// writer, the root or a shallow boundary is reached, or `max_commits` were walked. Under a
+/// folder `prefix` (`a/b/`) of the repository, a commit that changed nothing in it is passed
+/// over, not counted: the folder's history is the commits that touched it, so a subfolder of a
+/// large repository gets as deep a history as a repository of its own. Meeting
 /// `base`'s HEAD with the lines left all in `base`'s paths, it takes the rest from `base`
 /// instead of walking on ([`splice`]): the same result, the new commits' cost.
 fn walk(
     repo: &gix::Repository,
     head: gix::Commit<'_>,
     head_tree: ObjectId,
+    prefix: &str,
     paths: &[(String, u32)],
     max_commits: u32,
     base: Option<&Walk>,
@@ -342,10 +346,28 @@ fn walk(
             // A shallow clone's boundary: what is older is not known.
             break;
         }
+        // The folder's tree on both sides (the whole tree for the repository's root).
+        let (folder, parent_folder) = if prefix.is_empty() {
+            (Some(tree), parent_tree)
+        } else {
+            let sub = |t: Option<ObjectId>| t.and_then(|t| subtree(repo, t, prefix));
+            (sub(Some(tree)), sub(parent_tree))
+        };
+        if !prefix.is_empty() && folder == parent_folder {
+            // Nothing changed in the folder.
+            let (Some(parent), Some(parent_tree)) = (parent, parent_tree) else {
+                break;
+            };
+            commit = parent;
+            tree = parent_tree;
+            continue;
+        }
         let message = commit.message_raw_sloppy().to_string();
         out.record(&mut vocab, &message);
         let mut changed = Vec::new();
-        changed_paths(repo, parent_tree, tree, "", &mut changed);
+        if let Some(folder) = folder {
+            changed_paths(repo, parent_folder, folder, prefix, &mut changed);
+        }
         let writer = out.writers.len() as u32;
         let mut wrote_any = false;
         for path in changed {
@@ -530,6 +552,16 @@ fn write_cache(file: &Path, walk: &Walk) {
     {
         tracing::debug!(error = %e.error, "history: the walk's cache was not kept");
     }
+}
+
+/// The id of the folder `prefix` (`a/b/`) in `tree`, if it is a folder there.
+fn subtree(repo: &gix::Repository, tree: ObjectId, prefix: &str) -> Option<ObjectId> {
+    let entry = repo
+        .find_tree(tree)
+        .ok()?
+        .lookup_entry_by_path(prefix.trim_end_matches('/'))
+        .ok()??;
+    entry.mode().is_tree().then(|| entry.object_id())
 }
 
 /// The bytes of the blob at `path` in `tree`, if it is a file there.
@@ -782,7 +814,7 @@ mod tests {
     ) -> Walk {
         let c = repo.find_commit(commit).expect("commit");
         let tree = c.tree_id().expect("tree").detach();
-        let mut w = walk(repo, c, tree, paths, max_commits, base);
+        let mut w = walk(repo, c, tree, "", paths, max_commits, base);
         w.head = commit.to_hex().to_string();
         w.paths = paths.iter().map(|p| p.0.clone()).collect();
         w
@@ -853,6 +885,66 @@ mod tests {
         }
         let walked = walk_at(&repo, ids[2], &paths, MAX_COMMITS, Some(&base));
         assert_eq!(walked, walk_at(&repo, ids[2], &paths, MAX_COMMITS, None));
+    }
+
+    /// A subfolder's walk counts only the commits that touched it: commits elsewhere in the
+    /// repository neither use up the bound nor count in the words' frequencies.
+    #[test]
+    fn a_subfolder_walks_only_the_commits_that_touched_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(["-c", "init.defaultBranch=main"])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("git runs");
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        };
+        git(&["init", "-q"]);
+        write("sub/a.txt", "a\nb\nc\n");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "parser one"]);
+        let mut ids = Vec::new();
+        for i in 0..5 {
+            write("top.txt", &format!("{i}\n"));
+            git(&["add", "-A"]);
+            git(&["commit", "-qm", &format!("elsewhere {i}")]);
+            ids.push(git(&["rev-parse", "HEAD"]));
+        }
+        write("sub/a.txt", "a\nB\nc\n");
+        git(&["commit", "-qam", "render two"]);
+        write("top.txt", "last\n");
+        git(&["commit", "-qam", "elsewhere last"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        let repo = gix::open(dir.path()).expect("repository");
+        let at = |id: &str| ObjectId::from_hex(id.as_bytes()).expect("hex");
+        let c = repo.find_commit(at(&head)).expect("commit");
+        let tree = c.tree_id().expect("tree").detach();
+        let paths = vec![("sub/a.txt".to_owned(), 3)];
+        let w = walk(&repo, c.clone(), tree, "sub/", &paths, 2, None);
+        assert_eq!(w.said.len(), 2, "the two commits that touched sub/");
+        assert!(w.complete);
+        assert_eq!(w.writers, ["render two\n", "parser one\n"]);
+        assert_eq!(w.lines["sub/a.txt"], vec![(0, 1, 1), (1, 2, 0), (2, 3, 1)]);
+        // The same bound spent on the whole repository's commits does not reach the first.
+        let whole = walk(&repo, c.clone(), tree, "", &paths, 2, None);
+        assert!(!whole.complete);
+        // From an earlier walk of the subfolder (its HEAD a commit elsewhere), the same result.
+        let mid = repo.find_commit(at(&ids[2])).expect("commit");
+        let mid_tree = mid.tree_id().expect("tree").detach();
+        let mut base = walk(&repo, mid, mid_tree, "sub/", &paths, 2, None);
+        base.head = ids[2].clone();
+        base.paths = vec!["sub/a.txt".to_owned()];
+        let again = walk(&repo, c, tree, "sub/", &paths, 2, Some(&base));
+        assert_eq!(again, w);
     }
 
     #[test]
