@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::recency::{changed_paths, repository_at};
 
 /// The cached walk's layout and rules; a cache of another version is walked again.
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 /// Commits walked back from HEAD at most (the whole history of most repositories: the
 /// measurement found the whole history worth more than the last 500 commits).
