@@ -99,6 +99,10 @@ fn fetch_files(
                 history_commits: 1,
                 ..*limits
             };
+            // The failed attempt's objects would hold on to the room the next one needs.
+            for name in ["shallow.git", "full-shallow.git"] {
+                let _ = std::fs::remove_dir_all(dir.path().join(name));
+            }
             fetch(&without, "head.git")?
         }
         found => found?,
