@@ -195,7 +195,10 @@ pub fn chunk_history(
     let walk = match cached {
         Some(w) if w.head == head_id && w.paths == names => w,
         cached => {
-            let base = cached.as_ref().filter(|b| b.exact);
+            // A shallow repository's boundary can move between fetches (a walk from the new
+            // HEAD could not see what the kept one saw below it): only a full history is
+            // spliced.
+            let base = cached.as_ref().filter(|b| b.exact && !b.shallow);
             let mut w = walk(&repo, head, head_tree, &prefix, &paths, max_commits, base);
             w.version = CACHE_VERSION;
             w.shallow = shallow;
