@@ -30,6 +30,20 @@ const CACHE_VERSION: u32 = 3;
 /// measurement found the whole history worth more than the last 500 commits).
 pub const MAX_COMMITS: u32 = 20_000;
 
+/// Bytes of old and new file versions diffed at most in one walk: a fetched repository is
+/// someone else's input, and a small pack can hold a history that takes hours to diff (every
+/// commit a one-byte change of a large file). The walk ends there, its remaining lines without a
+/// writer. Calibrated on moby (20,000 commits, 13,018 files): docs/retrieval.md.
+const MAX_DIFF_BYTES: u64 = 8 << 30;
+
+/// A file version larger than this is not read: its file's remaining lines get no writer (the
+/// indexed files are smaller; an old version this large is data, or a bomb).
+const MAX_BLOB_BYTES: u64 = 16 << 20;
+
+/// Commits looked at most, walked or passed over (a subfolder passes over the commits that did
+/// not touch it, and a monorepo can have millions).
+const MAX_VISITS: u32 = 10 * MAX_COMMITS;
+
 /// Lines of one file not yet attributed: `cur` in the numbering of the commit being looked at,
 /// starting at line `work` of the work tree's file (0-based).
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +55,7 @@ struct Pending {
 /// What the walk from one HEAD found, for one set of paths: kept in the data directory's
 /// cache, so that re-indexing edits of the work tree (HEAD unmoved) costs a diff of the changed
 /// files instead of the walk, and a later HEAD walks only its new commits ([`splice`]).
-#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Walk {
     /// [`CACHE_VERSION`] of the code that made it.
     version: u32,
@@ -68,9 +82,15 @@ struct Walk {
     /// Every line of `paths` got its writer (the walk did not end at the bound or a shallow
     /// boundary first).
     complete: bool,
-    /// No line was left without a writer because a blob could not be read: only then can a
-    /// later walk stop at this one's HEAD and take the rest from it.
+    /// Nothing but the commit bound, the root or a shallow boundary ended the walk, and no line
+    /// was left without a writer because a blob could not be read (or was too large): only
+    /// then can a later walk stop at this one's HEAD and take the rest from it.
     exact: bool,
+    /// Bytes diffed and commits looked at (at most, for a walk that took the rest from an
+    /// earlier one): a later walk stops here only if its own and these stay within the limits
+    /// that would have ended the whole walk.
+    diffed: u64,
+    visits: u32,
 }
 
 impl Walk {
@@ -86,11 +106,12 @@ impl Walk {
                 .iter()
                 .flatten()
                 .all(|&w| (w as usize) < self.vocab.len())
-            && self
-                .lines
-                .values()
-                .flatten()
-                .all(|&(a, b, w)| a < b && (w as usize) < self.writers.len())
+            && self.lines.values().all(|ranges| {
+                ranges
+                    .iter()
+                    .all(|&(a, b, w)| a < b && (w as usize) < self.writers.len())
+                    && ranges.windows(2).all(|r| r[0].1 <= r[1].0)
+            })
     }
 
     /// Records the walk's next commit, with `message`.
@@ -327,11 +348,22 @@ fn walk(
     let mut commit = head;
     let mut tree = head_tree;
     let mut spliced = false;
+    let (mut diffed, mut visits) = (0u64, 0u32);
     while (out.said.len() as u32) < max_commits && !pending.is_empty() {
+        if diffed > MAX_DIFF_BYTES || visits >= MAX_VISITS {
+            tracing::warn!(diffed, visits, "history: the walk's work limit ended it");
+            out.exact = false;
+            break;
+        }
+        visits += 1;
         if let Some((b, id)) = base
             && commit.id == id
             && pending.keys().all(|p| b.paths.binary_search(p).is_ok())
+            && diffed + b.diffed <= MAX_DIFF_BYTES
+            && visits + b.visits < MAX_VISITS
         {
+            diffed += b.diffed;
+            visits += b.visits;
             splice(&mut out, &mut vocab, &mut pending, b, max_commits);
             spliced = true;
             break;
@@ -392,7 +424,10 @@ fn walk(
                 Some(Blob::Absent) | None => None,
             };
             let (carried, attributed) = match before {
-                Some(before) => step(&lines, &before, &after),
+                Some(before) => {
+                    diffed += (before.len() + after.len()) as u64;
+                    step(&lines, &before, &after)
+                }
                 None => (Vec::new(), lines.iter().map(work_range).collect()),
             };
             if !attributed.is_empty() {
@@ -415,11 +450,14 @@ fn walk(
         tree = parent_tree;
     }
     out.complete = pending.is_empty();
+    out.diffed = diffed;
+    out.visits = visits;
     out.settle();
     tracing::info!(
         commits = out.said.len(),
         writers = out.writers.len(),
         spliced,
+        diffed,
         "history: read which commits wrote the indexed lines"
     );
     out
@@ -450,6 +488,9 @@ fn splice(
             let first = ranges.partition_point(|r| r.1 <= p.cur.start);
             for &(a, b, w) in ranges[first..].iter().take_while(|r| r.0 < p.cur.end) {
                 let (s, e) = (a.max(p.cur.start), b.min(p.cur.end));
+                if s >= e {
+                    continue;
+                }
                 let work = p.work + (s - p.cur.start);
                 found.push((path, work..work + (e - s), w));
                 covered += e - s;
@@ -573,10 +614,16 @@ fn blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Blob {
         return Blob::Unreadable;
     };
     match tree.lookup_entry_by_path(path) {
-        Ok(Some(entry)) if entry.mode().is_blob() => match repo.find_blob(entry.object_id()) {
-            Ok(blob) => Blob::Present(blob.data.clone()),
-            Err(_) => Blob::Unreadable,
-        },
+        Ok(Some(entry)) if entry.mode().is_blob() => {
+            match repo.find_header(entry.object_id()) {
+                Ok(header) if header.size() <= MAX_BLOB_BYTES => {}
+                _ => return Blob::Unreadable,
+            }
+            match repo.find_blob(entry.object_id()) {
+                Ok(blob) => Blob::Present(blob.data.clone()),
+                Err(_) => Blob::Unreadable,
+            }
+        }
         Ok(_) => Blob::Absent,
         Err(_) => Blob::Unreadable,
     }
@@ -587,7 +634,7 @@ enum Blob {
     Present(Vec<u8>),
     /// No file there (or not a regular one).
     Absent,
-    /// There, but its object cannot be read (a partial clone).
+    /// There, but its object cannot be read (a partial clone) or is over [`MAX_BLOB_BYTES`].
     Unreadable,
 }
 
@@ -808,6 +855,14 @@ mod tests {
             .collect()
     }
 
+    /// A walk without what it cost (a walk that took the rest from an earlier one counts the
+    /// earlier one's whole cost, an upper bound of what walking on would have cost).
+    fn found(mut w: Walk) -> Walk {
+        w.diffed = 0;
+        w.visits = 0;
+        w
+    }
+
     fn walk_at(
         repo: &gix::Repository,
         commit: ObjectId,
@@ -847,8 +902,10 @@ mod tests {
                 let earlier = paths_at(&repo, ids[from], &[]);
                 let base = walk_at(&repo, ids[from], &earlier, bound, None);
                 let again = walk_at(&repo, head, &paths, bound, Some(&base));
+                assert!(again.diffed >= whole.diffed && again.visits >= whole.visits);
                 assert_eq!(
-                    again, whole,
+                    found(again),
+                    found(whole.clone()),
                     "seed {seed}, from commit {from}, bound {bound}"
                 );
                 assert!(whole.sound());
@@ -947,7 +1004,7 @@ mod tests {
         base.head = ids[2].clone();
         base.paths = vec!["sub/a.txt".to_owned()];
         let again = walk(&repo, c, tree, "sub/", &paths, 2, Some(&base));
-        assert_eq!(again, w);
+        assert_eq!(found(again), found(w));
     }
 
     #[test]
@@ -963,6 +1020,9 @@ mod tests {
         assert!(w.sound());
         w.lines.insert("b".into(), vec![(0, 3, 1)]);
         assert!(!w.sound(), "a writer that is not there");
+        w.lines
+            .insert("b".into(), vec![(4, 9, 0), (6, 8, 0), (0, 2, 0)]);
+        assert!(!w.sound(), "ranges out of order, overlapping");
         w.lines.remove("b");
         w.depth = vec![2];
         assert!(!w.sound(), "a writer deeper than the walk");

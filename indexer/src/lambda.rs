@@ -277,7 +277,9 @@ pub fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             .filter(|&n| n > 0)
             .ok_or_else(|| {
                 format!("CTXGATE_GIT_HISTORY_COMMITS must be a positive number, not `{v}`")
-            })?,
+            })?
+            // More than the walk reads would only be downloaded.
+            .min(crate::source::DEFAULT_HISTORY_COMMITS),
         Err(_) => crate::source::DEFAULT_HISTORY_COMMITS,
     };
     let function = Arc::new(Function {

@@ -59,58 +59,65 @@ fn fetch_files(
     let dir = super::temp_dir_in(work_dir)?;
     let want = Want::parse(rev)?;
     let auth = Auth::new(credential);
-    let fetch = |limits: &SourceLimits, name: &str| {
-        match fetch_commit(url, &want, &auth, limits, &dir.path().join(name)) {
-            Ok(found) => Ok(found),
-            Err(first) if matches!(want, Want::Commit(_)) && !first.is_limit() => {
-                // The server would not hand out the commit by id (an older protocol, or no
-                // such commit): take every branch and tag with history and look there.
-                fetch_commit(
-                    url,
-                    &Want::Everything(rev),
-                    &auth,
-                    limits,
-                    &dir.path().join(format!("full-{name}")),
-                )
-            }
-            Err(e) => Err(e),
-        }
+    let by_id = matches!(want, Want::Commit(_));
+    let everything = |limits: &SourceLimits| {
+        // The server would not hand out the commit by id (an older protocol, or no such
+        // commit): take every branch and tag with history and look there.
+        fetch_commit(
+            url,
+            &Want::Everything(rev),
+            &auth,
+            limits,
+            &dir.path().join("full.git"),
+        )
     };
     let mut warnings = Vec::new();
-    let (repo, commit) = match fetch(limits, "shallow.git") {
-        Err(e)
-            if limits.history_commits > 1
-                && (matches!(e, SourceError::TooLarge { .. }) || !e.is_user_error()) =>
-        {
-            // The history is a ranking signal, the files are the index: a download the history
-            // made too large, or a remote that failed to send it (a server that cannot pack
-            // some old object), is fetched again without it.
-            let why = match e.scrubbed(credential) {
-                SourceError::TooLarge { limit, .. } => {
-                    format!("the download exceeds {limit} bytes")
+    let (repo, commit) =
+        match fetch_commit(url, &want, &auth, limits, &dir.path().join("shallow.git")) {
+            Ok(found) => found,
+            Err(e)
+                if limits.history_commits > 1
+                    && (matches!(e, SourceError::TooLarge { .. }) || !e.is_user_error()) =>
+            {
+                // The history is a ranking signal, the files are the index: a download the history
+                // made too large, or a remote that failed to send it (a server that cannot pack
+                // some old object), is fetched again without it. The failed attempt's objects
+                // would hold on to the room the next one needs.
+                let why = match e.scrubbed(credential) {
+                    SourceError::TooLarge { limit, .. } => {
+                        format!("the download exceeds {limit} bytes")
+                    }
+                    other => other.to_string(),
+                };
+                warnings.push(format!(
+                    "history left out: fetching {} commits of history failed: {why}",
+                    limits.history_commits
+                ));
+                let _ = std::fs::remove_dir_all(dir.path().join("shallow.git"));
+                let without = SourceLimits {
+                    history_commits: 1,
+                    ..*limits
+                };
+                match fetch_commit(url, &want, &auth, &without, &dir.path().join("head.git")) {
+                    Ok(found) => found,
+                    Err(e) if by_id && !e.is_limit() => {
+                        let _ = std::fs::remove_dir_all(dir.path().join("head.git"));
+                        everything(limits)?
+                    }
+                    Err(e) => return Err(e),
                 }
-                other => other.to_string(),
-            };
-            warnings.push(format!(
-                "history left out: fetching {} commits of history failed: {why}",
-                limits.history_commits
-            ));
-            let without = SourceLimits {
-                history_commits: 1,
-                ..*limits
-            };
-            // The failed attempt's objects would hold on to the room the next one needs.
-            for name in ["shallow.git", "full-shallow.git"] {
-                let _ = std::fs::remove_dir_all(dir.path().join(name));
             }
-            fetch(&without, "head.git")?
-        }
-        found => found?,
-    };
+            Err(e) if by_id && !e.is_limit() => {
+                let _ = std::fs::remove_dir_all(dir.path().join("shallow.git"));
+                everything(limits)?
+            }
+            Err(e) => return Err(e),
+        };
     // HEAD names the fetched commit, so the history walk starts there.
     let git_dir = repo.git_dir().to_path_buf();
-    std::fs::write(git_dir.join("HEAD"), format!("{commit}\n"))
-        .map_err(SourceError::io("writing HEAD in", &git_dir))?;
+    if let Err(e) = std::fs::write(git_dir.join("HEAD"), format!("{commit}\n")) {
+        warnings.push(format!("history left out: HEAD could not be set: {e}"));
+    }
     let root = dir.path().join("files");
     std::fs::create_dir(&root).map_err(SourceError::io("creating folder", &root))?;
     warnings.extend(write_tree(&repo, commit, &root, limits)?);

@@ -47,9 +47,10 @@ pub struct SourceLimits {
 }
 
 /// Commits of history fetched with a git source by default: as many as the history walk reads
-/// at most ([`crate::history::MAX_COMMITS`]); the measurement found the whole history worth
-/// more than a short window (docs/retrieval.md, "The project's own history").
-pub const DEFAULT_HISTORY_COMMITS: u32 = crate::history::MAX_COMMITS;
+/// at most ([`crate::history::MAX_COMMITS`]), and the one below them (a shallow fetch's last
+/// commit is its boundary, not walked); the measurement found the whole history worth more
+/// than a short window (docs/retrieval.md, "The project's own history").
+pub const DEFAULT_HISTORY_COMMITS: u32 = crate::history::MAX_COMMITS + 1;
 
 impl Default for SourceLimits {
     /// 1 GiB and 200,000 entries: above any repository worth a context window, below a full
