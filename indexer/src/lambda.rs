@@ -27,8 +27,9 @@
 //! is published with its chunks' embeddings from that OpenAI-compatible API
 //! ([`embed_endpoint`]); the key is `CTXGATE_EMBED_API_KEY`, or the string of the Secrets
 //! Manager secret `CTXGATE_EMBED_API_KEY_SECRET` (read at start-up).
-//! `CTXGATE_GIT_HISTORY_COMMITS` (default 20,000) is how many commits of a git source's history
-//! are fetched with it, for the `history` ranking signal; 1 fetches the commit alone.
+//! `CTXGATE_GIT_HISTORY_COMMITS` (default and at most 20,001: the commit and the 20,000 the walk
+//! reads) is how many commits of a git source's history are fetched with it, for the `history`
+//! ranking signal; 1 fetches the commit alone.
 
 use std::path::PathBuf;
 use std::sync::Arc;
