@@ -761,22 +761,25 @@ mod tests {
         assert_eq!(line_count(b"a\nb"), 2);
     }
 
+    /// Runs the git CLI in `dir` with a fixed identity; its output, trimmed.
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(["-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     /// A repository made with the git CLI: `commits` commits of random edits to four files
     /// (two rewritten a third of the way, one added half-way, one deleted near the end),
     /// returning the folder and each commit's id.
     fn random_history(seed: u64, commits: usize) -> (tempfile::TempDir, Vec<ObjectId>) {
         let dir = tempfile::tempdir().expect("temp dir");
-        let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-                .args(["-c", "init.defaultBranch=main"])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("git runs");
-            assert!(ok.status.success(), "git {args:?}");
-            String::from_utf8_lossy(&ok.stdout).trim().to_owned()
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         git(&["init", "-q"]);
         let mut state = seed;
         let mut next = |n: usize| {
@@ -952,17 +955,7 @@ mod tests {
     #[test]
     fn a_subfolder_walks_only_the_commits_that_touched_it() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-                .args(["-c", "init.defaultBranch=main"])
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("git runs");
-            assert!(out.status.success(), "git {args:?}");
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         let write = |rel: &str, text: &str| {
             let p = dir.path().join(rel);
             std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
