@@ -385,8 +385,18 @@ fn walk(
         let (folder, parent_folder) = if prefix.is_empty() {
             (Some(tree), parent_tree)
         } else {
-            let sub = |t: Option<ObjectId>| t.and_then(|t| subtree(repo, t, prefix));
-            (sub(Some(tree)), sub(parent_tree))
+            let sub = |t: Option<ObjectId>| match t {
+                Some(t) => subtree(repo, t, prefix),
+                None => Ok(None),
+            };
+            match (sub(Some(tree)), sub(parent_tree)) {
+                (Ok(folder), Ok(parent_folder)) => (folder, parent_folder),
+                _ => {
+                    // A tree that cannot be read (a partial clone): see below.
+                    out.exact = false;
+                    break;
+                }
+            }
         };
         if !prefix.is_empty() && folder == parent_folder {
             // Nothing changed in the folder.
@@ -397,12 +407,20 @@ fn walk(
             tree = parent_tree;
             continue;
         }
+        let mut changed = Vec::new();
+        let read = match folder {
+            Some(folder) => changed_paths(repo, parent_folder, folder, prefix, &mut changed),
+            None => true,
+        };
+        if !read {
+            // A tree this commit changed cannot be read (a partial clone): what it wrote, and
+            // so where the older lines are, is not known. Lines left get no writer rather than
+            // a wrong one.
+            out.exact = false;
+            break;
+        }
         let message = commit.message_raw_sloppy().to_string();
         out.record(&mut vocab, &message);
-        let mut changed = Vec::new();
-        if let Some(folder) = folder {
-            changed_paths(repo, parent_folder, folder, prefix, &mut changed);
-        }
         let writer = out.writers.len() as u32;
         let mut wrote_any = false;
         for path in changed {
@@ -598,14 +616,15 @@ fn write_cache(file: &Path, walk: &Walk) {
     }
 }
 
-/// The id of the folder `prefix` (`a/b/`) in `tree`, if it is a folder there.
-fn subtree(repo: &gix::Repository, tree: ObjectId, prefix: &str) -> Option<ObjectId> {
+/// The id of the folder `prefix` (`a/b/`) in `tree`, if it is a folder there; `Err` when a
+/// tree on the way cannot be read (a partial clone).
+fn subtree(repo: &gix::Repository, tree: ObjectId, prefix: &str) -> Result<Option<ObjectId>, ()> {
     let entry = repo
         .find_tree(tree)
-        .ok()?
+        .map_err(drop)?
         .lookup_entry_by_path(prefix.trim_end_matches('/'))
-        .ok()??;
-    entry.mode().is_tree().then(|| entry.object_id())
+        .map_err(drop)?;
+    Ok(entry.and_then(|e| e.mode().is_tree().then(|| e.object_id())))
 }
 
 /// The bytes of the blob at `path` in `tree`, if it is a file there.
@@ -998,6 +1017,57 @@ mod tests {
         base.paths = vec!["sub/a.txt".to_owned()];
         let again = walk(&repo, c, tree, "sub/", &paths, 2, Some(&base));
         assert_eq!(found(again), found(w));
+    }
+
+    /// A tree a commit changed that cannot be read (a partial clone) ends the walk: the lines
+    /// left get no writer, not the writer of whatever older commit can be read.
+    #[test]
+    fn an_unreadable_tree_ends_the_walk() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let git = |args: &[&str]| git_in(dir.path(), args);
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        };
+        git(&["init", "-q"]);
+        write("sub/a.txt", "a\nb\nc\n");
+        write("top.txt", "0\n");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "one"]);
+        write("sub/a.txt", "a\nB\nc\n");
+        git(&["commit", "-qam", "two"]);
+        write("top.txt", "1\n");
+        git(&["commit", "-qam", "three"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        // `sub` as "two" left it (and "three" kept it): its tree object goes missing.
+        let sub = git(&["rev-parse", "HEAD:sub"]);
+        std::fs::remove_file(
+            dir.path()
+                .join(".git/objects")
+                .join(&sub[..2])
+                .join(&sub[2..]),
+        )
+        .expect("a loose tree object");
+        let repo = gix::open(dir.path()).expect("repository");
+        let c = repo
+            .find_commit(ObjectId::from_hex(head.as_bytes()).expect("hex"))
+            .expect("commit");
+        let tree = c.tree_id().expect("tree").detach();
+        let w = walk(
+            &repo,
+            c,
+            tree,
+            "",
+            &[("sub/a.txt".to_owned(), 3)],
+            MAX_COMMITS,
+            None,
+        );
+        assert!(!w.exact && !w.complete, "{w:?}");
+        assert!(
+            !w.writers.iter().any(|m| m.starts_with("one")),
+            "line 2 is not given to the first commit: {w:?}"
+        );
     }
 
     #[test]

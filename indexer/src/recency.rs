@@ -117,19 +117,20 @@ fn tree_has(repo: &gix::Repository, tree: ObjectId, path: &str) -> Option<bool> 
 
 /// Files added or modified from `old` to `new` (deletions are not files any more), under
 /// `prefix`. Subtrees with the same id on both sides are skipped whole, so a commit costs
-/// about as much as the folders it touched.
+/// about as much as the folders it touched. `false` when some tree could not be read (a
+/// partial clone): `out` then misses what changed below it.
 pub(crate) fn changed_paths(
     repo: &gix::Repository,
     old: Option<ObjectId>,
     new: ObjectId,
     prefix: &str,
     out: &mut Vec<String>,
-) {
+) -> bool {
     if old == Some(new) {
-        return;
+        return true;
     }
     let Ok(new_tree) = repo.find_tree(new) else {
-        return;
+        return false;
     };
     let Ok(new_entries) = new_tree.decode().map(|t| {
         t.entries
@@ -137,19 +138,22 @@ pub(crate) fn changed_paths(
             .map(|e| (e.filename.to_string(), e.mode, e.oid.to_owned()))
             .collect::<Vec<_>>()
     }) else {
-        return;
+        return false;
     };
-    let old_entries: HashMap<String, (gix::object::tree::EntryMode, ObjectId)> = old
-        .and_then(|id| repo.find_tree(id).ok())
-        .and_then(|t| {
+    let old_entries: Option<HashMap<String, (gix::object::tree::EntryMode, ObjectId)>> = match old {
+        None => Some(HashMap::new()),
+        Some(id) => repo.find_tree(id).ok().and_then(|t| {
             t.decode().ok().map(|t| {
                 t.entries
                     .iter()
                     .map(|e| (e.filename.to_string(), (e.mode, e.oid.to_owned())))
                     .collect()
             })
-        })
-        .unwrap_or_default();
+        }),
+    };
+    let read = old_entries.is_some();
+    let old_entries = old_entries.unwrap_or_default();
+    let mut complete = read;
     for (name, mode, oid) in new_entries {
         let before = old_entries.get(&name);
         if before.is_some_and(|(_, o)| *o == oid) {
@@ -158,9 +162,10 @@ pub(crate) fn changed_paths(
         let path = format!("{prefix}{name}");
         if mode.is_tree() {
             let old_sub = before.filter(|(m, _)| m.is_tree()).map(|(_, o)| *o);
-            changed_paths(repo, old_sub, oid, &format!("{path}/"), out);
+            complete &= changed_paths(repo, old_sub, oid, &format!("{path}/"), out);
         } else if mode.is_blob_or_symlink() {
             out.push(path);
         }
     }
+    complete
 }
