@@ -793,6 +793,13 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Writes `text` to `rel` under `dir`, making its folders.
+    fn write_in(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
     /// A repository made with the git CLI: `commits` commits of random edits to four files
     /// (two rewritten a third of the way, one added half-way, one deleted near the end),
     /// returning the folder and each commit's id.
@@ -975,11 +982,7 @@ mod tests {
     fn a_subfolder_walks_only_the_commits_that_touched_it() {
         let dir = tempfile::tempdir().expect("temp dir");
         let git = |args: &[&str]| git_in(dir.path(), args);
-        let write = |rel: &str, text: &str| {
-            let p = dir.path().join(rel);
-            std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        };
+        let write = |rel: &str, text: &str| write_in(dir.path(), rel, text);
         git(&["init", "-q"]);
         write("sub/a.txt", "a\nb\nc\n");
         git(&["add", "-A"]);
@@ -1025,11 +1028,7 @@ mod tests {
     fn an_unreadable_tree_ends_the_walk() {
         let dir = tempfile::tempdir().expect("temp dir");
         let git = |args: &[&str]| git_in(dir.path(), args);
-        let write = |rel: &str, text: &str| {
-            let p = dir.path().join(rel);
-            std::fs::create_dir_all(p.parent().expect("a folder")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        };
+        let write = |rel: &str, text: &str| write_in(dir.path(), rel, text);
         git(&["init", "-q"]);
         write("sub/a.txt", "a\nb\nc\n");
         write("top.txt", "0\n");
