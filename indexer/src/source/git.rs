@@ -89,17 +89,21 @@ fn fetch_files(
                     }
                     other => other.to_string(),
                 };
-                warnings.push(format!(
-                    "history left out: fetching {} commits of history failed: {why}",
-                    limits.history_commits
-                ));
                 let _ = std::fs::remove_dir_all(dir.path().join("shallow.git"));
                 let without = SourceLimits {
                     history_commits: 1,
                     ..*limits
                 };
                 match fetch_commit(url, &want, &auth, &without, &dir.path().join("head.git")) {
-                    Ok(found) => found,
+                    Ok(found) => {
+                        warnings.push(format!(
+                            "history left out: fetching {} commits of history failed: {why}",
+                            limits.history_commits
+                        ));
+                        found
+                    }
+                    // The commit itself is refused by id (not its history): all branches with
+                    // their history, as without history asked for.
                     Err(e) if by_id && !e.is_limit() => {
                         let _ = std::fs::remove_dir_all(dir.path().join("head.git"));
                         everything(limits)?
