@@ -172,9 +172,7 @@ fn fetch_and_index(
     let probe = probe_revision(source, credential.as_ref(), ctx.limits.network)?;
     let fetched = fetch(source, credential.as_ref(), &ctx.limits, ctx.work_dir)?;
     drop(credential);
-    for warning in &fetched.warnings {
-        tracing::warn!(project = %target.id, "{warning}");
-    }
+    fetched.log_warnings(&target.id);
     job.revision = fetched.revision.clone();
     job.stage = "index".into();
     job.updated_ms = now_ms();

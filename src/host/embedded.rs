@@ -183,9 +183,7 @@ impl EmbeddedBackend {
             let outcome = fetched.and_then(|fetched| {
                 job.revision = fetched.revision.clone();
                 job.stage = "index".into();
-                for warning in &fetched.warnings {
-                    tracing::warn!(project = %target.id, "{warning}");
-                }
+                fetched.log_warnings(&target.id);
                 target.origin = fetched_origin(&spec, fetched.revision.as_deref());
                 target.git_dir = fetched.git_dir.clone();
                 index_project(&store, &target, &fetched.root, &opts, &NoProgress)

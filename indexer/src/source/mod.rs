@@ -87,6 +87,16 @@ pub struct Fetched {
     _dir: Option<tempfile::TempDir>,
 }
 
+impl Fetched {
+    /// Logs [`Self::warnings`] for `project`: what was left out (history, links, submodules)
+    /// changes what the index holds, so every host that fetches says it the same way.
+    pub fn log_warnings(&self, project: &dyn std::fmt::Display) {
+        for warning in &self.warnings {
+            tracing::warn!(project = %project, "{warning}");
+        }
+    }
+}
+
 /// Everything that can stop fetching a source.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
