@@ -380,10 +380,7 @@ fn walk(
         let (folder, parent_folder) = if prefix.is_empty() {
             (Some(tree), parent_tree)
         } else {
-            let sub = |t: Option<ObjectId>| match t {
-                Some(t) => subtree(repo, t, prefix),
-                None => Ok(None),
-            };
+            let sub = |t: Option<ObjectId>| t.map_or(Ok(None), |t| subtree(repo, t, prefix));
             match (sub(Some(tree)), sub(parent_tree)) {
                 (Ok(folder), Ok(parent_folder)) => (folder, parent_folder),
                 _ => {

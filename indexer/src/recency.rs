@@ -151,9 +151,8 @@ pub(crate) fn changed_paths(
             })
         }),
     };
-    let read = old_entries.is_some();
+    let mut complete = old_entries.is_some();
     let old_entries = old_entries.unwrap_or_default();
-    let mut complete = read;
     for (name, mode, oid) in new_entries {
         let before = old_entries.get(&name);
         if before.is_some_and(|(_, o)| *o == oid) {
