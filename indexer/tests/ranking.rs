@@ -135,3 +135,78 @@ fn a_query_matching_thousands_of_chunks_keeps_the_budget_and_the_best() {
     assert_eq!(report.pieces[0].path, "core/retry.py");
     assert!(report.pieces.len() > 10, "the room is still filled");
 }
+
+/// Built output, vendored copies and fuzz seeds that match a question are left out of code
+/// context and counted in a warning, unless the request names them; a question about a default
+/// finds the constant that sets it.
+#[test]
+fn set_aside_files_are_left_out_and_defaults_are_found() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    write(
+        root,
+        "src/client.js",
+        "const DEFAULT_TIMEOUT_MS = 30000;\nconst RETRY_LIMIT = 2;\n\nfunction send(request, options) {\n  const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;\n  return fetchWithTimeout(request, timeout);\n}\n\nmodule.exports = { send };\n",
+    );
+    write(
+        root,
+        "dist/client.js",
+        "const DEFAULT_TIMEOUT_MS = 30000;\nfunction send(request, options) { const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS; return fetchWithTimeout(request, timeout); }\n",
+    );
+    write(
+        root,
+        "vendor/fetch/timeout.js",
+        "function fetchWithTimeout(request, timeout) { return fetch(request, { signal: AbortSignal.timeout(timeout) }); }\n",
+    );
+    for i in 0..5 {
+        write(root, &format!("fuzz/seeds/send/s{i}"), "timeout request");
+    }
+    // More code than the budget holds, so that the answer is chosen, not the whole tree.
+    let filler: String = (0..600)
+        .map(|i| format!("function layout{i}(node) {{ return node.width * {i} + node.height; }}\n"))
+        .collect();
+    write(root, "src/layout.js", &filler);
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let question = "what is the default timeout of a request?";
+    let report = assemble(
+        &store,
+        &Catalog::builtin(),
+        &request(root, question, 4000),
+        &NoProgress,
+    )
+    .unwrap();
+    let paths: Vec<&str> = report.pieces.iter().map(|p| p.path.as_str()).collect();
+    assert!(paths.contains(&"src/client.js"), "{paths:?}");
+    assert!(
+        paths.iter().all(|p| !p.starts_with("dist/")
+            && !p.starts_with("vendor/")
+            && !p.starts_with("fuzz/")),
+        "{paths:?}"
+    );
+    let note = report
+        .warnings
+        .iter()
+        .find(|w| w.contains("set aside"))
+        .expect("a warning counts what was set aside");
+    assert!(
+        note.contains("data: 5") && note.contains("generated: 1"),
+        "{note}"
+    );
+    let client = report
+        .pieces
+        .iter()
+        .find(|p| p.path == "src/client.js")
+        .unwrap();
+    assert!(client.start_line <= 1 && client.end_line >= 1, "{client:?}");
+
+    // Named, a set-aside file is the request's subject like any other.
+    let named = assemble(
+        &store,
+        &Catalog::builtin(),
+        &request(root, "what does dist/client.js export?", 4000),
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(named.pieces.iter().any(|p| p.path == "dist/client.js"));
+}

@@ -43,6 +43,7 @@ pub mod intent;
 pub mod item_key;
 pub mod lexical;
 pub mod order;
+pub mod path_kind;
 pub mod profile;
 pub mod quota;
 pub mod rank;

@@ -31,6 +31,7 @@ use serde::Serialize;
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 
+mod defaults;
 mod depth;
 mod history;
 mod learned;
@@ -39,6 +40,7 @@ pub use learned::features as learned_features;
 mod neighbours;
 mod signals;
 
+pub use defaults::{boost_defaults, is_question};
 pub use depth::deepen_around_strong_chunks;
 pub use history::rerank_by_history;
 pub use neighbours::spread_to_neighbours;
@@ -200,6 +202,23 @@ pub struct Weights {
     /// How much the history signal raises a score: `score × (1 + history × signal)`
     /// ([`rerank_by_history`]; 0 = off).
     pub history: f32,
+    /// How much a path word's commonness among the repository's paths weakens the path
+    /// signal: each word counts `rarity^path_rarity`, where rarity is 1 for a word in one
+    /// path and falls to 0 for a word in every path (0 = off, every path word counts in full).
+    pub path_rarity: f32,
+    /// Multiplier for files set aside from code context ([`crate::path_kind::SetAside`]: built
+    /// output, vendored code, seeds and tiny data files) unless the request names them
+    /// (1 = off).
+    pub set_aside_prior: f32,
+    /// How much a request that asks for a default raises the chunks that usually set them
+    /// (`rank/defaults.rs`: constant blocks, constructors, functions named for defaults; 1 =
+    /// off).
+    pub defaults: f32,
+    /// The path weight ([`Weights::path`]) for a question ([`is_question`]): a question's
+    /// words name what it is about in prose ("how is the token budget enforced?"), and a file
+    /// named after one of them is less often the answer than a changed file is in a change
+    /// request.
+    pub question_path: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -286,6 +305,18 @@ pub const DEPTH_CALLS: f32 = 1.0;
 /// commits, against 0.25-0.5 and the best commit alone), at every budget.
 pub const HISTORY_WEIGHT: f32 = 1.0;
 
+/// See [`Weights::path_rarity`]: measured in docs/retrieval.md, "Questions".
+pub const PATH_RARITY: f32 = 0.0;
+
+/// See [`Weights::defaults`]: measured in docs/retrieval.md, "Questions".
+pub const DEFAULTS_BOOST: f32 = 1.5;
+
+/// See [`Weights::question_path`]: measured in docs/retrieval.md, "Questions".
+pub const QUESTION_PATH: f32 = 0.5;
+
+/// See [`Weights::set_aside_prior`]: measured in docs/retrieval.md, "Questions".
+pub const SET_ASIDE_PRIOR: f32 = 0.0;
+
 /// How many users of a named symbol get the reference signal: the most relevant ones by their
 /// own lexical score, so that a symbol used everywhere does not flood the budget.
 pub const REFERENCE_USERS: usize = 4;
@@ -320,6 +351,10 @@ impl Default for Weights {
             learned: LEARNED_WEIGHT,
             signposts: SIGNPOSTS,
             history: HISTORY_WEIGHT,
+            path_rarity: PATH_RARITY,
+            set_aside_prior: SET_ASIDE_PRIOR,
+            defaults: DEFAULTS_BOOST,
+            question_path: QUESTION_PATH,
         }
     }
 }
@@ -350,6 +385,19 @@ impl Weights {
                 + self.mention * s.mention
                 + self.path * s.path
                 + self.dense * s.dense)
+    }
+
+    /// These weights as they apply to `query`: a question ([`is_question`]) takes
+    /// [`Weights::question_path`] for its path weight.
+    pub fn for_query(&self, query: &str) -> Self {
+        if is_question(query) {
+            Self {
+                path: self.question_path,
+                ..*self
+            }
+        } else {
+            *self
+        }
     }
 
     /// These weights as they apply to a `budget`: the learned ranker fades out between
@@ -400,6 +448,10 @@ impl Weights {
                 "learned" => &mut self.learned,
                 "signposts" => &mut self.signposts,
                 "history" => &mut self.history,
+                "path_rarity" => &mut self.path_rarity,
+                "set_aside_prior" => &mut self.set_aside_prior,
+                "defaults" => &mut self.defaults,
+                "question_path" => &mut self.question_path,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;
@@ -506,7 +558,7 @@ pub fn rank(
     signals::set_priors(&mut touched, derived, &mentioned, analysis, weights);
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
-        signals::set_path(&mut touched, pack, term_idf);
+        signals::set_path(&mut touched, pack, term_idf, weights.path_rarity);
     }
     // Recency of the file, for chunks that already have evidence (reported even when its
     // weight is 0).
@@ -606,45 +658,7 @@ fn decay_by_file(
     sort_best_first(ranked);
 }
 
-/// Test code by the usual conventions of the indexed languages.
-pub fn is_test_path(path: &str) -> bool {
-    // Called for every candidate of every request: no allocation beyond the lowercase copy.
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    const DIRS: [&str; 9] = [
-        "/test/",
-        "/tests/",
-        "/testing/",
-        "/__tests__/",
-        "/spec/",
-        "/specs/",
-        "/testdata/",
-        "/fixtures/",
-        "/e2e/",
-    ];
-    DIRS.iter()
-        .any(|d| lower.starts_with(&d[1..]) || lower.contains(d))
-        || name.starts_with("test_")
-        || name.ends_with("_test.go")
-        || name.ends_with("_test.py")
-        || name.ends_with("_tests.rs")
-        || name == "tests.rs"
-        || name == "conftest.py"
-        || [".test.", ".spec."].iter().any(|m| name.contains(m))
-}
-
-/// Prose rather than code: Markdown, text, changelogs.
-pub fn is_doc_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    [".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc"]
-        .iter()
-        .any(|e| name.ends_with(e))
-        || name.starts_with("changelog")
-        || name.starts_with("changes")
-        || lower.starts_with("docs/")
-        || lower.contains("/docs/")
-}
+pub use crate::path_kind::{is_doc_path, is_test_path};
 
 /// Whether a repository path is the one the request names (`src/a.rs`, `a.rs`, `./src/a.rs`).
 fn path_matches(repo_path: &str, named: &str) -> bool {
@@ -667,27 +681,6 @@ mod tests {
         assert!(!path_matches("src/mycontext.go", "context.go"));
         assert_eq!(name_key("HttpClient::send"), "send");
         assert_eq!(name_key("a.b.c"), "c");
-    }
-
-    #[test]
-    fn test_and_doc_paths() {
-        for p in [
-            "tests/cli.rs",
-            "src/foo_test.go",
-            "pkg/__tests__/a.js",
-            "lib/a.spec.ts",
-            "test_core.py",
-            "a/testdata/x.json",
-        ] {
-            assert!(is_test_path(p), "{p}");
-        }
-        for p in ["src/testing_utils_impl.rs", "src/contest.rs", "latest/x.go"] {
-            assert!(!is_test_path(p), "{p}");
-        }
-        for p in ["README.md", "CHANGELOG", "docs/guide.html", "notes.txt"] {
-            assert!(is_doc_path(p), "{p}");
-        }
-        assert!(!is_doc_path("src/main.rs"));
     }
 
     #[test]

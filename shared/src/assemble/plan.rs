@@ -13,8 +13,8 @@ use crate::intent::QueryAnalysis;
 use crate::lexical::query_terms;
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
 use crate::rank::{
-    Ranked, Signals, deepen_around_strong_chunks, diversify, rank, rerank_by_history,
-    spread_to_neighbours,
+    Ranked, Signals, boost_defaults, deepen_around_strong_chunks, diversify, rank,
+    rerank_by_history, spread_to_neighbours,
 };
 use crate::select::Candidate;
 
@@ -103,7 +103,7 @@ pub fn plan(
     let terms = query_terms(&search_text);
     let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
-    let weights = &options.weights.at_budget(budget);
+    let weights = &options.weights.at_budget(budget).for_query(query);
     let excluded = excluded(options, budget);
     let mut ranked = rank(
         pack,
@@ -114,6 +114,10 @@ pub fn plan(
         weights,
         &retrieved.named,
     );
+    if let Some(note) = set_aside_note(pack, &retrieved.hits, &ranked) {
+        warnings.push(note);
+    }
+    boost_defaults(pack, &mut ranked, query, weights.defaults);
     rerank_by_history(pack, &mut ranked, &search_text, weights.history);
     spread_to_neighbours(pack, &mut ranked, weights, budget);
     diversify(
@@ -182,6 +186,45 @@ pub fn plan(
         alternatives: weights.alternatives.max(0.0) as usize,
         without_summaries: options.without_summaries,
     })
+}
+
+/// Names how many files that matched the request were set aside from code context
+/// ([`crate::path_kind::SetAside`]: built output, vendored code, seeds and tiny data files) and
+/// left out for it, by reason; `None` when none was.
+fn set_aside_note(pack: &IndexPack, hits: &[(u32, f32)], ranked: &[Ranked]) -> Option<String> {
+    let derived = pack.derived();
+    let ranked_files: HashSet<u32> = ranked
+        .iter()
+        .filter_map(|r| derived.chunk_file.get(r.chunk as usize).copied())
+        .collect();
+    let mut left: HashMap<u32, &'static str> = HashMap::default();
+    for &(c, _) in hits {
+        let Some(&f) = derived.chunk_file.get(c as usize) else {
+            continue;
+        };
+        if let Some(Some(kind)) = derived.set_aside.get(f as usize)
+            && !ranked_files.contains(&f)
+        {
+            left.insert(f, kind.reason());
+        }
+    }
+    if left.is_empty() {
+        return None;
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for reason in left.values() {
+        match counts.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((reason, 1)),
+        }
+    }
+    counts.sort_unstable();
+    let by_reason: Vec<String> = counts.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+    Some(format!(
+        "left out {} matching file(s) set aside from code context ({}); name a file in the request to include it",
+        left.len(),
+        by_reason.join(", ")
+    ))
 }
 
 /// The ranking split for selection: what may be chosen, what the caller already has, and what

@@ -4,6 +4,7 @@
 //! to find each file's neighbours a few percent more.
 
 use crate::graph::ImportGraph;
+use crate::path_kind::{SetAside, declaration_copies, is_tiny_data, set_aside_by_path};
 
 use super::{ChunkRecord, FileEntry};
 
@@ -25,6 +26,8 @@ pub struct Derived {
     pub test_file: Vec<bool>,
     /// Whether each file is documentation ([`crate::rank::is_doc_path`]).
     pub doc_file: Vec<bool>,
+    /// Why each file is set aside from code context, if it is ([`SetAside`]).
+    pub set_aside: Vec<Option<SetAside>>,
     /// Each file's import neighbours in either direction ([`ImportGraph::neighbours`]), flat:
     /// `neighbour_files[neighbour_ends[f-1]..neighbour_ends[f]]` — one vector per file cost
     /// an allocation per file in every isolate ([`Derived::neighbours`] reads it).
@@ -107,17 +110,19 @@ impl Derived {
             neighbour_ends.push(neighbour_files.len() as u32);
         }
         neighbour_files.shrink_to_fit();
+        let set_aside = set_aside(files, chunks);
         Self {
             term_files,
             term_file_ends,
             test_file: files
                 .iter()
-                .map(|f| crate::rank::is_test_path(&f.path))
+                .map(|f| crate::path_kind::is_test_path(&f.path))
                 .collect(),
             doc_file: files
                 .iter()
-                .map(|f| crate::rank::is_doc_path(&f.path))
+                .map(|f| crate::path_kind::is_doc_path(&f.path))
                 .collect(),
+            set_aside,
             neighbour_files,
             neighbour_ends,
             chunk_file: chunks.iter().map(|c| c.file).collect(),
@@ -194,6 +199,47 @@ impl Derived {
         let end = self.term_file_ends.get(t).copied().unwrap_or(0) as usize;
         self.term_files.get(start..end).unwrap_or_default()
     }
+}
+
+/// Why each file is set aside ([`SetAside`]): by its path, as a declaration copy of a source in
+/// the tree, or as a tiny data file (its tokens in the first counted encoding).
+fn set_aside(files: &[FileEntry], chunks: &[ChunkRecord]) -> Vec<Option<SetAside>> {
+    let copies = declaration_copies(files.iter().map(|f| f.path.as_str()));
+    files
+        .iter()
+        .zip(copies)
+        .map(|(f, copy)| {
+            set_aside_by_path(&f.path).or_else(|| {
+                let tokens = || -> u32 {
+                    let first = f.first_chunk as usize;
+                    let last = first.saturating_add(f.chunk_count as usize);
+                    chunks
+                        .get(first..last.min(chunks.len()))
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|c| c.tokens.first().copied().unwrap_or(0))
+                        .sum()
+                };
+                if copy {
+                    Some(SetAside::Generated)
+                } else if f.skipped.is_none()
+                    && is_tiny_data(
+                        &f.path
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or(&f.path)
+                            .to_ascii_lowercase(),
+                        &f.language,
+                        tokens(),
+                    )
+                {
+                    Some(SetAside::Data)
+                } else {
+                    None
+                }
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
