@@ -97,12 +97,34 @@ pub(super) fn merge(
     Ok(m)
 }
 
-/// A warning for each file skipped because it is not UTF-8 (users expect to hear of those).
-pub(super) fn utf8_warnings(files: &[FileEntry]) -> impl Iterator<Item = String> + '_ {
-    files.iter().filter_map(|f| {
+/// A warning for each file skipped because it is not UTF-8 (users expect to hear of those),
+/// but one for all of those in folders of seeds, corpora and snapshots, whose binary inputs are
+/// expected there ([`ctxgate_core::path_kind::set_aside_by_path`]).
+pub(super) fn utf8_warnings(files: &[FileEntry]) -> Vec<String> {
+    let not_utf8 = files.iter().filter_map(|f| {
         f.skipped
             .as_ref()
             .filter(|reason| reason.starts_with("not valid UTF-8"))
-            .map(|reason| format!("skipped `{}`: {reason}", f.path))
-    })
+            .map(|reason| (f, reason))
+    });
+    let mut warnings = Vec::new();
+    let mut data: Vec<&str> = Vec::new();
+    for (f, reason) in not_utf8 {
+        if ctxgate_core::path_kind::set_aside_by_path(&f.path)
+            == Some(ctxgate_core::path_kind::SetAside::Data)
+        {
+            data.push(&f.path);
+        } else {
+            warnings.push(format!("skipped `{}`: {reason}", f.path));
+        }
+    }
+    match data.as_slice() {
+        [] => {}
+        [one] => warnings.push(format!("skipped `{one}`: not valid UTF-8 (a data folder)")),
+        [first, ..] => warnings.push(format!(
+            "skipped {} files in seed, corpus and snapshot folders that are not valid UTF-8 (`{first}`, …)",
+            data.len()
+        )),
+    }
+    warnings
 }
