@@ -411,15 +411,23 @@ pub struct ServeArgs {
     /// AWS_ENDPOINT_URL). Organisations, keys, quotas and audit stay in the data directory.
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Let `POST /v1/projects` index folders on this machine (only on servers you trust).
-    #[arg(long)]
+    /// A folder of this machine whose contents API callers may index as local sources
+    /// (repeatable): a folder or `file://` git repository inside one, named by an absolute path
+    /// without `..` and not leaving it through a symbolic link, is read for any org's key;
+    /// any other local source is refused (403 `source_not_allowed`, the same whether or not
+    /// it exists). Without it, local sources are refused (403 `source_refused`).
+    #[arg(long = "local-root", value_name = "DIR")]
+    pub local_roots: Vec<PathBuf>,
+    /// Removed: it let any key read any folder; name folders with `--local-root DIR`.
+    #[arg(long, hide = true)]
     pub allow_local_paths: bool,
     /// How long a project's current version is trusted before it is read again; a request
     /// with `Cache-Control: no-cache` always reads it (0: read it on every request).
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub pointer_ttl_ms: u64,
-    /// Re-index folder projects when their files change (debounced), publishing each new
-    /// version atomically while requests are answered from the previous one.
+    /// Re-index folder projects under `--local-root` when their files change (debounced),
+    /// publishing each new version atomically while requests are answered from the previous
+    /// one.
     #[arg(long, conflicts_with = "store")]
     pub watch: bool,
     /// Quiet time after the last change before a watched project is re-indexed.

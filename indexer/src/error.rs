@@ -203,6 +203,7 @@ pub fn source_code(e: &crate::source::SourceError) -> &'static str {
         S::BadArchive(_) => "source_bad_archive",
         S::Missing(_) => "repo_not_found",
         S::NotADirectory(_) => "repo_not_a_directory",
+        S::BadPath(_) => "source_bad_path",
         S::Io { .. } => "io_error",
         S::AuthRequired { .. } => "source_auth_required",
         S::CredentialRejected { .. } => "source_credential_rejected",

@@ -17,8 +17,9 @@
 //!
 //! What the hosts share as facts also lives here, so neither spells the other's: where metadata
 //! items are keyed ([`item_key`]), the records they hold ([`records`]), where a project's files
-//! come from ([`source`]), the bodies the hosts send each other ([`host_wire`]), and how a
-//! published version is opened and checked ([`index::open`]).
+//! come from ([`source`]) and which folders of its machine a server may read for a caller
+//! ([`local_roots`]), the bodies the hosts send each other ([`host_wire`]), and how a published
+//! version is opened and checked ([`index::open`]).
 //!
 //! Must never depend on: `ctxgate-edge`, `ctxgate-indexer`, an async runtime, a socket, a
 //! database or a cloud SDK (`scripts/architecture-check.sh` fails the tests if it does).
@@ -42,6 +43,7 @@ pub mod index;
 pub mod intent;
 pub mod item_key;
 pub mod lexical;
+pub mod local_roots;
 pub mod order;
 pub mod path_kind;
 pub mod profile;

@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
+use crate::host::embedded::{EmbeddedBackend, LocalAccess, NetworkPolicy, SourceAccess};
 use ctxgate_core::quota::Limits;
 use ctxgate_edge::backend::OrgRecord;
 use ctxgate_edge::dense::DenseRetrieval;
@@ -88,7 +88,7 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
 
     // Only the folder is indexed, by this process; the backend never fetches a source.
     let access = SourceAccess {
-        local_paths: false,
+        local: LocalAccess::Refused,
         network: NetworkPolicy::PublicHttps,
     };
     let mut backend = EmbeddedBackend::open(&root, access)?;

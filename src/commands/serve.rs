@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::host::embedded::{EmbeddedBackend, NetworkPolicy, SourceAccess};
+use std::path::{Path, PathBuf};
+
+use crate::host::embedded::{
+    EmbeddedBackend, LocalAccess, LocalRoots, NetworkPolicy, SourceAccess,
+};
 use ctxgate_core::tokens::Encoding;
 use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
 use ctxgate_edge::backend::Projects;
@@ -61,10 +65,45 @@ fn aws_config(store: &StoreArgs) -> Result<Option<AwsConfig>, Failure> {
 /// The largest published vector table the server keeps (a 1M-chunk index of 384 dimensions).
 const NATIVE_TABLE_CEILING: u64 = 512 << 20;
 
+/// The folders of `--local-root`, each made absolute and canonicalized, with the data directory
+/// withheld (it holds the server's secrets); `Refused` without any.
+fn local_access(dirs: &[PathBuf], data_dir: &Path) -> Result<LocalAccess, Failure> {
+    if dirs.is_empty() {
+        return Ok(LocalAccess::Refused);
+    }
+    let mut roots = Vec::new();
+    for dir in dirs {
+        let bad = |why: String| {
+            Failure::input(
+                "invalid_local_root",
+                format!("--local-root `{}`: {why}", dir.display()),
+            )
+        };
+        let canonical = std::fs::canonicalize(dir).map_err(|e| bad(e.to_string()))?;
+        if !canonical.is_dir() {
+            return Err(bad("not a folder".into()));
+        }
+        let written = std::path::absolute(dir).map_err(|e| bad(e.to_string()))?;
+        tracing::info!(root = %canonical.display(), "local sources allowed under");
+        roots.push((written, canonical));
+    }
+    let data_dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    Ok(LocalAccess::Roots(
+        LocalRoots::new(roots).withholding(data_dir),
+    ))
+}
+
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
+    if args.allow_local_paths {
+        return Err(Failure::input(
+            "flag_removed",
+            "--allow-local-paths is gone (it let every API key read any folder of this machine): \
+             name the folders callers may index with --local-root DIR (repeatable)",
+        ));
+    }
     let dir = data_dir(global)?;
     let access = SourceAccess {
-        local_paths: args.allow_local_paths,
+        local: local_access(&args.local_roots, &dir)?,
         network: if args.allow_private_sources {
             NetworkPolicy::Open
         } else {
@@ -167,6 +206,11 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             Format::Text => println!("listening on http://{addr}"),
         }
         tracing::info!(%addr, "serving");
+        if args.watch && args.local_roots.is_empty() {
+            tracing::warn!(
+                "--watch re-indexes folder projects under --local-root only, and none is given"
+            );
+        }
         if let (true, Some(backend)) = (args.watch, watched) {
             let debounce = std::time::Duration::from_millis(args.watch_debounce_ms);
             let pointers = state_pointers.clone();

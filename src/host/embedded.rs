@@ -9,6 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use ctxgate_core::item_key::{ItemKey, ItemRange};
+use ctxgate_core::local_roots::LocalPathError;
+pub use ctxgate_core::local_roots::LocalRoots;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::credentials::{self, DataDirCredentials};
@@ -19,7 +21,7 @@ use ctxgate_indexer::pipeline::{
     IndexOptions, IndexStatus, NoProgress, ProjectTarget, fetched_origin, index_project,
 };
 pub use ctxgate_indexer::source::NetworkPolicy;
-use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
+use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch, local};
 use ctxgate_indexer::store::{ProjectItem, Store};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,18 +36,30 @@ pub(crate) mod dense;
 mod hooks;
 
 /// Which sources `POST /v1/projects` may index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceAccess {
-    /// Folders on this machine (only for servers the caller trusts with its files).
-    pub local_paths: bool,
+    /// Which folders (and `file://` git repositories) on this machine.
+    pub local: LocalAccess,
     /// Which hosts git and tarball URLs may reach.
     pub network: NetworkPolicy,
+}
+
+/// Which paths on this machine a source may read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalAccess {
+    /// None (`403 source_refused`): a server without `--local-root`, and `ctxgate mcp`'s.
+    Refused,
+    /// Those inside the operator's roots (`ctxgate serve --local-root`); any other is
+    /// `403 source_not_allowed`, whether or not it exists.
+    Roots(LocalRoots),
+    /// Any: the admin CLI on the operator's own machine.
+    Anywhere,
 }
 
 impl SourceAccess {
     /// Everything: the admin CLI on its own machine.
     pub const TRUSTED: Self = Self {
-        local_paths: true,
+        local: LocalAccess::Anywhere,
         network: NetworkPolicy::Open,
     };
 }
@@ -94,16 +108,23 @@ impl EmbeddedBackend {
         self
     }
 
-    /// The indexer's form of `source`, if this server may index it.
+    /// The indexer's form of `source`, if this server may index it: a folder or a `file://`
+    /// git URL reads this machine's disk, so it is fetched only under the operator's roots, by
+    /// its canonical path (a path that cannot name a file is refused first, on its text alone).
     fn admit(&self, source: &SourceSpec) -> Result<SourceSpec, BackendError> {
-        let spec = source.clone();
-        // A folder or a `file://` git URL reads this machine's disk.
-        if !spec.is_remote() && !self.access.local_paths {
-            return Err(BackendError::Refused(
-                "this server does not index local paths (start it with --allow-local-paths)".into(),
-            ));
+        if source.is_remote() {
+            return Ok(source.clone());
         }
-        Ok(spec)
+        local::check_form(source).map_err(source_error)?;
+        match &self.access.local {
+            LocalAccess::Refused => Err(BackendError::Refused(
+                "this server does not index local paths (its operator names the folders it may \
+                 read with `ctxgate serve --local-root DIR`)"
+                    .into(),
+            )),
+            LocalAccess::Roots(roots) => local::admit(source, roots).map_err(source_error),
+            LocalAccess::Anywhere => Ok(source.clone()),
+        }
     }
 
     /// Fetches `spec` and indexes it as `target`, publishing a new version when anything
@@ -144,18 +165,25 @@ impl EmbeddedBackend {
     /// deleted when the fetch drops.
     fn indexing(
         &self,
-        mut target: ProjectTarget,
+        target: ProjectTarget,
         spec: SourceSpec,
     ) -> impl Fn() -> Result<ProjectInfo, BackendError> + Send + Sync + 'static {
-        // A folder shows as the indexed folder; URLs as given (with a pinned rev).
-        if !matches!(spec, SourceSpec::Local { .. }) {
-            target.source = Some(spec.describe());
-        }
         let root = self.root.clone();
-        let opts = self.index.clone();
+        let mut opts = self.index.clone();
+        if matches!(spec, SourceSpec::Local { .. }) {
+            // A folder that holds the data directory is indexed without it (its secrets among
+            // the files); fetched sources are unpacked inside it, so only folders.
+            opts.walk
+                .exclude
+                .push(std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone()));
+        }
         let limits = SourceLimits {
             network: self.access.network,
             ..SourceLimits::default()
+        };
+        let roots = match &self.access.local {
+            LocalAccess::Roots(roots) => Some(roots.clone()),
+            LocalAccess::Refused | LocalAccess::Anywhere => None,
         };
         move || {
             let work = root.join("tmp");
@@ -179,6 +207,18 @@ impl EmbeddedBackend {
                 .and_then(|credential| {
                     fetch(&spec, credential.as_ref(), &limits, &work)
                         .map_err(|e| (source_code(&e), source_error(e)))
+                })
+                .and_then(|fetched| match (&roots, &spec) {
+                    // The folder as the fetch resolved it again: a link swapped in since the
+                    // admission cannot take it outside.
+                    (Some(roots), SourceSpec::Local { .. }) if !roots.contains(&fetched.root) => {
+                        let e = SourceError::NotAllowed {
+                            url: spec.describe(),
+                            why: LocalPathError::NotAllowed.to_string(),
+                        };
+                        Err((source_code(&e), source_error(e)))
+                    }
+                    _ => Ok(fetched),
                 });
             let outcome = fetched.and_then(|fetched| {
                 job.revision = fetched.revision.clone();
@@ -240,8 +280,9 @@ impl EmbeddedBackend {
         )))
     }
 
-    /// Every registered project whose files are a folder on this machine, with that folder:
-    /// what `ctxgate serve --watch` watches.
+    /// Every registered project whose files are a folder on this machine that this server may
+    /// read (under its roots), with that folder's real path: what `ctxgate serve --watch`
+    /// watches.
     pub fn local_projects(&self) -> Result<Vec<(ProjectInfo, PathBuf)>, BackendError> {
         let range = ItemRange::sources();
         let registered =
@@ -249,7 +290,12 @@ impl EmbeddedBackend {
         let mut out = Vec::new();
         for data in registered {
             let r: RegisteredSource = decode(&data).map_err(storage)?;
-            let SourceSpec::Local { path } = &r.source else {
+            if !matches!(r.source, SourceSpec::Local { .. }) {
+                continue;
+            }
+            // A folder outside the roots (registered by the operator's CLI, or under a root
+            // this server no longer has) is not watched: its re-index would be refused.
+            let Ok(SourceSpec::Local { path }) = self.admit(&r.source) else {
                 continue;
             };
             if let Some(p) = self.with(|s| s.project(&r.org, &r.id))? {
@@ -357,6 +403,16 @@ struct RegisteredSource {
     id: String,
     name: String,
     source: SourceSpec,
+}
+
+/// `org`'s project `name` indexed from `source`: a URL shows as the caller gave it (with a
+/// pinned rev), not as the admitted form fetched; a folder shows as the folder indexed.
+fn shown_target(org: &str, name: &str, source: &SourceSpec) -> ProjectTarget {
+    let mut target = ProjectTarget::named(org, name);
+    if !matches!(source, SourceSpec::Local { .. }) {
+        target.source = Some(source.describe());
+    }
+    target
 }
 
 /// Jobs kept per project (a watched folder re-indexes on every save).
@@ -551,7 +607,7 @@ impl Projects for EmbeddedBackend {
         source: &SourceSpec,
     ) -> Result<ProjectInfo, BackendError> {
         let spec = self.admit(source)?;
-        let target = ProjectTarget::named(org, name);
+        let target = shown_target(org, name, source);
         if self
             .projects(org)
             .await?
@@ -583,7 +639,7 @@ impl Projects for EmbeddedBackend {
         let spec = self.admit(&source)?;
         self.index_source(
             "reindex",
-            ProjectTarget::named(&project.org, &project.name),
+            shown_target(&project.org, &project.name, &source),
             spec,
         )
         .await

@@ -43,15 +43,22 @@ pub fn run() {
     );
     write(dir, "README.md", "# ledger\nCounts tokens.\n");
 
+    let path = dir.canonicalize().unwrap().to_string_lossy().into_owned();
     let host = NativeHost::start_with(&[
-        "--allow-local-paths",
+        "--local-root",
+        &path,
         "--watch",
         "--watch-debounce-ms",
         "200",
     ]);
     let key = org_with_key(&host, "fresh", json!({}));
     let other = org_with_key(&host, "other", json!({}));
-    let path = dir.canonicalize().unwrap().to_string_lossy().into_owned();
+    // A folder outside the root, registered by the operator's CLI: neither watched nor
+    // re-indexed by the server.
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "src/lib.rs", "pub fn outside_first() {}\n");
+    let published = host.publish("fresh", "outside", outside.path());
+    let outside_id = published["id"].as_str().unwrap().to_string();
     let r = post(
         &host,
         "/v1/projects",
@@ -116,7 +123,14 @@ pub fn run() {
     assert!(v2 > v1, "{}", r.body);
     assert!(prompt(&host, &key, &id, "settle_refund_tokens").contains("fn settle_refund_tokens"));
 
-    // With --watch, an edit alone is enough.
+    // With --watch, an edit alone is enough; only under the root.
+    let outside_v1 = version(&host, &key, &outside_id);
+    assert!(outside_v1.is_some());
+    write(
+        outside.path(),
+        "src/more.rs",
+        "pub fn outside_second() {}\n",
+    );
     write(
         dir,
         "src/audit.rs",
@@ -131,6 +145,22 @@ pub fn run() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(prompt(&host, &key, &id, "append_audit_record").contains("fn append_audit_record"));
+    // Edited at the same moment, the folder outside would have been re-indexed by now (and
+    // surely after a few more debounce intervals) if it were watched.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(version(&host, &key, &outside_id), outside_v1);
+    let r = post(
+        &host,
+        &format!("/v1/projects/{outside_id}/reindex"),
+        Some(&key),
+        &json!({}),
+    );
+    assert_eq!(
+        (r.status, r.code()),
+        (403, "source_not_allowed"),
+        "{}",
+        r.body
+    );
 
     // A deleted file leaves the index with the next version.
     std::fs::remove_file(dir.join("src/settle.rs")).unwrap();
@@ -152,7 +182,8 @@ fn cached_pointer() {
         "src/lib.rs",
         "/// Adds.\npub fn add_numbers(a: u64, b: u64) -> u64 {\n    a + b\n}\n",
     );
-    let host = NativeHost::start_with(&["--allow-local-paths", "--pointer-ttl-ms", "600000"]);
+    let root = dir.display().to_string();
+    let host = NativeHost::start_with(&["--local-root", &root, "--pointer-ttl-ms", "600000"]);
     let key = org_with_key(&host, "ptr", json!({}));
     let path = dir.canonicalize().unwrap().to_string_lossy().into_owned();
     let r = post(

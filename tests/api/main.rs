@@ -37,8 +37,10 @@ fn worker_api_suite() {
 
 #[test]
 fn native_console_in_chromium() {
-    // The project is a folder on this machine, so "Re-index now" may read it.
-    let host = host::NativeHost::start_with(&["--allow-local-paths"]);
+    // The project is a temporary folder on this machine, so "Re-index now" may read it under
+    // the temporary folder as a root.
+    let tmp = std::env::temp_dir().display().to_string();
+    let host = host::NativeHost::start_with(&["--local-root", &tmp]);
     console::run(&host, "n", None);
 }
 

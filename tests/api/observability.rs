@@ -286,8 +286,9 @@ fn check_admin_only(host: &dyn Host, calls: &Calls) {
 pub fn native() {
     let scratch = tempfile::tempdir().unwrap();
     let log_path = scratch.path().join("serve.log");
+    let tmp = std::env::temp_dir().display().to_string();
     let host = NativeHost::start_logging(
-        &["--allow-local-paths"],
+        &["--local-root", &tmp],
         &[("CTXGATE_LOG", "warn,access=info")],
         Some(log_path.clone()),
     );

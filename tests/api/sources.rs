@@ -159,10 +159,16 @@ pub fn run() {
     let listed = get(&public, "/v1/projects", Some(&key));
     assert_eq!(listed.body["projects"], json!([]), "nothing was registered");
 
-    // Local paths alone: folders and file:// git are read, private network hosts still refused.
-    let local = NativeHost::start_with(&["--allow-local-paths"]);
-    let key = org_with_key(&local, "loc", json!({}));
     let folder = sample_repo().display().to_string();
+    let r = create(&public, &key, "x", json!({"kind": "local", "path": folder}));
+    assert_eq!((r.status, r.code()), (403, "source_refused"), "{}", r.body);
+
+    local_roots(&git_url);
+
+    // Local paths alone: folders and file:// git are read, private network hosts still refused.
+    let git_root = git.path().display().to_string();
+    let local = NativeHost::start_with(&["--local-root", &folder, "--local-root", &git_root]);
+    let key = org_with_key(&local, "loc", json!({}));
     for (name, source) in [
         ("folder", json!({"kind": "local", "path": folder})),
         ("repo", json!({"kind": "git", "url": git_url})),
@@ -185,7 +191,7 @@ pub fn run() {
     );
 
     // A server on a trusted network: private hosts and local git repositories.
-    let open = NativeHost::start_with(&["--allow-private-sources", "--allow-local-paths"]);
+    let open = NativeHost::start_with(&["--allow-private-sources", "--local-root", &git_root]);
     let key = org_with_key(&open, "own", json!({}));
     let r = create(
         &open,
@@ -305,4 +311,172 @@ pub fn run() {
         2,
         "only the two good sources were registered: {names:?}"
     );
+}
+
+/// `--local-root`: a folder or `file://` repository outside every root is refused with one
+/// answer (403 `source_not_allowed`, the same message) whether or not it exists, named directly,
+/// through `..` or through a link that leaves the root; inside a root, folders (also through a
+/// link that stays inside) and repositories are indexed and re-indexed, and a missing one is
+/// `repo_not_found`; a path that cannot name a file is 400 `source_bad_path`; and the removed
+/// `--allow-local-paths` refuses to start, naming `--local-root`.
+fn local_roots(git_url: &str) {
+    let space = tempfile::tempdir().unwrap();
+    let base = space.path().canonicalize().unwrap();
+    let root = base.join("root");
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    for entry in std::fs::read_dir(sample_repo()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), root.join("app").join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(base.join("outside/secret")).unwrap();
+    std::fs::write(base.join("outside/secret/lib.rs"), "pub fn hidden() {}\n").unwrap();
+    std::os::unix::fs::symlink(root.join("app"), root.join("alias")).unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), root.join("escape")).unwrap();
+    let root_arg = root.display().to_string();
+    let host = NativeHost::start_with(&["--local-root", &root_arg]);
+    let key = org_with_key(&host, "roots", json!({}));
+    let (b, r) = (base.display(), root.display());
+
+    // Outside, existing or not, four ways: one code, one message (which repeats only the
+    // caller's own source).
+    let mut why = None;
+    let refused = [
+        json!({"kind": "local", "path": format!("{b}/outside/secret")}),
+        json!({"kind": "local", "path": format!("{b}/outside/none")}),
+        json!({"kind": "local", "path": "/etc"}),
+        json!({"kind": "local", "path": "/no/such/folder"}),
+        json!({"kind": "local", "path": format!("{r}/../outside/secret")}),
+        json!({"kind": "local", "path": format!("{r}/../outside/none")}),
+        json!({"kind": "local", "path": format!("{r}/escape/secret")}),
+        json!({"kind": "local", "path": format!("{r}/escape/none")}),
+        json!({"kind": "local", "path": format!("{r}/escape")}),
+        json!({"kind": "local", "path": "root/app"}),
+        json!({"kind": "git", "url": git_url}),
+        json!({"kind": "git", "url": format!("file://{b}/outside/none")}),
+        json!({"kind": "git", "url": format!("file://{r}/escape/secret")}),
+    ];
+    for source in refused {
+        let res = create(&host, &key, "out", source.clone());
+        assert_eq!(
+            (res.status, res.code()),
+            (403, "source_not_allowed"),
+            "{source}: {}",
+            res.body
+        );
+        let given = source["path"].as_str().or(source["url"].as_str()).unwrap();
+        let message = res.body["error"]["message"].as_str().unwrap();
+        let rest = message
+            .strip_prefix(&format!("{given}: "))
+            .unwrap_or_else(|| panic!("{source}: {message}"));
+        assert_eq!(why.get_or_insert_with(|| rest.to_owned()), rest, "{source}");
+        assert_eq!(res.body["error"]["details"], Value::Null, "{source}");
+    }
+    let why = why.unwrap();
+    assert!(why.contains("--local-root"), "{why}");
+    assert!(!why.contains("exist"), "{why}");
+
+    // Paths that cannot name a file: 400 before any other check, inside or outside.
+    for path in [
+        format!("{r}/app\u{0}x"),
+        format!("{b}/outside/\u{0}"),
+        format!("{r}/{}", "a".repeat(5000)),
+        format!("{r}/{}", "n".repeat(300)),
+    ] {
+        let source = json!({"kind": "local", "path": path});
+        let res = create(&host, &key, "bad", source);
+        assert_eq!(
+            (res.status, res.code()),
+            (400, "source_bad_path"),
+            "{}",
+            res.body
+        );
+        assert!(
+            !res.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains('\0')
+        );
+    }
+    let res = create(
+        &host,
+        &key,
+        "bad",
+        json!({"kind": "git", "url": format!("file://{r}/app\u{0}")}),
+    );
+    assert_eq!(
+        (res.status, res.code()),
+        (400, "source_bad_path"),
+        "{}",
+        res.body
+    );
+    // Not UTF-8 (a lone surrogate) never becomes a path: the body is refused.
+    let res = super::host::call(
+        &host,
+        "POST",
+        "/v1/projects",
+        Some(&key),
+        Some(r#"{"name": "bad", "source": {"kind": "local", "path": "/tmp/\udc80"}}"#),
+        "application/json",
+    );
+    assert_eq!(
+        (res.status, res.code()),
+        (400, "malformed_json"),
+        "{}",
+        res.body
+    );
+
+    // Inside: a missing folder says so; folders, also through a link that stays inside, index.
+    let res = create(
+        &host,
+        &key,
+        "gone",
+        json!({"kind": "local", "path": format!("{r}/none")}),
+    );
+    assert_eq!(
+        (res.status, res.code()),
+        (400, "repo_not_found"),
+        "{}",
+        res.body
+    );
+    for (name, given) in [("app", format!("{r}/app")), ("alias", format!("{r}/alias"))] {
+        let res = create(&host, &key, name, json!({"kind": "local", "path": given}));
+        assert_eq!(res.status, 201, "{name}: {}", res.body);
+        assert_eq!(res.body["source"], format!("{r}/app"), "{}", res.body);
+    }
+    let res = post(&host, "/v1/projects/app/reindex", Some(&key), &json!({}));
+    assert_eq!(res.status, 200, "{}", res.body);
+    // A git repository inside, through a link that stays inside: fetched by its real path,
+    // shown as the caller wrote it.
+    let cloned = Command::new("git")
+        .args(["clone", "-q", "--bare", git_url])
+        .arg(root.join("repo.git"))
+        .output()
+        .unwrap();
+    assert!(cloned.status.success(), "{cloned:?}");
+    std::os::unix::fs::symlink(root.join("repo.git"), root.join("repo-link")).unwrap();
+    let url = format!("file://{r}/repo-link");
+    let res = create(&host, &key, "repo", json!({"kind": "git", "url": url}));
+    assert_eq!(res.status, 201, "{}", res.body);
+    assert_eq!(res.body["source"], url, "{}", res.body);
+    let res = post(&host, "/v1/projects/repo/reindex", Some(&key), &json!({}));
+    assert_eq!(res.status, 200, "{}", res.body);
+    let listed = get(&host, "/v1/projects", Some(&key));
+    assert_eq!(
+        listed.body["projects"].as_array().unwrap().len(),
+        3,
+        "{}",
+        listed.body
+    );
+
+    // The flag that let any key read any folder refuses to start, and names its replacement.
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxgate"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--allow-local-paths"])
+        .env("CTXGATE_HOME", base.join("home"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--local-root"), "{said}");
 }

@@ -187,7 +187,9 @@ pub fn run() {
         "/// Reserves tokens before work.\npub fn reserve(left: u64, asked: u64) -> Option<u64> {\n    left.checked_sub(asked)\n}\n",
     );
     let url = format!("file://{}", repo.path().display());
-    let host = NativeHost::start_with(&["--allow-local-paths"]);
+    // The repository and the folder below are temporary folders: the temporary folder is the root.
+    let tmp = std::env::temp_dir().display().to_string();
+    let host = NativeHost::start_with(&["--local-root", &tmp]);
     let key = org_with_key(&host, "hooks", json!({}));
     let other = org_with_key(&host, "otherhooks", json!({}));
     let r = post(

@@ -45,6 +45,7 @@ pub(super) const EMBEDDING: &[&str] = &[
 pub(super) const SOURCE_INVALID: &[&str] = &[
     "invalid_source",
     "source_bad_archive",
+    "source_bad_path",
     "source_bad_rev",
     "source_bad_url",
     "source_http_error",

@@ -571,6 +571,7 @@ fn webhook_delivery(
                     "webhook_delivery_invalid",
                     "webhook_event_missing",
                     "webhook_payload_invalid",
+                    "repo_not_found",
                 ],
             ),
             (

@@ -4,14 +4,16 @@
 pub(super) const CREATE_PROJECT: &str = "Fetches and indexes the source, then answers (synchronous: \
 seconds for a small repository). `ctxgate serve` fetches git (https) and tarball (https) URLs on \
 public addresses only; `--allow-private-sources` lets it reach private, loopback and link-local \
-addresses and plain http, and `--allow-local-paths` lets it read folders (`local`, `file://` git \
-URLs) on its own machine. A private git repository is fetched over http(s) with the credential \
+addresses and plain http, and `--local-root DIR` lets it read folders (`local`, `file://` git \
+URLs) on its own machine inside DIR: an absolute path without `..` that does not leave DIR through \
+a symbolic link (any other answers 403 `source_not_allowed`, whether or not it exists; a path \
+with a NUL byte, over 4096 bytes or a name over 255 answers 400 `source_bad_path`). A private git repository is fetched over http(s) with the credential \
 its source names (`\"credential\": NAME`, stored by the operator with `ctxgate credential set NAME \
 --org ORG`, usable by that org only; the token is never shown): 400 `source_auth_required` when \
 the server asks for credentials and the source names none, `source_credential_rejected` when it \
 refuses the one named, `credential_not_found` when the org has no credential by that name, \
 `source_bad_url` for a URL that carries a password. A refused source answers 403 `source_not_allowed` (policy) or \
-`source_refused` (local paths); a wrong source 400 (`source_bad_archive`, `source_rev_not_found`, \
+`source_refused` (local paths on a server without `--local-root`); a wrong source 400 (`source_bad_archive`, `source_rev_not_found`, \
 `source_too_large`, ...); an unreachable or failing remote 502 (`source_unreachable`, \
 `source_git_error`, `source_http_error`). The Worker does not index. Deployed over S3 and \
 DynamoDB, it registers git and tarball sources for the batch indexer (the Lambda function's \

@@ -19,7 +19,8 @@ pub struct CreateProject {
     name: String,
     /// Where its files come from: `{"kind": "git", "url", "rev"?, "credential"?}` (a private
     /// repository names a credential the operator stored for the org), `{"kind": "tarball",
-    /// "url"}`, or, on a server started with `--allow-local-paths`, `{"kind": "local", "path"}`.
+    /// "url"}`, or, on a server started with `--local-root DIR`, `{"kind": "local", "path"}`
+    /// with an absolute path inside DIR.
     source: SourceSpec,
 }
 

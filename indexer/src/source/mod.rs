@@ -15,12 +15,14 @@
 //! from a plain thread or `tokio::task::spawn_blocking`, never directly on an async executor.
 //!
 //! The hosted service should accept only [`SourceSpec::is_remote`] sources: a local folder or a
-//! `file://` git URL reads the host's own disk.
+//! `file://` git URL reads the host's own disk. A server that reads folders for its callers
+//! admits them under its operator's roots first ([`local::admit`]).
 
 mod extract;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod git;
+pub mod local;
 mod network;
 mod tarball;
 
@@ -221,6 +223,10 @@ pub enum SourceError {
     /// The local path is not a folder.
     #[error("`{0}` is not a folder")]
     NotADirectory(PathBuf),
+    /// The local path cannot name a file (a NUL byte, too long, not UTF-8): decided on its text
+    /// alone, which is not repeated (it may be megabytes, or hold control bytes).
+    #[error("invalid local path: {0}")]
+    BadPath(&'static str),
     /// A file operation on this machine failed.
     #[error("{action} `{path}`: {source}")]
     Io {
@@ -249,6 +255,7 @@ impl SourceError {
             | SourceError::BadArchive(_)
             | SourceError::Missing(_)
             | SourceError::NotADirectory(_)
+            | SourceError::BadPath(_)
             | SourceError::AuthRequired { .. }
             | SourceError::CredentialRejected { .. }
             | SourceError::CredentialNotFound { .. } => true,

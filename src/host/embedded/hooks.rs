@@ -13,10 +13,9 @@ use async_trait::async_trait;
 use ctxgate_core::item_key::ItemKey;
 use ctxgate_edge::backend::{BackendError, ProjectInfo};
 use ctxgate_edge::hooks::{HookRecord, Webhooks};
-use ctxgate_indexer::pipeline::ProjectTarget;
 use ctxgate_indexer::source::SourceSpec;
 
-use super::{EmbeddedBackend, decode, encode, storage};
+use super::{EmbeddedBackend, decode, encode, shown_target, storage};
 
 /// The projects with a job running, and whether another run was asked for meanwhile.
 #[derive(Default)]
@@ -129,7 +128,7 @@ impl Webhooks for EmbeddedBackend {
     ) -> Result<(), BackendError> {
         // Refused now (a `file://` source on a server without local paths), not in the job.
         let spec = self.admit(source)?;
-        let index = self.indexing(ProjectTarget::named(&project.org, &project.name), spec);
+        let index = self.indexing(shown_target(&project.org, &project.name, source), spec);
         // Timed into the metrics as the request-started jobs are, with trigger `push`.
         let metrics = self.metrics.clone();
         let job = move || {
