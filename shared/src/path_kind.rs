@@ -133,11 +133,27 @@ pub fn set_aside_by_path(path: &str) -> Option<SetAside> {
         || [".min.js", ".min.css", ".bundle.js", ".map"]
             .iter()
             .any(|e| name.ends_with(e))
+        || is_site_page(&lower, name)
     {
         Some(SetAside::Generated)
     } else {
         None
     }
+}
+
+/// A page of a built documentation site: HTML under a site, docs or API-docs folder.
+fn is_site_page(lower: &str, name: &str) -> bool {
+    const SITE_DIRS: [&str; 8] = [
+        "/site/",
+        "/_build/",
+        "/docs/",
+        "/doc/",
+        "/public/",
+        "/javadoc/",
+        "/apidocs/",
+        "/html/",
+    ];
+    (name.ends_with(".html") || name.ends_with(".htm")) && in_dir(lower, &SITE_DIRS)
 }
 
 /// The tokens under which a file that no grammar reads is taken for data (a seed, a one-line
@@ -236,6 +252,9 @@ mod tests {
             ("build/syntax_mapping.rs", None),
             ("static/app.min.js", Some(SetAside::Generated)),
             ("_site/api/index.html", Some(SetAside::Generated)),
+            ("docs/api/Router.html", Some(SetAside::Generated)),
+            ("site/index.html", Some(SetAside::Generated)),
+            ("templates/index.html", None),
             ("vendor/github.com/x/y.go", Some(SetAside::Vendored)),
             (
                 "include/spdlog/fmt/bundled/core.h",

@@ -219,6 +219,12 @@ pub struct Weights {
     /// named after one of them is less often the answer than a changed file is in a change
     /// request.
     pub question_path: f32,
+    /// Multiplier for documentation when the intent is `explain` (questions, "how does … work")
+    /// and the request does not name the file: prose answers a question in words, but the
+    /// lines that answer it are in the code.
+    pub explain_doc_prior: f32,
+    /// [`Weights::explain_doc_prior`] for a question ([`is_question`]).
+    pub question_doc_prior: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -314,6 +320,12 @@ pub const DEFAULTS_BOOST: f32 = 1.5;
 /// See [`Weights::question_path`]: measured in docs/retrieval.md, "Questions".
 pub const QUESTION_PATH: f32 = 0.5;
 
+/// See [`Weights::explain_doc_prior`]: measured in docs/retrieval.md, "Questions".
+pub const EXPLAIN_DOC_PRIOR: f32 = 1.0;
+
+/// See [`Weights::question_doc_prior`]: measured in docs/retrieval.md, "Questions".
+pub const QUESTION_DOC_PRIOR: f32 = 0.5;
+
 /// See [`Weights::set_aside_prior`]: measured in docs/retrieval.md, "Questions".
 pub const SET_ASIDE_PRIOR: f32 = 0.0;
 
@@ -355,6 +367,8 @@ impl Default for Weights {
             set_aside_prior: SET_ASIDE_PRIOR,
             defaults: DEFAULTS_BOOST,
             question_path: QUESTION_PATH,
+            explain_doc_prior: EXPLAIN_DOC_PRIOR,
+            question_doc_prior: QUESTION_DOC_PRIOR,
         }
     }
 }
@@ -388,11 +402,13 @@ impl Weights {
     }
 
     /// These weights as they apply to `query`: a question ([`is_question`]) takes
-    /// [`Weights::question_path`] for its path weight.
+    /// [`Weights::question_path`] for its path weight and [`Weights::question_doc_prior`] for
+    /// documentation.
     pub fn for_query(&self, query: &str) -> Self {
         if is_question(query) {
             Self {
                 path: self.question_path,
+                explain_doc_prior: self.question_doc_prior,
                 ..*self
             }
         } else {
@@ -452,6 +468,8 @@ impl Weights {
                 "set_aside_prior" => &mut self.set_aside_prior,
                 "defaults" => &mut self.defaults,
                 "question_path" => &mut self.question_path,
+                "explain_doc_prior" => &mut self.explain_doc_prior,
+                "question_doc_prior" => &mut self.question_doc_prior,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;

@@ -4,7 +4,7 @@
 //! constructor that fills in its fields. Their words are the request's only in part (the value
 //! is a number, the name an abbreviation), so plain BM25 ranks the code that *uses* the setting
 //! above the line that sets it. When a request asks for a default, those chunks' scores are
-//! raised by [`super::Weights::defaults`].
+//! raised by [`super::Weights::defaults`], and so are configuration files (JSON, YAML, TOML…).
 
 use crate::chunk::ChunkKind;
 use crate::index::IndexPack;
@@ -89,6 +89,24 @@ pub fn holds_defaults(kind: ChunkKind, symbol: Option<&str>) -> bool {
     last == "new" || NAMES.iter().any(|n| lower.contains(n))
 }
 
+/// Whether a file of language label `language` ([`crate::chunk::Language::label`]) is a
+/// configuration file, whose every line is a setting.
+pub fn is_configuration(language: &str) -> bool {
+    [
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "ini",
+        "cfg",
+        "conf",
+        "properties",
+        "env",
+    ]
+    .iter()
+    .any(|c| language.eq_ignore_ascii_case(c))
+}
+
 /// Raises the score of every candidate with lexical evidence that [`holds_defaults`] by the
 /// factor `boost` (kept in its prior), when `query` [`asks_for_defaults`]; `ranked` stays best
 /// first. A boost of 1 changes nothing.
@@ -101,7 +119,13 @@ pub fn boost_defaults(pack: &IndexPack, ranked: &mut [Ranked], query: &str, boos
         let Some(chunk) = pack.chunks.get(r.chunk as usize) else {
             continue;
         };
-        if r.signals.lexical > 0.0 && holds_defaults(chunk.kind, chunk.symbol.as_deref()) {
+        let configuration = pack
+            .files
+            .get(chunk.file as usize)
+            .is_some_and(|f| is_configuration(&f.language));
+        if r.signals.lexical > 0.0
+            && (configuration || holds_defaults(chunk.kind, chunk.symbol.as_deref()))
+        {
             r.score *= boost;
             r.signals.prior *= boost;
             changed = true;
@@ -147,5 +171,7 @@ mod tests {
         assert!(holds_defaults(ChunkKind::Function, Some("Client::new")));
         assert!(!holds_defaults(ChunkKind::Function, Some("render_table")));
         assert!(!holds_defaults(ChunkKind::Function, None));
+        assert!(is_configuration("toml") && is_configuration("yaml"));
+        assert!(!is_configuration("rust"));
     }
 }

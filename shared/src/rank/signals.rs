@@ -172,8 +172,12 @@ pub(super) fn set_priors(
         } else {
             let kind = if derived.test_file[f] && analysis.intent != Intent::Test {
                 weights.test_prior
-            } else if derived.doc_file[f] && analysis.intent != Intent::Explain {
-                weights.doc_prior
+            } else if derived.doc_file[f] {
+                if analysis.intent == Intent::Explain {
+                    weights.explain_doc_prior
+                } else {
+                    weights.doc_prior
+                }
             } else {
                 1.0
             };
