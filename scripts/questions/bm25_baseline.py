@@ -129,12 +129,7 @@ def main():
     ap.add_argument("--b", type=float, default=0.75)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    sets = [s for s in args.sets.split(",") if s]
-    if "hand" in sets and not os.path.exists(os.path.join(args.data, "hand.jsonl")):
-        print("no hand.jsonl: running without the hand set", file=sys.stderr)
-        sets.remove("hand")
-    queries = qlib.load_records(args.data, sets, args.split)
-    budgets = [int(b) for b in args.budgets.split(",")]
+    queries, budgets = qlib.records_and_budgets(args)
     enc = encoding()
     t0 = time.monotonic()
     rows = []

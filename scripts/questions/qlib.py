@@ -10,6 +10,7 @@ An answer is a list of pieces {path, start_line, end_line, score?} from one syst
 """
 import json
 import os
+import sys
 
 SETS = ("hand", "docstring", "settings")
 
@@ -27,6 +28,17 @@ def load_records(data, sets, split="all"):
                 if split == "all" or r["split"] == split:
                     out.append(r)
     return out
+
+
+def records_and_budgets(args):
+    """The records and budgets a runner's parsed arguments ask for (--data, --sets, --split,
+    --budgets); without hand.jsonl the hand set is left out with a note."""
+    sets = [s for s in args.sets.split(",") if s]
+    if "hand" in sets and not os.path.exists(os.path.join(args.data, "hand.jsonl")):
+        print("no hand.jsonl: running without the hand set", file=sys.stderr)
+        sets.remove("hand")
+    queries = load_records(args.data, sets, args.split)
+    return queries, [int(b) for b in args.budgets.split(",")]
 
 
 def norm_path(p):

@@ -71,12 +71,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    sets = [s for s in args.sets.split(",") if s]
-    if "hand" in sets and not os.path.exists(os.path.join(args.data, "hand.jsonl")):
-        print("no hand.jsonl: running without the hand set", file=sys.stderr)
-        sets.remove("hand")
-    queries = qlib.load_records(args.data, sets, args.split)
-    budgets = [int(b) for b in args.budgets.split(",")]
+    queries, budgets = qlib.records_and_budgets(args)
     os.makedirs(args.home, exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     t0 = time.monotonic()
