@@ -167,7 +167,7 @@ fn patterns() -> &'static Patterns {
                 r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
             ),
             url_password: p(
-                r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'`<>]{1,128}:([^\s:/@'`<>]{3,128})@[A-Za-z0-9\[]",
+                r#"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'"`<>]{1,128}:([^\s:/@'"`<>]{3,128})@[A-Za-z0-9\[]"#,
             ),
             bearer: p(r"(?i:\bbearer)\s+([A-Za-z0-9\-._~+/]{16,}=*)"),
             name_hint: p(r"(?i:pass|pwd|secret|token|key|auth|cred)"),
@@ -1467,6 +1467,8 @@ mod tests {
             "postgres://user:%(password)s@localhost/db",
             "postgres://user:{{ db_password }}@localhost/db",
             "https://user:changeme@example.com",
+            // A URL's closing quote ends it: no password runs past it.
+            "fetch(\"https://url:8000\");@something else",
         ] {
             assert!(
                 matches!(redact_source(text), Cow::Borrowed(_)),
