@@ -177,6 +177,55 @@ fn auth(host: &dyn Host, key: &str) {
         &json!({ "name": "bad name!" }),
     );
     assert_eq!((r.status, r.code()), (400, "invalid_name"));
+    anonymous_routes_are_the_documented_ones(host);
+}
+
+/// Walks every operation of `/openapi.json` without a key: those the document marks as open
+/// (`security: []`) are the ones docs/security.md lists for an anonymous caller, and every
+/// other operation answers 401.
+fn anonymous_routes_are_the_documented_ones(host: &dyn Host) {
+    let doc = get(host, "/openapi.json", None);
+    let mut open = Vec::new();
+    for (path, ops) in doc.body["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if !op.is_object() {
+                continue;
+            }
+            let route = format!("{} {path}", method.to_uppercase());
+            if op["security"].as_array().is_some_and(|s| s.is_empty()) {
+                open.push(route);
+                continue;
+            }
+            let concrete = path
+                .replace("{id}", "p1")
+                .replace("{org}", "o1")
+                .replace("{key}", "k1")
+                .replace("{name}", "n1")
+                .replace("{project}", "p1");
+            let body = matches!(method.as_str(), "post" | "put").then_some("{}");
+            let r = call(
+                host,
+                &method.to_uppercase(),
+                &concrete,
+                None,
+                body,
+                "application/json",
+            );
+            assert_eq!(r.status, 401, "{route} without a key: {:?}", r.body);
+        }
+    }
+    open.sort();
+    assert_eq!(
+        open,
+        [
+            "GET /healthz",
+            "GET /openapi.json",
+            "GET /v1/models",
+            "POST /v1/webhooks/github/{project}",
+            "POST /v1/webhooks/gitlab/{project}",
+        ],
+        "the open operations of /openapi.json, as docs/security.md lists them"
+    );
 }
 
 fn context(host: &dyn Host, key: &str, project_id: &str) {
