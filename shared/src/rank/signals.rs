@@ -205,25 +205,9 @@ fn positive_idf(derived: &Derived, term_idf: &[(String, f32)]) -> Vec<(Option<u3
         .collect()
 }
 
-/// How much a path word says about a file, from how many of the `files` paths hold it
-/// (`with_term`): 1 for one path, 0 for all, log-scaled between; raised to `power`. A word in
-/// a third of the paths (`core`, `util`, a language's folder) is weak evidence of any one.
-pub(super) fn path_rarity(with_term: usize, files: usize, power: f32) -> f32 {
-    if power == 0.0 || files < 2 || with_term == 0 {
-        return 1.0;
-    }
-    let rarity = ((files as f32 / with_term as f32).ln() / (files as f32).ln()).clamp(0.0, 1.0);
-    rarity.powf(power)
-}
-
 /// Sets each candidate's path signal: the share of the request's term weight in its file's path
 /// (`term_idf`: the request's terms the index holds, with their idf, in query order).
-pub(super) fn set_path(
-    touched: &mut Touched,
-    pack: &IndexPack,
-    term_idf: &[(String, f32)],
-    rarity_power: f32,
-) {
+pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, term_idf: &[(String, f32)]) {
     let files = pack.files.len();
     let derived = pack.derived();
     let idf = positive_idf(derived, term_idf);
@@ -234,9 +218,7 @@ pub(super) fn set_path(
         let mut file_path = vec![std::iter::empty::<f32>().sum::<f32>(); files];
         for &(id, w) in &idf {
             let Some(id) = id else { continue };
-            let with_term = derived.files_with_path_term(id);
-            let w = w * path_rarity(with_term.len(), files, rarity_power);
-            for &f in with_term {
+            for &f in derived.files_with_path_term(id) {
                 if let Some(share) = file_path.get_mut(f as usize) {
                     *share += w;
                 }
