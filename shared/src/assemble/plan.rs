@@ -190,39 +190,35 @@ pub fn plan(
 
 /// Names how many files that matched the request were set aside from code context
 /// ([`crate::path_kind::SetAside`]: built output, vendored code, seeds and tiny data files) and
-/// left out for it, by reason; `None` when none was.
+/// left out for it, by reason; `None` when none was. Most requests match no such file, so the
+/// ranked files are looked at only when one did.
 fn set_aside_note(pack: &IndexPack, hits: &[(u32, f32)], ranked: &[Ranked]) -> Option<String> {
     let derived = pack.derived();
-    let ranked_files: HashSet<u32> = ranked
-        .iter()
-        .filter_map(|r| derived.chunk_file.get(r.chunk as usize).copied())
-        .collect();
-    let mut left: HashMap<u32, &'static str> = HashMap::default();
-    for &(c, _) in hits {
-        let Some(&f) = derived.chunk_file.get(c as usize) else {
-            continue;
-        };
-        if let Some(Some(kind)) = derived.set_aside.get(f as usize)
-            && !ranked_files.contains(&f)
-        {
-            left.insert(f, kind.reason());
+    let file_of = |c: u32| derived.chunk_file.get(c as usize).copied();
+    let mut aside: HashMap<u32, &'static str> = HashMap::default();
+    for f in hits.iter().filter_map(|&(c, _)| file_of(c)) {
+        if let Some(Some(kind)) = derived.set_aside.get(f as usize) {
+            aside.insert(f, kind.reason());
         }
     }
-    if left.is_empty() {
+    if aside.is_empty() {
         return None;
     }
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for reason in left.values() {
-        match counts.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((reason, 1)),
-        }
+    // A named file is ranked like any other: it was not left out.
+    for f in ranked.iter().filter_map(|r| file_of(r.chunk)) {
+        aside.remove(&f);
     }
-    counts.sort_unstable();
-    let by_reason: Vec<String> = counts.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+    if aside.is_empty() {
+        return None;
+    }
+    let mut by_reason: std::collections::BTreeMap<&str, usize> = Default::default();
+    for reason in aside.values() {
+        *by_reason.entry(reason).or_default() += 1;
+    }
+    let by_reason: Vec<String> = by_reason.iter().map(|(r, n)| format!("{r}: {n}")).collect();
     Some(format!(
         "left out {} matching file(s) set aside from code context ({}); name a file in the request to include it",
-        left.len(),
+        aside.len(),
         by_reason.join(", ")
     ))
 }
