@@ -120,6 +120,7 @@ fn form_name(form: PieceForm) -> &'static str {
         PieceForm::Light => "light",
         PieceForm::Medium => "medium",
         PieceForm::Aggressive => "aggressive",
+        PieceForm::Excerpt => "excerpt",
     }
 }
 
@@ -276,7 +277,8 @@ mod tests {
                 PieceForm::Light,
                 PieceForm::Medium,
                 PieceForm::Aggressive,
-            ][n as usize % 6],
+                PieceForm::Excerpt,
+            ][n as usize % 7],
             original_tokens: all.then_some(n * 4),
             elided_lines: all.then_some(2),
             reasoning: all.then_some(signals),

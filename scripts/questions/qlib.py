@@ -10,6 +10,7 @@ An answer is a list of pieces {path, start_line, end_line, score?} from one syst
 """
 import json
 import os
+import re
 import sys
 
 SETS = ("hand", "docstring", "settings")
@@ -55,8 +56,39 @@ def ordered(pieces):
     return list(pieces)
 
 
-def score_answer(pieces, gold):
-    """(lines hit, gold lines, rank of the first answering piece or None) of one answer."""
+def visible_lines(prompt):
+    """What a prompt shows of each file: {path: [(start, end, {stripped line, ...})]}, read from
+    its `### path:start-end` sections. Compression keeps a piece's line range but replaces lines
+    with markers, so a range alone over-counts; a gold line counts only when its text is there."""
+    out, cur, fence = {}, None, None
+    for line in prompt.splitlines():
+        if fence is not None:
+            if line == fence:
+                cur, fence = None, None
+            else:
+                cur.add(line.strip())
+            continue
+        m = HEADER.match(line)
+        if m:
+            cur = set()
+            out.setdefault(norm_path(m.group(1)), []).append((int(m.group(2)), int(m.group(3)), cur))
+        elif cur is not None and line.startswith("```"):
+            fence = line[:len(line) - len(line.lstrip("`"))]
+    return out
+
+
+HEADER = re.compile(r"^### (.+):(\d+)-(\d+)(?: \(.*\))?$")
+
+
+def _trivial(text):
+    return not any(c.isalnum() for c in text)
+
+
+def score_answer(pieces, gold, shown=None, file_line=None):
+    """(lines hit, gold lines, rank of the first answering piece or None) of one answer.
+    With `shown` (visible_lines of the prompt) and `file_line(path, n)` (the indexed file's line
+    n), a gold line is hit only when its text is in a section covering it; gold lines without a
+    letter or digit (a closing brace, a blank) are left out of the count then."""
     pieces = ordered(pieces)
     spans = {}
     for p in pieces:
@@ -64,18 +96,30 @@ def score_answer(pieces, gold):
             (p.get("start_line", 0), p.get("end_line", -1)))
     gold_lines = {(norm_path(path), line) for path, rs in gold.items()
                   for a, b in rs for line in range(a, b + 1)}
-    hit = sum(any(s <= line <= e for s, e in spans.get(path, ())) for path, line in gold_lines)
+    if shown is not None and file_line is not None:
+        texts = {(path, n): file_line(path, n).strip() for path, n in gold_lines}
+        kept = {g for g in gold_lines if not _trivial(texts[g])}
+        gold_lines = kept or gold_lines
+
+        def hit_line(path, n):
+            t = texts[(path, n)]
+            return any(a <= n <= b and (t in seen or (_trivial(t) and not kept))
+                       for a, b, seen in shown.get(path, ()))
+    else:
+        def hit_line(path, n):
+            return any(s <= n <= e for s, e in spans.get(path, ()))
+    hit = sum(hit_line(path, line) for path, line in gold_lines)
     rank = None
     for i, p in enumerate(pieces, 1):
         path, s, e = norm_path(p.get("path", "")), p.get("start_line", 0), p.get("end_line", -1)
-        if any(gp == path and s <= line <= e for gp, line in gold_lines):
+        if any(gp == path and s <= line <= e and hit_line(gp, line) for gp, line in gold_lines):
             rank = i
             break
     return hit, len(gold_lines), rank
 
 
-def make_row(q, budget, pieces, ok, **extra):
-    hit, total, rank = score_answer(pieces, q["gold_ranges"])
+def make_row(q, budget, pieces, ok, shown=None, file_line=None, **extra):
+    hit, total, rank = score_answer(pieces, q["gold_ranges"], shown, file_line)
     row = dict(id=q["id"], repo=q["repo"], split=q["split"], set=q["set"],
                corpus=q.get("corpus", "corpora"), budget=budget, ok=ok, lines_hit=hit,
                lines=total, recall=hit / max(1, total), answered=total > 0 and hit == total,

@@ -141,6 +141,9 @@ pub enum PieceForm {
     Medium,
     /// Light, with function bodies cut to their key lines (`compression: aggressive`).
     Aggressive,
+    /// A few lines of the chunk, verbatim, around the lines that match the request: where a
+    /// chunk too large for the room left answers a question in two lines of its hundred.
+    Excerpt,
 }
 
 impl PieceForm {
@@ -148,7 +151,7 @@ impl PieceForm {
     /// chunk may still be sent whole later, and is not outlined again. A compressed body is the
     /// form the caller asked for, not an outline.
     pub fn is_outline(self) -> bool {
-        matches!(self, Self::Signature | Self::Signpost)
+        matches!(self, Self::Signature | Self::Signpost | Self::Excerpt)
     }
 }
 
@@ -209,6 +212,7 @@ fn form_note(p: &Piece) -> Option<String> {
     match p.form {
         PieceForm::Signature => return Some("signature only".to_string()),
         PieceForm::Signpost => return Some("one line; file not shown".to_string()),
+        PieceForm::Excerpt => return Some("excerpt".to_string()),
         _ => {}
     }
     let before = p.original_tokens.filter(|&b| b > 0)?;

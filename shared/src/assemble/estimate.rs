@@ -49,10 +49,27 @@ pub(super) fn signpost_room(
     budget: u32,
     piece_room: u32,
 ) -> u32 {
-    if profile != Profile::Expand || budget < SIGNATURES_BELOW || weights.signposts <= 0.0 {
+    small_budget_share(weights.signposts, profile, budget, piece_room)
+}
+
+/// The room kept for excerpts (`excerpts.rs`): `weights.excerpts` of the piece room, on the
+/// same terms as [`signpost_room`].
+pub(super) fn excerpt_room(
+    weights: &Weights,
+    profile: Profile,
+    budget: u32,
+    piece_room: u32,
+) -> u32 {
+    small_budget_share(weights.excerpts, profile, budget, piece_room)
+}
+
+/// `share` (at most half) of `piece_room` in full up to 8k tokens, fading out by 32k; none
+/// outside `expand` or under [`SIGNATURES_BELOW`].
+fn small_budget_share(share: f32, profile: Profile, budget: u32, piece_room: u32) -> u32 {
+    if profile != Profile::Expand || budget < SIGNATURES_BELOW || share <= 0.0 {
         return 0;
     }
-    let share = weights.signposts.min(0.5) * small_budget_strength(budget);
+    let share = share.min(0.5) * small_budget_strength(budget);
     (piece_room as f32 * share) as u32
 }
 

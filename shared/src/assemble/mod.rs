@@ -8,6 +8,7 @@
 pub mod ask;
 mod candidates;
 mod estimate;
+mod excerpts;
 pub mod features;
 mod pieces;
 mod plan;

@@ -19,7 +19,7 @@ use crate::rank::{
 use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
-use super::estimate::{MAX_SIGNPOSTS, overhead_total, signpost_room};
+use super::estimate::{MAX_SIGNPOSTS, excerpt_room, overhead_total, signpost_room};
 use super::retrieve::{add_hot_paths, error_output, retrieve, understood};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
 
@@ -56,6 +56,10 @@ pub struct Plan {
     pub(super) piece_room: u32,
     /// Room kept for signposts (`signposts.rs`), on top of `piece_room`.
     pub(super) signpost_room: u32,
+    /// Room kept for excerpts (`excerpts.rs`), on top of `piece_room`.
+    pub(super) excerpt_room: u32,
+    /// The request's terms with their inverse document frequency, when excerpts have room.
+    pub(super) excerpt_terms: Vec<(String, f32)>,
     pub(super) strategy: String,
     /// Texts the plan read itself (signatures-only mode, counting on the fly).
     pub(super) texts: HashMap<u32, String>,
@@ -148,7 +152,13 @@ pub fn plan(
     let reasons = reasons(pack, &ranked, &cands);
     drop(ranked);
     let signpost_room = signpost_room(weights, profile, budget, room.piece_room);
-    let piece_room = room.piece_room - signpost_room;
+    let excerpt_room = excerpt_room(weights, profile, budget, room.piece_room);
+    let piece_room = room.piece_room.saturating_sub(signpost_room + excerpt_room);
+    let excerpt_terms = if excerpt_room > 0 {
+        retrieved.term_idf.clone()
+    } else {
+        Vec::new()
+    };
     let chosen = first_selection(&mut cands, piece_room, shape.max_pieces);
     Ok(Plan {
         resolved: resolved.clone(),
@@ -170,6 +180,8 @@ pub fn plan(
         room: room.room,
         piece_room,
         signpost_room,
+        excerpt_room,
+        excerpt_terms,
         strategy,
         texts,
         signatures,

@@ -113,7 +113,7 @@ impl Plan {
             return Ok(());
         }
         let spec = &self.resolved.tokenizer;
-        let room = self.piece_room + self.signpost_room;
+        let room = self.piece_room + self.signpost_room + self.excerpt_room;
         let mut added = 0;
         for key in self.signpost_candidates(pack, &draft.in_prompt, 2 * MAX_SIGNPOSTS) {
             // The session was pointed to it already (or saw its signature).
@@ -156,10 +156,10 @@ impl Plan {
         smallest_after: &[u32],
         draft: &mut Draft,
     ) -> Result<(), AssembleError> {
-        if self.signpost_room == 0 {
+        if self.signpost_room == 0 && self.excerpt_room == 0 {
             return Ok(());
         }
-        let room = self.piece_room + self.signpost_room;
+        let room = self.piece_room + self.signpost_room + self.excerpt_room;
         self.fill(pack, source, best, draft, room, smallest_after, &mut 0)
     }
 }

@@ -94,6 +94,14 @@ pub struct Weights {
     pub explain_doc_prior: f32,
     /// [`Weights::explain_doc_prior`] for a question ([`is_question`](super::is_question)).
     pub question_doc_prior: f32,
+    /// The share of the room kept, under small budgets, for excerpts: the lines around the best
+    /// matches of candidates too large to go in whole (`assemble/excerpts.rs`; 0 = off). Like
+    /// [`Weights::signposts`], in full up to [`DIVERSE_UP_TO`](super::DIVERSE_UP_TO), none from
+    /// [`DEEP_FROM`](super::DEEP_FROM).
+    pub excerpts: f32,
+    /// [`Weights::excerpts`] for a question: a question is answered by a few lines, which are
+    /// often deep inside a function whose whole text does not fit.
+    pub question_excerpts: f32,
 }
 
 /// Tuned on the visible retrieval benchmark (`scripts/bench-retrieval.sh`; the grid and its
@@ -192,6 +200,9 @@ pub const EXPLAIN_DOC_PRIOR: f32 = 1.0;
 /// See [`Weights::question_doc_prior`]: measured in docs/retrieval.md, "Questions".
 pub const QUESTION_DOC_PRIOR: f32 = 0.5;
 
+/// See [`Weights::question_excerpts`]: measured in docs/retrieval.md, "Questions".
+pub const QUESTION_EXCERPTS: f32 = 0.25;
+
 /// See [`Weights::set_aside_prior`]: measured in docs/retrieval.md, "Questions".
 pub const SET_ASIDE_PRIOR: f32 = 0.0;
 
@@ -234,6 +245,8 @@ impl Default for Weights {
             question_path: QUESTION_PATH,
             explain_doc_prior: EXPLAIN_DOC_PRIOR,
             question_doc_prior: QUESTION_DOC_PRIOR,
+            excerpts: 0.0,
+            question_excerpts: QUESTION_EXCERPTS,
         }
     }
 }
@@ -267,13 +280,14 @@ impl Weights {
     }
 
     /// These weights as they apply to `query`: a question ([`is_question`](super::is_question)) takes
-    /// [`Weights::question_path`] for its path weight and [`Weights::question_doc_prior`] for
-    /// documentation.
+    /// [`Weights::question_path`] for its path weight, [`Weights::question_doc_prior`] for
+    /// documentation and [`Weights::question_excerpts`] for the excerpts' room.
     pub fn for_query(&self, query: &str) -> Self {
         if is_question(query) {
             Self {
                 path: self.question_path,
                 explain_doc_prior: self.question_doc_prior,
+                excerpts: self.question_excerpts,
                 ..*self
             }
         } else {
@@ -334,6 +348,8 @@ impl Weights {
                 "question_path" => &mut self.question_path,
                 "explain_doc_prior" => &mut self.explain_doc_prior,
                 "question_doc_prior" => &mut self.question_doc_prior,
+                "excerpts" => &mut self.excerpts,
+                "question_excerpts" => &mut self.question_excerpts,
                 other => return Err(format!("unknown weight `{other}`")),
             };
             *slot = v;

@@ -22,7 +22,7 @@ use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
 
 use crate::catalog::TokenizerSpec;
-use crate::compose::{Piece, PieceForm, SummaryPiece};
+use crate::compose::{Piece, SummaryPiece};
 use crate::index::{ChunkRecord, IndexPack};
 use crate::intent::{Intent, QueryAnalysis, Scope};
 
@@ -213,7 +213,7 @@ impl<'a> Walk<'a> {
         let included: HashSet<&str> = input
             .pieces
             .iter()
-            .filter(|p| !matches!(p.form, PieceForm::Signature | PieceForm::Signpost))
+            .filter(|p| !p.form.is_outline())
             .map(|p| p.chunk_id.as_str())
             .collect();
         let whole_pieces: HashSet<u32> = piece_files
