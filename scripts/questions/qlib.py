@@ -58,7 +58,7 @@ def ordered(pieces):
 
 def visible_lines(prompt):
     """What a prompt shows of each file: {path: [(start, end, {stripped line, ...})]}, read from
-    its `### path:start-end` sections. Compression keeps a piece's line range but replaces lines
+    its `### path:start-end` sections and its one-line signposts. Compression keeps a piece's line range but replaces lines
     with markers, so a range alone over-counts; a gold line counts only when its text is there."""
     out, cur, fence = {}, None, None
     for line in prompt.splitlines():
@@ -67,6 +67,11 @@ def visible_lines(prompt):
                 cur, fence = None, None
             else:
                 cur.add(line.strip())
+            continue
+        m = SIGNPOST.match(line)
+        if m:
+            n = int(m.group(2))
+            out.setdefault(norm_path(m.group(1)), []).append((n, n, {m.group(3).strip()}))
             continue
         m = HEADER.match(line)
         if m:
@@ -78,6 +83,8 @@ def visible_lines(prompt):
 
 
 HEADER = re.compile(r"^### (.+):(\d+)-(\d+)(?: \(.*\))?$")
+# A signpost: one line of a further file, listed after the code (`- path:line `text``).
+SIGNPOST = re.compile(r"^- (.+):(\d+) `(.*)`$")
 
 
 def _trivial(text):

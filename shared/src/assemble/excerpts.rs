@@ -40,6 +40,9 @@ const MAX_LINE_BYTES: usize = 240;
 /// What the `(excerpt)` note adds to a piece's header, in tokens.
 const NOTE_COST: u32 = 4;
 
+/// Candidates this small (in tokens) are not excerpted: whole, they cost little more.
+const WHOLE_BELOW: u32 = 200;
+
 /// Room under which no excerpt is tried: a header and a line or two.
 const MIN_ROOM: u32 = 32;
 
@@ -139,14 +142,13 @@ fn cut(mut p: Piece, w: &Range<usize>, spec: &crate::catalog::TokenizerSpec) -> 
 }
 
 impl Plan {
-    /// For the best candidates not in the prompt, best first: the candidate whole when it fits
-    /// the room kept for excerpts (and what the pieces left), else its windows
-    /// ([`windows`]) when they fit.
+    /// For the best candidates not in the prompt, best first, that are too large to be cheap
+    /// whole: their windows ([`windows`]), while the room kept for excerpts (and what the pieces
+    /// left) holds them.
     pub(super) fn add_excerpts(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
-        best: f32,
         draft: &mut Draft,
     ) -> Result<(), AssembleError> {
         if self.excerpt_room == 0 || self.excerpt_terms.is_empty() {
@@ -165,16 +167,13 @@ impl Plan {
             if left < MIN_ROOM || self.max_pieces.is_some_and(|m| draft.pieces.len() >= m) {
                 break;
             }
-            let i = c.key as usize;
-            let header = header_cost(pack, i);
-            if c.tokens + header <= left {
-                let p = self.made(pack, source, c, best)?;
-                let cost = p.tokens + header;
-                if cost <= left {
-                    draft.push(p, c.key, cost);
-                }
+            // A small candidate is worth more whole: the room excerpts leave goes back to whole
+            // pieces ([`Plan::fill_released`]).
+            if c.tokens <= WHOLE_BELOW {
                 continue;
             }
+            let i = c.key as usize;
+            let header = header_cost(pack, i);
             let text = source.text(pack, i)?;
             let score = self.original.get(&c.key).copied().unwrap_or(c.score);
             let why = self.reasons.get(&c.key).copied().unwrap_or_default();

@@ -68,7 +68,7 @@ impl Plan {
         // Built once: both fills walk the same candidates (O(candidates) on a large index).
         let smallest_after = self.smallest_after();
         self.refill(pack, source, best, &smallest_after, &mut draft)?;
-        self.add_excerpts(pack, source, best, &mut draft)?;
+        self.add_excerpts(pack, source, &mut draft)?;
         self.add_signposts(pack, source, &mut draft)?;
         self.fill_released(pack, source, best, &smallest_after, &mut draft)?;
         // Not under `plan`/`repair` (their piece counts are fixed) nor when everything is
