@@ -22,7 +22,9 @@ refuse ctxgate-edge 'ctxgate-indexer' --target wasm32-unknown-unknown
 refuse ctxgate-indexer 'ctxgate-edge'
 # The core: no runtime, socket, database, cloud SDK or file watcher, in any of its features.
 refuse ctxgate-core 'tokio|reqwest|hyper|ureq|rusqlite|aws-.*|worker|notify|gix|lambda_runtime' --all-features
-# Inside each crate: no two modules import each other, directly or around a circle.
+# Inside each crate: no two modules (each with everything under it) import each other, directly
+# or around a circle; the checker first checks itself on small crates.
+python3 scripts/module-cycles.py --self-test || fail=1
 python3 scripts/module-cycles.py shared indexer edge . || fail=1
 [ "$fail" = 0 ] && echo "architecture: edge and indexer independent, core without I/O, no module circles"
 exit "$fail"

@@ -7,10 +7,19 @@
 # `--file-boost 3 --export shared/models/learned_trees.json` it writes again the model ctxgate
 # ships (the `learned` ranking weight, 0.5 under 32k; docs/retrieval.md). Needs the mirrors, as
 # scripts/learn-fusion.sh does:
-#   BENCH_MIRROR_ROOT=<folder holding owner+name/repo> bash scripts/learn-ranker.sh [ltr.py options]
+#   BENCH_MIRROR_ROOT=<folder holding owner+name/repo> bash scripts/learn-ranker.sh [--questions] [ltr.py options]
+# With --questions (first), the question benchmark's train split (target/questions, built by
+# scripts/questions/build.py; held-out repositories never) is dumped too and trained on with the
+# mined commits (issue 50, item 4); add `--cv 4` to choose settings by leave-repos-out
+# cross-validation within the train repositories.
 # About 3 minutes on two cores after the release build; writes only under target/fusion.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_questions=0
+if [ "${1:-}" = "--questions" ]; then
+  with_questions=1
+  shift
+fi
 : "${BENCH_MIRROR_ROOT:?set BENCH_MIRROR_ROOT to the folder holding the fetched mirrors}"
 out=target/fusion
 bin=target/release/ctxgate
@@ -46,5 +55,14 @@ with concurrent.futures.ThreadPoolExecutor(2) as pool:
 PY
   visible=(--visible-queries "$bench/queries.jsonl" --visible-dumps "$out/ltr-visible")
 fi
+questions=()
+if [ "$with_questions" = 1 ]; then
+  [ -f target/questions/hand.jsonl ] || { echo "no target/questions: run scripts/questions/build.py" >&2; exit 1; }
+  rm -rf "$out/ltr-questions"
+  python3 scripts/questions/run.py --data target/questions --bin "$bin" --home "$out/questions-home" \
+    --sets hand,docstring,settings --split train --budgets 8000 --weights learned=0 \
+    --dump "$out/ltr-questions" --out "$out/ltr-questions-calls.jsonl" >/dev/null
+  questions=(--questions "$out/ltr-questions")
+fi
 "$venv/bin/python" scripts/fusion/ltr.py --queries "$out/queries.jsonl" --dumps "$out/ltr-dumps" \
-  "${visible[@]}" "$@"
+  "${visible[@]}" "${questions[@]}" "$@"

@@ -14,8 +14,12 @@ if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check
 fi
 
-step "architecture: edge and indexer depend on the core only (natively and in wasm32); the core does no I/O"
+step "architecture: edge and indexer depend on the core only (natively and in wasm32); the core does no I/O; no module circle in any crate"
 bash scripts/architecture-check.sh
+
+step "docs: every relative link and #anchor of README.md and docs/ holds in a clone"
+python3 scripts/doc-links.py --self-test
+python3 scripts/doc-links.py
 
 step "core builds for wasm32-unknown-unknown (what runs at the edge)"
 cargo build --release --locked -p ctxgate-core --no-default-features --target wasm32-unknown-unknown

@@ -307,3 +307,116 @@ fn malformed_lines_get_json_rpc_errors_and_notifications_none() {
         "budget_zero"
     );
 }
+
+#[test]
+fn only_the_folders_project_is_listed_and_answered() {
+    let env = Env::new();
+    env.sample();
+    // Another project in the same data directory.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(
+        other.path().join("ledger.rs"),
+        "/// Settles the tokens a call used.\npub fn settle_ledger(used: u64) -> u64 {\n    used\n}\n",
+    )
+    .unwrap();
+    let out = env
+        .cmd()
+        .arg("index")
+        .arg(other.path())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let indexed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (other_id, other_name) = (
+        indexed["project"]["id"].as_str().unwrap().to_string(),
+        indexed["project"]["name"].as_str().unwrap().to_string(),
+    );
+
+    let call = |id: usize, tool: &str, args: Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": tool, "arguments": args}})
+        .to_string()
+    };
+    let query = "settle the ledger";
+    // Each asked of the other project (by name, by id) and of one that does not exist.
+    let keys = [other_name.as_str(), other_id.as_str(), "no-such-project"];
+    let mut lines = vec![call(0, "list_projects", serde_json::json!({}))];
+    for (i, key) in keys.iter().enumerate() {
+        let i = 1 + 4 * i;
+        lines.push(call(
+            i,
+            "search_code",
+            serde_json::json!({"project": key, "query": query}),
+        ));
+        lines.push(call(
+            i + 1,
+            "get_context",
+            serde_json::json!({"project": key, "query": query, "budget": 2000}),
+        ));
+        // Whatever else is wrong with the call, the project is what is refused.
+        lines.push(call(
+            i + 2,
+            "get_context",
+            serde_json::json!({"project": key, "query": query, "model": "no-such-model"}),
+        ));
+        lines.push(call(
+            i + 3,
+            "search_code",
+            serde_json::json!({"project": key, "query": query, "page_tokens": 0}),
+        ));
+    }
+    let served = raw_session(&env, &lines);
+    let served = |id: usize| {
+        served
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}"))
+            .clone()
+    };
+
+    let listed = served(0)["result"]["structuredContent"]["projects"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_ne!(listed[0]["id"], other_id.as_str());
+    let own = listed[0]["name"].as_str().unwrap().to_string();
+
+    // The answer for a project that does not exist, with its name written as KEY.
+    let as_missing = |id: usize, key: &str| served(id)["result"].to_string().replace(key, "KEY");
+    for call in 0..4 {
+        let missing = as_missing(9 + call, "no-such-project");
+        assert!(missing.contains("project_not_found"), "{missing}");
+        for (k, key) in keys[..2].iter().enumerate() {
+            assert_eq!(
+                as_missing(1 + 4 * k + call, key),
+                missing,
+                "{key}, call {call}"
+            );
+        }
+    }
+    // No answer names the other project or shows its code.
+    for a in 0..13 {
+        let text = served(a).to_string();
+        assert!(!text.contains("settle_ledger"), "{text}");
+    }
+
+    // The folder's own project, by name or left out, is answered.
+    let answers = raw_session(
+        &env,
+        &[
+            call(
+                1,
+                "search_code",
+                serde_json::json!({"project": own, "query": "parse the config"}),
+            ),
+            call(
+                2,
+                "get_context",
+                serde_json::json!({"query": "parse the config", "budget": 2000}),
+            ),
+        ],
+    );
+    for a in &answers {
+        assert_eq!(a["result"]["isError"], false, "{a}");
+        assert!(a["result"].to_string().contains("parse_config"), "{a}");
+    }
+}

@@ -54,6 +54,15 @@ pub enum BackendError {
     /// indexer owns).
     #[error("{0}")]
     Unsupported(String),
+    /// The org's index-job limit refused a job before it started (answered as every other
+    /// quota refusal: 429 `quota_exceeded`).
+    #[error(
+        "the organisation's {} limit ({}) is reached; retry in {} s",
+        .0.limit.name(),
+        .0.allowed,
+        .0.retry_after_s
+    )]
+    QuotaExceeded(Refusal),
     /// The embedding model or API failed.
     #[error("{message}")]
     Embedding {
@@ -327,6 +336,13 @@ pub trait Accounts: Send + Sync + 'static {
         used: u64,
         now_ms: u64,
     ) -> Result<(), BackendError>;
+    /// Applies [`Ledger::admit_index_job`] atomically to `org`'s ledger.
+    async fn admit_index_job(
+        &self,
+        org: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<Result<(), Refusal>, BackendError>;
     /// `org`'s ledger as stored.
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError>;
     /// Appends one audit record for `org`.
@@ -369,25 +385,52 @@ pub trait Accounts: Send + Sync + 'static {
     async fn audit(&self, org: &str, limit: usize) -> Result<Vec<AuditRecord>, BackendError>;
 }
 
+/// Where a host counts an index job at the moment it starts or queues one (after its own checks
+/// of the request, before any work), so that a refused request or a job merged into one
+/// already queued costs nothing.
+#[async_trait]
+pub trait JobGate: Send + Sync {
+    /// Counts one job; [`BackendError::QuotaExceeded`] when the org's limit refuses it, and
+    /// then the job must not start.
+    async fn admit(&self) -> Result<(), BackendError>;
+}
+
+/// Admits every job without counting it: the operator's own CLI on its own data directory
+/// (`ctxgate project add|reindex`), which no org's quota governs.
+pub struct Unmetered;
+
+#[async_trait]
+impl JobGate for Unmetered {
+    async fn admit(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
 /// Projects and the objects of their published indexes: what an indexer writes (the data
 /// directory, R2, or S3 and DynamoDB read through [`crate::aws`]).
 #[async_trait]
 pub trait Projects: Send + Sync + 'static {
     /// `org`'s projects.
     async fn projects(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError>;
-    /// Registers a project for `org` and indexes it (hosts that cannot index refuse).
+    /// Registers a project for `org` and indexes it (hosts that cannot index refuse); the job
+    /// is counted through `jobs` once the request is found acceptable.
     async fn create_project(
         &self,
         org: &str,
         name: &str,
         source: &SourceSpec,
+        jobs: &dyn JobGate,
     ) -> Result<ProjectInfo, BackendError>;
     /// Indexes `project` again from where it was registered, publishing a new version when
     /// its files changed, while readers keep the current one. Hosts that index answer with
     /// the project as it is now; hosts that queue the work answer at once (the version moves
-    /// later); hosts that cannot index refuse.
-    async fn reindex_project(&self, project: &ProjectInfo) -> Result<ProjectInfo, BackendError> {
-        let _ = project;
+    /// later); hosts that cannot index refuse. The job is counted through `jobs`.
+    async fn reindex_project(
+        &self,
+        project: &ProjectInfo,
+        jobs: &dyn JobGate,
+    ) -> Result<ProjectInfo, BackendError> {
+        let _ = (project, jobs);
         Err(BackendError::Refused(
             "this host does not index sources: publish a new version from an indexer".into(),
         ))

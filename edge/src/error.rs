@@ -129,6 +129,7 @@ impl From<BackendError> for ApiError {
             BackendError::Embedding { code, .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, code, msg)
             }
+            BackendError::QuotaExceeded(r) => crate::meter::refused(&r),
         }
     }
 }

@@ -12,7 +12,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{BackendError, ProjectInfo, SourceSpec};
+use crate::backend::{BackendError, JobGate, ProjectInfo, SourceSpec};
 
 /// A project's push webhook, as stored. The secret is kept so that GitHub's HMAC can be
 /// computed; no answer carries it after the one that created it.
@@ -68,10 +68,13 @@ pub trait Webhooks: Send + Sync + 'static {
         project: &ProjectInfo,
     ) -> Result<Option<SourceSpec>, BackendError>;
     /// Starts indexing `project` again from `source`, incrementally, and returns without
-    /// waiting; readers keep the current version until the new one is published.
+    /// waiting; readers keep the current version until the new one is published. A job that
+    /// starts or is queued is counted through `jobs`; one merged into a job already queued is
+    /// not.
     async fn queue_reindex(
         &self,
         project: &ProjectInfo,
         source: &SourceSpec,
+        jobs: &dyn JobGate,
     ) -> Result<(), BackendError>;
 }

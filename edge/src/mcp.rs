@@ -12,8 +12,10 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
+use crate::backend::pick_project;
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
+use crate::routes::projects::no_project;
 use crate::routes::{
     ContextAnswer, ContextRequest, CountAnswer, CountRequest, ProjectList, SearchAnswer,
     SearchRequest, context_value, count_handler, list_handler, search_answer,
@@ -33,12 +35,15 @@ pub const DEFAULT_TOOL_BUDGET: u32 = 16_000;
 /// conversation's and the reply's).
 const DEFAULT_WINDOW_SHARE: u32 = 4;
 
-/// What the tools act on beyond the caller: `ctxgate mcp` serves one folder, so `project` may
-/// be left out there.
+/// What the tools act on beyond the caller: `ctxgate mcp` serves one folder's project, so
+/// `project` may be left out there and no other project of the data directory is visible.
 #[derive(Clone, Debug, Default)]
 pub struct ToolScope {
-    /// The project a call without `project` reads.
-    pub default_project: Option<String>,
+    /// The id of the one project the tools serve: what a call without `project` reads, the only
+    /// project `list_projects` shows and the only one a call may name (any other, existing or
+    /// not, is `project_not_found`). `None` (`POST /mcp`) serves every project of the caller's
+    /// org.
+    pub project: Option<String>,
     /// The model a `get_context` call without `model` targets (the folder's ctxgate.toml).
     pub default_model: Option<String>,
     /// The budget of a `get_context` call without `budget` (the folder's ctxgate.toml), instead
@@ -72,7 +77,7 @@ fn schema<T: JsonSchema>(contract: Contract) -> Value {
 
 /// `project` becomes optional where the scope supplies one.
 fn optional_project(mut input: Value, scope: &ToolScope) -> Value {
-    if let Some(default) = &scope.default_project {
+    if let Some(default) = &scope.project {
         if let Some(req) = input["required"].as_array_mut() {
             req.retain(|r| r != "project");
         }
@@ -314,8 +319,21 @@ async fn call_tool(
     if let Some(o) = a.as_object_mut()
         && matches!(name, "get_context" | "search_code")
     {
-        if let Some(project) = &scope.default_project {
-            o.entry("project").or_insert_with(|| json!(project));
+        if let Some(only) = &scope.project {
+            let key = match o.get("project") {
+                None => Some(only.clone()),
+                Some(Value::String(key)) => Some(key.clone()),
+                // Not a name: the tool's own argument error says so.
+                Some(_) => None,
+            };
+            if let Some(key) = key {
+                match within_scope(state, caller, only, &key).await {
+                    Ok(id) => {
+                        o.insert("project".into(), json!(id));
+                    }
+                    Err(e) => return Some(tool_result(Err(e), |_| String::new())),
+                }
+            }
         }
         // The folder's defaults apply to a call that names neither (as on the command line).
         if name == "get_context" && !o.contains_key("model") && !o.contains_key("budget") {
@@ -354,13 +372,34 @@ async fn call_tool(
         }
         "list_projects" => {
             let out = match list_handler(st(), caller.clone()).await {
-                Ok(j) => to_value(serde_json::to_value(j.0)),
+                Ok(mut j) => {
+                    if let Some(only) = &scope.project {
+                        j.0.projects.retain(|p| &p.id == only);
+                    }
+                    to_value(serde_json::to_value(j.0))
+                }
                 Err(e) => Err(e),
             };
             tool_result(out, pretty)
         }
         _ => return None,
     })
+}
+
+/// The id of the project `key` names when it is the scope's project `only`; any other key,
+/// another project's or none's, gets the answer of a project that does not exist, before any
+/// other check, so a scoped client learns nothing about the data directory's other projects.
+async fn within_scope(
+    state: &AppState,
+    caller: &Caller,
+    only: &str,
+    key: &str,
+) -> Result<String, ApiError> {
+    let mut projects = state.projects.projects(&caller.org.name).await?;
+    projects.retain(|p| p.id == only);
+    pick_project(projects, key)
+        .map(|p| p.id)
+        .ok_or_else(|| no_project(key))
 }
 
 /// Answers one JSON-RPC message; `None` for a notification or a response (they get no answer).
@@ -396,7 +435,7 @@ pub async fn handle(
                 .find(|v| **v == asked)
                 .copied()
                 .unwrap_or(PROTOCOLS[0]);
-            let instructions = match &scope.default_project {
+            let instructions = match &scope.project {
                 Some(_) => {
                     "Call get_context with a task to get the code of this folder that matters, within a token budget."
                 }
@@ -461,7 +500,7 @@ mod tests {
         for scope in [
             ToolScope::default(),
             ToolScope {
-                default_project: Some("p".into()),
+                project: Some("p".into()),
                 ..ToolScope::default()
             },
         ] {
@@ -477,7 +516,7 @@ mod tests {
             assert!(required.contains(&json!("query")));
             assert_eq!(
                 required.contains(&json!("project")),
-                scope.default_project.is_none()
+                scope.project.is_none()
             );
             assert!(ctx["outputSchema"]["properties"]["pieces"].is_object());
             assert!(ctx["outputSchema"]["properties"].get("prompt").is_none());

@@ -4,12 +4,16 @@
 //! settles what it really used after, so concurrent calls can never spend past a limit. A
 //! settlement that fails leaves the lease to lapse ([`ctxgate_core::quota::LEASE_MS`]): the
 //! org is briefly over-reserved, never over-spent.
+//!
+//! Index jobs are metered apart ([`OrgJobs`]): a host counts one in the org's ledger when it
+//! starts or queues it, and a refusal answers as every other quota refusal does.
 
+use async_trait::async_trait;
 use axum::http::StatusCode;
-use ctxgate_core::quota::Refusal;
+use ctxgate_core::quota::{Limits, Refusal};
 use serde_json::json;
 
-use crate::backend::AuditRecord;
+use crate::backend::{Accounts, AuditRecord, BackendError, JobGate};
 use crate::error::ApiError;
 use crate::extract::Caller;
 use crate::state::AppState;
@@ -29,7 +33,7 @@ impl Hold {
     /// How a call of an org with `limits` is held when it need not be: unreserved without
     /// limits, else by a lease.
     pub fn for_limits(limits: &ctxgate_core::quota::Limits) -> Self {
-        if limits.is_unlimited() {
+        if limits.calls_unlimited() {
             Self::Unreserved
         } else {
             Self::Lease
@@ -112,27 +116,61 @@ pub fn admitted(
             hold,
             endpoint,
         }),
-        Err(r) => {
-            let what = r.limit.name();
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "quota_exceeded",
-                format!(
-                    "the organisation's {what} limit ({}) does not allow this request: {} left, {} needed; retry in {} s",
-                    r.allowed, r.remaining, r.requested, r.retry_after_s
-                ),
-            )
-            .with_details(json!({
-                "limit": what,
-                "allowed": r.allowed,
-                "remaining": r.remaining,
-                "requested": r.requested,
-                "retry_after_s": r.retry_after_s,
-            }));
-            e.retry_after = Some(r.retry_after_s);
-            e.quota_limit = Some(what);
-            Err(e)
+        Err(r) => Err(refused(&r)),
+    }
+}
+
+/// The 429 `quota_exceeded` every quota refusal answers with: the limit hit (by name, in the
+/// message and `details.limit`), what remains, and `Retry-After`.
+pub fn refused(r: &Refusal) -> ApiError {
+    let what = r.limit.name();
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "quota_exceeded",
+        format!(
+            "the organisation's {what} limit ({}) does not allow this request: {} left, {} needed; retry in {} s",
+            r.allowed, r.remaining, r.requested, r.retry_after_s
+        ),
+    )
+    .with_details(json!({
+        "limit": what,
+        "allowed": r.allowed,
+        "remaining": r.remaining,
+        "requested": r.requested,
+        "retry_after_s": r.retry_after_s,
+    }));
+    e.retry_after = Some(r.retry_after_s);
+    e.quota_limit = Some(what);
+    e
+}
+
+/// The index jobs of one org, counted in its ledger against its `index_jobs_per_hour`: the
+/// gate every host is handed for jobs an org's request, push or watched folder starts.
+pub struct OrgJobs<'a> {
+    accounts: &'a dyn Accounts,
+    org: &'a str,
+    limits: Limits,
+}
+
+impl<'a> OrgJobs<'a> {
+    /// The jobs of `org`, under `limits`, counted in `accounts`.
+    pub fn new(accounts: &'a dyn Accounts, org: &'a str, limits: Limits) -> Self {
+        Self {
+            accounts,
+            org,
+            limits,
         }
+    }
+}
+
+#[async_trait]
+impl JobGate for OrgJobs<'_> {
+    async fn admit(&self) -> Result<(), BackendError> {
+        let now = self.accounts.now_ms();
+        self.accounts
+            .admit_index_job(self.org, &self.limits, now)
+            .await?
+            .map_err(BackendError::QuotaExceeded)
     }
 }
 

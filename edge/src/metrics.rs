@@ -284,7 +284,7 @@ pub struct TokenSeries {
 pub struct RefusalSeries {
     /// The organisation.
     pub org: String,
-    /// `tokens_per_day`, `tokens_per_month`, `requests_per_minute` or `concurrency`.
+    /// `tokens_per_day`, `tokens_per_month`, `requests_per_minute`, `concurrency` or `index_jobs_per_hour`.
     pub limit: String,
     /// Refusals.
     pub count: u64,

@@ -1,6 +1,7 @@
 //! The HTTP API's routes: one axum router, served by the Worker and by `ctxgate serve` alike.
-//! The top of the edge: it imports the handlers ([`crate::routes`], [`crate::mcp`]) and the
-//! request plumbing ([`crate::extract`]); nothing imports it back but the hosts.
+//! The top of the edge: it imports the handlers ([`crate::routes`], [`crate::mcp`],
+//! [`crate::openapi::serve`]) and the request plumbing ([`crate::extract`]); nothing imports it
+//! back but the hosts.
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -21,7 +22,7 @@ pub fn router(state: AppState) -> Router {
         .route("/console/console.js", get(crate::console::script))
         .route("/console/console.css", get(crate::console::style))
         .route("/healthz", get(meta::healthz))
-        .route("/openapi.json", get(meta::openapi))
+        .route("/openapi.json", get(crate::openapi::serve))
         .route("/v1/models", get(meta::models))
         .route("/v1/tokens/count", post(meta::count))
         .route("/v1/context", post(context::context))

@@ -12,7 +12,8 @@ use ctxgate_core::catalog::Catalog;
 use ctxgate_core::index::gc::StoredObject;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use ctxgate_edge::backend::{
-    Accounts, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectInfo, Projects, SourceSpec,
+    Accounts, AuditRecord, BackendError, JobGate, KeyRecord, OrgRecord, ProjectInfo, Projects,
+    SourceSpec,
 };
 use ctxgate_edge::extract::auth::hash_key;
 use ctxgate_edge::{AppState, Config};
@@ -320,6 +321,17 @@ impl Accounts for MemoryHost {
         Ok(())
     }
 
+    async fn admit_index_job(
+        &self,
+        org: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<Result<(), Refusal>, BackendError> {
+        let mut ledgers = lock(&self.ledgers);
+        let ledger = ledgers.entry(org.into()).or_default();
+        Ok(ledger.admit_index_job(limits, now_ms))
+    }
+
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
         Ok(lock(&self.ledgers).get(org).cloned().unwrap_or_default())
     }
@@ -355,6 +367,7 @@ impl Projects for MemoryHost {
         _org: &str,
         _name: &str,
         _source: &SourceSpec,
+        _jobs: &dyn JobGate,
     ) -> Result<ProjectInfo, BackendError> {
         Err(BackendError::Refused(
             "this host does not index sources".into(),

@@ -8,7 +8,14 @@ and with blends log(shipped) + a x trees. --export writes the trees in the form
 shared/src/rank/learned.rs evaluates (the `learned` ranking weight: 0.5 under 32k). --oracle adds
 the ceiling of re-ordering these candidates (knowing the gold lines); --knapsack-power P packs by
 a knapsack over score^P instead of greedily; --extra-queries/--extra-dumps add training queries
-(an earlier window of the train repositories, scripts/fusion/repos-earlier.json).
+(an earlier window of the train repositories, scripts/fusion/repos-earlier.json); --questions DIR
+adds the question benchmark's records of the train split (scripts/questions/run.py --dump DIR:
+DIR/queries.jsonl and the dumps) to the training queries, and reports answer-line recall at
+2k / 4k / 8k on them. --cv K chooses settings on the train repositories only: leave-repos-out
+cross-validation (K folds of repositories, a repository's commits and questions in one fold)
+over a grid of --cv-trees x --cv-file-boost, with and without the questions, each scored at the
+shipped blend (log(shipped) + 0.5 x trees, the `learned` weight under 8k); held-out rows play
+no part in it.
 
 Features per candidate: its signals, the shipped score and its share of the best, its rank,
 size, test/doc flags, and its file's best lexical signal, candidate count, best share and the
@@ -19,7 +26,8 @@ lines).
 
 Usage: ltr.py --queries Q.jsonl --dumps DIR [--visible-queries Q --visible-dumps DIR]
               [--trees 100] [--blends 0.1,0.25,0.5] [--file-boost 0] [--oracle]
-              [--knapsack-power P] [--extra-queries Q --extra-dumps DIR] [--export FILE]
+              [--knapsack-power P] [--extra-queries Q --extra-dumps DIR] [--questions DIR]
+              [--cv K [--cv-trees 50,100,200] [--cv-file-boost 0,3]] [--export FILE]
 """
 import argparse
 import collections
@@ -184,6 +192,91 @@ def evaluate(data, scorer, power=0.0):
         *(v / max(1, n) for v in sums), n)
 
 
+def evaluate_questions(data, scorer):
+    """Answer-line recall at 2k / 4k / 8k of question records in the simulation."""
+    sums, n = [0.0] * 3, 0
+    for q, x, _, meta in data:
+        s = scorer(x, meta)
+        for k, b in enumerate((2000, 4000, 8000)):
+            sums[k] += simulate(q, meta, s, b, 0.9)[2]
+        n += 1
+    return [v / max(1, n) for v in sums], n
+
+
+PARAMS = dict(objective="lambdarank", learning_rate=0.05, num_leaves=15, min_data_in_leaf=50,
+              feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
+              lambdarank_truncation_level=60, label_gain=[0, 1, 3, 7, 15], verbose=-1,
+              seed=1, deterministic=True, num_threads=2)
+
+# The `learned` weight ctxgate serves under 8k (shared/src/rank/weights.rs, LEARNED_WEIGHT).
+SHIPPED_BLEND = 0.5
+
+
+def fit(train, trees):
+    ds = lgb.Dataset(np.vstack([t[1] for t in train]), np.concatenate([t[2] for t in train]),
+                     group=[len(t[2]) for t in train], feature_name=FEATURES)
+    return lgb.train(PARAMS, ds, trees)
+
+
+def blended(model, a=SHIPPED_BLEND):
+    return lambda x, _: np.exp(np.log(np.maximum(x[:, 8], 1e-6)) + a * model.predict(x))
+
+
+def cross_validate(args):
+    """Leave-repos-out cross-validation over the train repositories: for each setting, the
+    out-of-fold commit rows (8k FR / AG / LR) and question rows (LR 2k / 4k / 8k)."""
+    grids = {}
+    for boost in (int(v) for v in args.cv_file_boost.split(",")):
+        commits = [t for t in load(args.queries, args.dumps, boost) if t[0]["split"] == "train"]
+        if args.extra_queries and args.extra_dumps:
+            commits += load(args.extra_queries, args.extra_dumps, boost)
+        questions = [t for t in load(os.path.join(args.questions, "queries.jsonl"),
+                                     args.questions, boost) if t[0]["split"] == "train"]
+        grids[boost] = (commits, questions)
+    repos = sorted({t[0]["repo"] for c, q in grids.values() for t in c + q})
+    fold = {r: i % args.cv for i, r in enumerate(repos)}
+    print(f"leave-repos-out cross-validation, {args.cv} folds over {len(repos)} train "
+          f"repositories: " + "; ".join(
+              ",".join(r for r in repos if fold[r] == k) for k in range(args.cv)))
+    print("setting                                   | commits 8k FR / AG / LR  | "
+          "questions LR 2k / 4k / 8k (mean)")
+
+    def row(label, commit_scores, question_scores):
+        c = [np.mean([v[k] for v in commit_scores]) for k in range(3)]
+        qv = [np.mean([v[k] for v in question_scores]) for k in range(3)]
+        print(f"{label:42}| {c[0]:.3f} / {c[1]:.3f} / {c[2]:.3f}    | "
+              f"{qv[0]:.3f} / {qv[1]:.3f} / {qv[2]:.3f} ({np.mean(qv):.3f})")
+
+    def score_rows(data, scorer, questions):
+        out = []
+        for q, x, _, meta in data:
+            s = scorer(x, meta)
+            if questions:
+                out.append([simulate(q, meta, s, b, 0.9)[2] for b in (2000, 4000, 8000)])
+            else:
+                out.append(list(simulate(q, meta, s, 8000, 0.9)))
+        return out
+
+    commits, questions = grids[min(grids)]
+    row("shipped score (no trees)", score_rows(commits, lambda x, _: x[:, 8], False),
+        score_rows(questions, lambda x, _: x[:, 8], True))
+    for boost, (commits, questions) in grids.items():
+        for trees in (int(v) for v in args.cv_trees.split(",")):
+            for with_q in (False, True):
+                cs, qs = [], []
+                for k in range(args.cv):
+                    train = [t for t in commits if fold[t[0]["repo"]] != k]
+                    if with_q:
+                        train += [t for t in questions if fold[t[0]["repo"]] != k]
+                    model = fit(train, trees)
+                    cs += score_rows([t for t in commits if fold[t[0]["repo"]] == k],
+                                     blended(model), False)
+                    qs += score_rows([t for t in questions if fold[t[0]["repo"]] == k],
+                                     blended(model), True)
+                row(f"{'commits+questions' if with_q else 'commits only':17} boost {boost} "
+                    f"{trees:3} trees", cs, qs)
+
+
 def export(model, path, probes):
     """The trees as flat arrays (shared/src/rank/learned.rs reads them): per tree, each split
     node's feature, threshold and children (a child below 0 is leaf -child-1), and the leaves'
@@ -230,6 +323,14 @@ def main():
                     help="more training queries, all trained on: an earlier window of the train "
                          "repositories (mine.py --config scripts/fusion/repos-earlier.json)")
     ap.add_argument("--extra-dumps", default="")
+    ap.add_argument("--questions", default="",
+                    help="question records and dumps (scripts/questions/run.py --dump DIR): "
+                         "the train split's are trained on")
+    ap.add_argument("--cv", type=int, default=0,
+                    help="leave-repos-out cross-validation over the train repositories in K "
+                         "folds, over a grid of settings, instead of one model")
+    ap.add_argument("--cv-trees", default="50,100,200")
+    ap.add_argument("--cv-file-boost", default="0,3")
     ap.add_argument("--knapsack-power", type=float, default=0.0,
                     help="pack by a knapsack over score ** P instead of greedily (0)")
     ap.add_argument("--oracle", action="store_true",
@@ -239,6 +340,11 @@ def main():
     ap.add_argument("--file-boost", type=int, default=0)
     ap.add_argument("--export", default="", help="write the trees as ctxgate's model JSON")
     args = ap.parse_args()
+    if args.cv:
+        if not args.questions:
+            raise SystemExit("--cv needs --questions")
+        cross_validate(args)
+        return
     mined = load(args.queries, args.dumps, args.file_boost)
     sets = {"train": [t for t in mined if t[0]["split"] == "train"],
             "held out": [t for t in mined if t[0]["split"] == "held"]}
@@ -246,14 +352,13 @@ def main():
         sets["visible"] = load(args.visible_queries, args.visible_dumps, args.file_boost)
     if args.extra_queries and args.extra_dumps:
         sets["earlier"] = load(args.extra_queries, args.extra_dumps, args.file_boost)
-    train = sets["train"] + sets.get("earlier", [])
-    params = dict(objective="lambdarank", learning_rate=0.05, num_leaves=15, min_data_in_leaf=50,
-                  feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
-                  lambdarank_truncation_level=60, label_gain=[0, 1, 3, 7, 15], verbose=-1,
-                  seed=1, deterministic=True, num_threads=2)
-    ds = lgb.Dataset(np.vstack([t[1] for t in train]), np.concatenate([t[2] for t in train]),
-                     group=[len(t[2]) for t in train], feature_name=FEATURES)
-    model = lgb.train(params, ds, args.trees)
+    questions = {}
+    if args.questions:
+        rows = load(os.path.join(args.questions, "queries.jsonl"), args.questions, args.file_boost)
+        questions = {"questions train": [t for t in rows if t[0]["split"] == "train"],
+                     "questions held": [t for t in rows if t[0]["split"] == "held"]}
+    train = sets["train"] + sets.get("earlier", []) + questions.get("questions train", [])
+    model = fit(train, args.trees)
     scorers = [("shipped score", lambda x, _: x[:, 8]),
                ("trees alone", lambda x, _: np.exp(model.predict(x)))]
     for a in (float(v) for v in args.blends.split(",") if v):
@@ -266,6 +371,12 @@ def main():
     for name, data in sets.items():
         for label, scorer in scorers:
             print(f"{name:9} {label:28} {evaluate(data, scorer, args.knapsack_power)}")
+    for name, data in questions.items():
+        if data:
+            for label, scorer in scorers:
+                lr, n = evaluate_questions(data, scorer)
+                print(f"{name:15} {label:28} LR 2k / 4k / 8k {lr[0]:.3f} / {lr[1]:.3f} / "
+                      f"{lr[2]:.3f} ({n} queries)")
     if args.export:
         export(model, args.export, np.vstack([t[1] for t in train[:3]])[::7][:12])
     gains = sorted(zip(model.feature_importance("gain"), FEATURES), reverse=True)

@@ -6,6 +6,10 @@
 //! concurrency is the store's job, not this module's. A request reserves its maximum token cost
 //! before any work and settles the real cost after; the reservation is a lease that expires, so
 //! a host that dies mid-request never locks the budget forever.
+//!
+//! Index jobs are counted in the same ledger, in fixed one-hour windows
+//! ([`Ledger::admit_index_job`]): a host counts a job at the moment it starts or queues one, so
+//! a job merged into one already queued, or refused before any work, costs nothing.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const LEASE_MS: u64 = 120_000;
 const DAY_MS: u64 = 86_400_000;
 const MINUTE_MS: u64 = 60_000;
+const HOUR_MS: u64 = 3_600_000;
 
 /// Limits of one organisation; `None` is unlimited.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -30,13 +35,21 @@ pub struct Limits {
     /// Requests in flight at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
+    /// Index jobs started or queued per hour (fixed one-hour windows): project creation,
+    /// re-index requests, webhook pushes and jobs the server starts itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_jobs_per_hour: Option<u32>,
 }
 
 impl Limits {
-    /// No limit at all: no concurrent call can overrun one, so a call needs no reservation
-    /// and can be booked when it settles ([`Ledger::book`]).
-    pub fn is_unlimited(&self) -> bool {
-        *self == Self::default()
+    /// No limit a call can meet: no concurrent call can overrun one, so a call needs no
+    /// reservation and can be booked when it settles ([`Ledger::book`]). The index-job limit
+    /// does not count here: it is charged when a job starts, never held by a call.
+    pub fn calls_unlimited(&self) -> bool {
+        Self {
+            index_jobs_per_hour: None,
+            ..*self
+        } == Self::default()
     }
 }
 
@@ -81,6 +94,13 @@ pub struct Ledger {
     pub requests_total: u64,
     /// Tokens ever settled.
     pub tokens_total: u64,
+    /// The current hour (hours since the epoch) and its index jobs; ledgers written before
+    /// index jobs were counted read as none.
+    #[serde(default)]
+    pub hour: Period,
+    /// Index jobs ever admitted.
+    #[serde(default)]
+    pub index_jobs_total: u64,
 }
 
 /// Which limit refused a request.
@@ -95,6 +115,8 @@ pub enum LimitKind {
     RequestsPerMinute,
     /// `concurrency`.
     Concurrency,
+    /// `index_jobs_per_hour`.
+    IndexJobsPerHour,
 }
 
 impl LimitKind {
@@ -105,6 +127,7 @@ impl LimitKind {
             LimitKind::TokensPerMonth => "tokens_per_month",
             LimitKind::RequestsPerMinute => "requests_per_minute",
             LimitKind::Concurrency => "concurrency",
+            LimitKind::IndexJobsPerHour => "index_jobs_per_hour",
         }
     }
 }
@@ -150,6 +173,15 @@ pub struct UsageSummary {
     pub requests_total: u64,
     /// Tokens settled ever.
     pub tokens_total: u64,
+    /// Index jobs started or queued in the current hour (UTC, fixed windows).
+    #[serde(default)]
+    pub index_jobs_this_hour: u64,
+    /// Index jobs left this hour, when limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_jobs_left_this_hour: Option<u64>,
+    /// Index jobs admitted ever.
+    #[serde(default)]
+    pub index_jobs_total: u64,
 }
 
 /// Days since the epoch of `ms`.
@@ -191,6 +223,10 @@ impl Ledger {
     /// Rolls periods forward and drops lapsed leases.
     fn refresh(&mut self, now_ms: u64) {
         let (day, month, minute) = (day_of(now_ms), month_of(now_ms), now_ms / MINUTE_MS);
+        let hour = now_ms / HOUR_MS;
+        if self.hour.id != hour {
+            self.hour = Period { id: hour, used: 0 };
+        }
         if self.day.id != day {
             self.day = Period { id: day, used: 0 };
         }
@@ -327,6 +363,28 @@ impl Ledger {
         }
     }
 
+    /// Counts one index job against the hour of `now_ms` if `limits` allow it; the ledger
+    /// changes only on success. Hosts call it when they start or queue a job, never for one
+    /// merged into a job already queued.
+    pub fn admit_index_job(&mut self, limits: &Limits, now_ms: u64) -> Result<(), Refusal> {
+        self.refresh(now_ms);
+        if let Some(max) = limits.index_jobs_per_hour
+            && self.hour.used >= u64::from(max)
+        {
+            return Err(Refusal {
+                limit: LimitKind::IndexJobsPerHour,
+                allowed: u64::from(max),
+                remaining: 0,
+                requested: 1,
+                retry_after_s: (HOUR_MS - now_ms % HOUR_MS).div_ceil(1000),
+            });
+        }
+        self.hour.used += 1;
+        self.index_jobs_total += 1;
+        self.rev += 1;
+        Ok(())
+    }
+
     /// The usage as of `now_ms`.
     pub fn summary(&self, limits: &Limits, now_ms: u64) -> UsageSummary {
         let mut l = self.clone();
@@ -347,6 +405,11 @@ impl Ledger {
                 .map(|m| m.saturating_sub(l.month.used + l.reserved(false))),
             requests_total: l.requests_total,
             tokens_total: l.tokens_total,
+            index_jobs_this_hour: l.hour.used,
+            index_jobs_left_this_hour: limits
+                .index_jobs_per_hour
+                .map(|m| u64::from(m).saturating_sub(l.hour.used)),
+            index_jobs_total: l.index_jobs_total,
         }
     }
 }
@@ -410,12 +473,18 @@ mod tests {
         assert_eq!(booked.requests_total, 3);
         assert_eq!(booked.tokens_total, 1020);
         assert_eq!(booked.day.used, 900);
-        assert!(Limits::default().is_unlimited());
+        assert!(Limits::default().calls_unlimited());
         let limited = Limits {
             concurrency: Some(4),
             ..Limits::default()
         };
-        assert!(!limited.is_unlimited());
+        assert!(!limited.calls_unlimited());
+        // A limit on index jobs holds no call.
+        let jobs_only = Limits {
+            index_jobs_per_hour: Some(3),
+            ..Limits::default()
+        };
+        assert!(jobs_only.calls_unlimited());
     }
 
     #[test]
@@ -439,6 +508,79 @@ mod tests {
         let mut l = Ledger::default();
         l.reserve(&limits, "x", 0, NOW).unwrap();
         assert!(l.reserve(&limits, "y", 0, NOW + LEASE_MS + 1).is_ok());
+    }
+
+    #[test]
+    fn index_jobs_per_hour_in_fixed_windows() {
+        let limits = Limits {
+            index_jobs_per_hour: Some(2),
+            ..Limits::default()
+        };
+        let mut l = Ledger::default();
+        l.admit_index_job(&limits, NOW).unwrap();
+        l.admit_index_job(&limits, NOW + 1).unwrap();
+        let before = l.clone();
+        let e = l.admit_index_job(&limits, NOW + 2).unwrap_err();
+        assert_eq!(e.limit, LimitKind::IndexJobsPerHour);
+        assert_eq!(e.limit.name(), "index_jobs_per_hour");
+        assert_eq!((e.allowed, e.remaining, e.requested), (2, 0, 1));
+        // Retry when the hour ends, never later.
+        let hour_end = (NOW / HOUR_MS + 1) * HOUR_MS;
+        assert_eq!(e.retry_after_s, (hour_end - NOW - 2).div_ceil(1000));
+        assert!(e.retry_after_s >= 1 && e.retry_after_s <= 3600);
+        assert_eq!(
+            (l.rev, l.index_jobs_total),
+            (before.rev, 2),
+            "a refusal counts nothing"
+        );
+        let s = l.summary(&limits, NOW + 3);
+        assert_eq!(s.index_jobs_this_hour, 2);
+        assert_eq!(s.index_jobs_left_this_hour, Some(0));
+        // The next window starts afresh, and the total carries on.
+        l.admit_index_job(&limits, hour_end).unwrap();
+        let s = l.summary(&limits, hour_end);
+        assert_eq!((s.index_jobs_this_hour, s.index_jobs_total), (1, 3));
+        assert_eq!(s.index_jobs_left_this_hour, Some(1));
+        // Without a limit jobs are counted, never refused.
+        let mut free = Ledger::default();
+        for i in 0..100 {
+            free.admit_index_job(&Limits::default(), NOW + i).unwrap();
+        }
+        let s = free.summary(&Limits::default(), NOW + 100);
+        assert_eq!(
+            (s.index_jobs_this_hour, s.index_jobs_left_this_hour),
+            (100, None)
+        );
+        // Index jobs and calls are counted apart.
+        let both = Limits {
+            index_jobs_per_hour: Some(1),
+            requests_per_minute: Some(1),
+            ..Limits::default()
+        };
+        let mut l = Ledger::default();
+        l.admit_index_job(&both, NOW).unwrap();
+        l.reserve(&both, "call", 0, NOW).unwrap();
+        assert!(l.admit_index_job(&both, NOW).is_err());
+        assert_eq!(l.requests_total, 1);
+    }
+
+    #[test]
+    fn ledgers_and_limits_from_before_index_jobs_still_parse() {
+        let old = r#"{"rev":7,"day":{"id":20775,"used":10},"month":{"id":24322,"used":10},
+            "minute":{"id":1,"used":1},"leases":[],"requests_total":3,"tokens_total":10}"#;
+        let mut l: Ledger = serde_json::from_str(old).unwrap();
+        assert_eq!((l.hour.used, l.index_jobs_total), (0, 0));
+        let limits: Limits = serde_json::from_str(r#"{"requests_per_minute":5}"#).unwrap();
+        assert_eq!(limits.index_jobs_per_hour, None);
+        l.admit_index_job(&limits, NOW).unwrap();
+        assert_eq!(l.rev, 8);
+        let set: Limits = serde_json::from_str(r#"{"index_jobs_per_hour":4}"#).unwrap();
+        assert_eq!(set.index_jobs_per_hour, Some(4));
+        assert_eq!(
+            serde_json::to_string(&Limits::default()).unwrap(),
+            "{}",
+            "an unset limit is not written"
+        );
     }
 
     proptest! {

@@ -22,6 +22,10 @@ pub struct LimitFlags {
     /// Requests in flight at once.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<u32>,
+    /// Index jobs per hour (project creation, re-index requests, webhook pushes, `serve
+    /// --watch` re-indexes; a push merged into a job already queued is free).
+    #[arg(long, value_name = "N")]
+    pub index_jobs_per_hour: Option<u32>,
 }
 
 #[derive(Subcommand, Debug)]

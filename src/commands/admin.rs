@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::host::embedded::{EmbeddedBackend, SourceAccess};
 use ctxgate_core::quota::Limits;
-use ctxgate_edge::backend::SourceSpec;
+use ctxgate_edge::backend::{SourceSpec, Unmetered};
 use ctxgate_edge::{AppState, Config, admin};
 use ctxgate_indexer::pipeline::Progress;
 use ctxgate_indexer::publish::{WorkerTarget, publish_to_worker};
@@ -48,17 +48,19 @@ fn apply(mut limits: Limits, flags: &LimitFlags) -> Limits {
     limits.tokens_per_month = flags.tokens_per_month.or(limits.tokens_per_month);
     limits.requests_per_minute = flags.requests_per_minute.or(limits.requests_per_minute);
     limits.concurrency = flags.concurrency.or(limits.concurrency);
+    limits.index_jobs_per_hour = flags.index_jobs_per_hour.or(limits.index_jobs_per_hour);
     limits
 }
 
 fn show_limits(l: &Limits) -> String {
     let f = |v: Option<u64>| v.map_or("unlimited".to_string(), |n| n.to_string());
     format!(
-        "tokens/day {}, tokens/month {}, requests/minute {}, concurrency {}",
+        "tokens/day {}, tokens/month {}, requests/minute {}, concurrency {}, index jobs/hour {}",
         f(l.tokens_per_day),
         f(l.tokens_per_month),
         f(l.requests_per_minute.map(u64::from)),
         f(l.concurrency.map(u64::from)),
+        f(l.index_jobs_per_hour.map(u64::from)),
     )
 }
 
@@ -143,12 +145,13 @@ pub fn project(global: &Global, cmd: &ProjectCommand) -> CmdResult {
     }
 }
 
-/// `ctxgate project reindex`: the same service as `POST /v1/projects/{id}/reindex`.
+/// `ctxgate project reindex`: the same service as `POST /v1/projects/{id}/reindex`, run by the
+/// operator on its own data directory, so no org's index-job limit applies.
 fn project_reindex(global: &Global, a: &ProjectReindexArgs) -> CmdResult {
     let st = state(global)?;
     let (before, after) = block_on(async {
         let before = ctxgate_edge::routes::find_project(&st, &a.org, &a.name).await?;
-        let after = st.projects.reindex_project(&before).await?;
+        let after = st.projects.reindex_project(&before, &Unmetered).await?;
         Ok::<_, ctxgate_edge::error::ApiError>((before, after))
     })??;
     let changed = after.current_version != before.current_version;
@@ -227,7 +230,7 @@ fn project_publish(global: &Global, a: &ProjectPublishArgs) -> CmdResult {
     }
 }
 
-/// `ctxgate project add`.
+/// `ctxgate project add`: the operator's, so no org's index-job limit applies.
 fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
     let st = state(global)?;
     ctxgate_edge::routes::valid_project_name(&a.name)?;
@@ -253,7 +256,10 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
         let source = SourceSpec::Local {
             path: dir.to_string_lossy().into_owned(),
         };
-        Ok(st.projects.create_project(&a.org, &a.name, &source).await?)
+        Ok(st
+            .projects
+            .create_project(&a.org, &a.name, &source, &Unmetered)
+            .await?)
     })??;
     match a.format {
         Format::Json => print_json(&info),

@@ -3,8 +3,10 @@
 //!
 //! The tools are the HTTP API's own (`ctxgate_edge::mcp`), answered in-process over the data
 //! directory as the local organisation (the one `ctxgate index` and `assemble` publish under),
-//! so their answers, schemas and errors are exactly those of `POST /mcp`. The folder is
-//! re-indexed before each call that reads it, so an agent editing files sees its edits.
+//! so their answers, schemas and errors are exactly those of `POST /mcp`, within the folder's
+//! project alone: the data directory's other projects are neither listed nor answered
+//! ([`ToolScope::project`]). The folder is re-indexed before each call that reads it, so an agent
+//! editing files sees its edits.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -123,7 +125,7 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
         note: Default::default(),
     };
     let scope = ToolScope {
-        default_project: Some(project),
+        project: Some(project),
         default_model: folder_config.as_ref().and_then(|c| c.model.clone()),
         default_budget: folder_config.as_ref().and_then(|c| c.budget),
     };

@@ -5,7 +5,8 @@
 //! so a save that touches ten files, or a `git checkout`, costs one incremental index. Indexing
 //! publishes a new version by writing its manifest last, so requests meanwhile are answered
 //! from the previous version. Projects registered while the server runs are picked up by a
-//! periodic look at the registrations.
+//! periodic look at the registrations. Each re-index is an index job of the project's org: past
+//! its `index_jobs_per_hour` the project waits, still marked, until the hour allows it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::host::embedded::EmbeddedBackend;
-use ctxgate_edge::backend::{ProjectInfo, Projects};
+use ctxgate_edge::backend::{Accounts, BackendError, ProjectInfo, Projects};
+use ctxgate_edge::meter::OrgJobs;
 use ctxgate_edge::pointer::PointerCache;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
@@ -98,7 +100,12 @@ pub async fn run(
                 for id in due {
                     pending.remove(&id);
                     if let Some(w) = watched.get_mut(&id) {
-                        reindex(&backend, w).await;
+                        if let Some(wait) = reindex(&backend, w).await {
+                            // Due again once the limit allows (`pending` holds the last change,
+                            // due a debounce later).
+                            let at = Instant::now() + wait;
+                            pending.insert(id.clone(), at.checked_sub(debounce).unwrap_or(at));
+                        }
                         pointers.forget(&w.project.org, &w.project.id);
                     }
                 }
@@ -150,10 +157,20 @@ fn refresh_watches(
     started
 }
 
-async fn reindex(backend: &EmbeddedBackend, w: &mut Watched) {
+/// Re-indexes `w` as a job of its org; how long to wait before trying again when the org's
+/// index-job limit refused it.
+async fn reindex(backend: &EmbeddedBackend, w: &mut Watched) -> Option<Duration> {
     let before = w.project.current_version;
     let started = std::time::Instant::now();
-    match backend.reindex_project(&w.project).await {
+    let limits = match backend.org(&w.project.org).await {
+        Ok(org) => org.map(|o| o.limits).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(project = %w.project.name, org = %w.project.org, "re-index failed: {e}");
+            return None;
+        }
+    };
+    let jobs = OrgJobs::new(backend, &w.project.org, limits);
+    match backend.reindex_project(&w.project, &jobs).await {
         Ok(after) => {
             let ms = started.elapsed().as_millis();
             if after.current_version != before {
@@ -166,9 +183,19 @@ async fn reindex(backend: &EmbeddedBackend, w: &mut Watched) {
                 tracing::debug!(project = %after.name, ms, "re-indexed: unchanged");
             }
             w.project = after;
+            None
+        }
+        Err(BackendError::QuotaExceeded(r)) => {
+            tracing::warn!(
+                project = %w.project.name, org = %w.project.org, retry_after_s = r.retry_after_s,
+                "re-index waits: the organisation's {} limit ({}) is reached",
+                r.limit.name(), r.allowed
+            );
+            Some(Duration::from_secs(r.retry_after_s))
         }
         Err(e) => {
-            tracing::warn!(project = %w.project.name, org = %w.project.org, "re-index failed: {e}")
+            tracing::warn!(project = %w.project.name, org = %w.project.org, "re-index failed: {e}");
+            None
         }
     }
 }

@@ -27,8 +27,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use ctxgate_edge::backend::{
-    Accounts, AuditRecord, BackendError, JobSummary, KeyRecord, OrgRecord, ProjectInfo, Projects,
-    SourceFault, StoredJob,
+    Accounts, AuditRecord, BackendError, JobGate, JobSummary, KeyRecord, OrgRecord, ProjectInfo,
+    Projects, SourceFault, StoredJob,
 };
 use ctxgate_edge::metrics::Metrics;
 
@@ -563,6 +563,24 @@ impl Accounts for EmbeddedBackend {
         })
     }
 
+    async fn admit_index_job(
+        &self,
+        org: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<Result<(), Refusal>, BackendError> {
+        let key = ItemKey::ledger(org);
+        self.with(|s| {
+            s.update_item(&key.pk, &key.sk, |old| {
+                let mut ledger: Ledger = old.map(|d| decode(&d)).transpose()?.unwrap_or_default();
+                match ledger.admit_index_job(limits, now_ms) {
+                    Ok(()) => Ok((Some(encode(&ledger)?), Ok(()))),
+                    Err(refusal) => Ok((None, Err(refusal))),
+                }
+            })
+        })
+    }
+
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
         let key = ItemKey::ledger(org);
         self.with(|s| {
@@ -605,6 +623,7 @@ impl Projects for EmbeddedBackend {
         org: &str,
         name: &str,
         source: &SourceSpec,
+        jobs: &dyn JobGate,
     ) -> Result<ProjectInfo, BackendError> {
         let spec = self.admit(source)?;
         let target = shown_target(org, name, source);
@@ -627,6 +646,7 @@ impl Projects for EmbeddedBackend {
             source: source.clone(),
         })
         .map_err(storage)?;
+        jobs.admit().await?;
         let info = self.index_source("create", target.clone(), spec).await?;
         // Remembered only once indexed, so a failed registration leaves nothing to re-index.
         let key = ItemKey::source(&target.id);
@@ -634,9 +654,14 @@ impl Projects for EmbeddedBackend {
         Ok(info)
     }
 
-    async fn reindex_project(&self, project: &ProjectInfo) -> Result<ProjectInfo, BackendError> {
+    async fn reindex_project(
+        &self,
+        project: &ProjectInfo,
+        jobs: &dyn JobGate,
+    ) -> Result<ProjectInfo, BackendError> {
         let source = self.registered_source(project)?;
         let spec = self.admit(&source)?;
+        jobs.admit().await?;
         self.index_source(
             "reindex",
             shown_target(&project.org, &project.name, &source),

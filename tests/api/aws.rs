@@ -230,6 +230,15 @@ pub fn run() {
     let mut indexer = function(&service, None);
     register_through_the_worker(&worker, &key, &other, &service);
     push_through_the_worker(&worker, &key, &other, &service, repo.path(), &url);
+    // The Worker counts index jobs in the org's Durable Object: past the limit, 429.
+    let small = tempfile::tempdir().unwrap();
+    std::fs::write(small.path().join("lib.rs"), "pub fn job() -> u32 { 1 }\n").unwrap();
+    let base = sources::serve(vec![("/jobs.tar.gz", sources::tarball(small.path()))]);
+    cases::index_jobs_are_metered(
+        &worker,
+        "jobsaws",
+        json!({"kind": "tarball", "url": format!("{base}/jobs.tar.gz")}),
+    );
     indexer.kill().ok();
     indexer.wait().ok();
     drop(worker);
@@ -387,6 +396,12 @@ fn push_through_the_worker(
     let secret = r.body["secret"].as_str().unwrap().to_string();
     let r = get(worker, "/v1/projects/core", Some(key));
     assert!(!r.body.to_string().contains(&secret), "{}", r.body);
+    // A failed signature is answered alike for `core`, for `sample` (no webhook) and for none.
+    let sample = get(worker, "/v1/projects/sample", Some(key)).body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    cases::webhook_refusals_are_one(worker, Some(&id), &sample);
     let before = webhooks::version(worker, key, "core");
     let invoked = service.invocations().len();
 

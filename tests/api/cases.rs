@@ -5,7 +5,7 @@ use std::path::Path;
 use ctxgate_core::tokens::Encoding;
 use serde_json::{Value, json};
 
-use super::host::{Host, call, get, org_with_key, post};
+use super::host::{Host, call, call_with, get, org_with_key, post};
 
 /// The repository the suite indexes: this workspace's core crate (real code, ~60k tokens).
 pub fn sample_repo() -> &'static Path {
@@ -51,11 +51,13 @@ pub fn run_suite(host: &dyn Host, tag: &str) {
     history(host, tag);
     bad_input(host, &key);
     isolation(host, tag, &key, &project_id);
+    webhook_refusals_are_one(host, None, &project_id);
     usage(host, &key);
     mcp_client(host, &key);
     quota_under_concurrency(host, tag);
     rate_and_concurrency_limits(host, tag);
     unlimited_calls_are_counted(host, tag);
+    refused_sources_cost_no_index_job(host, tag);
 }
 
 fn meta(host: &dyn Host, key: &str) {
@@ -308,10 +310,19 @@ fn context(host: &dyn Host, key: &str, project_id: &str) {
             .iter()
             .all(|p| p["original_tokens"].as_u64() > p["tokens"].as_u64())
     );
-    assert!(
-        light.body["pieces"].as_array().unwrap().len()
-            >= plain.body["pieces"].as_array().unwrap().len()
-    );
+    // The room refilled: at least as many chunks (an excerpt's windows are pieces of one chunk).
+    let chunks = |v: &Value| {
+        let mut ids: Vec<&str> = v["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["chunk_id"].as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    };
+    assert!(chunks(&light.body) >= chunks(&plain.body));
     let r = post(host, "/v1/context", Some(key), &body("extreme"));
     assert_eq!((r.status, r.code()), (400, "unsupported_option"));
     // By name as well as by id.
@@ -610,12 +621,14 @@ fn session(host: &dyn Host, org: &str, key: &str) {
     // already holds is named, best first, with where it is.
     let second = ask(Some("turn-test"));
     let again = chunk_ids(&second, "pieces");
-    // A chunk sent as one line (a signpost) or a signature may come whole later.
+    // A chunk sent as one line (a signpost), a signature or an excerpt may come whole later.
     let whole: Vec<String> = first["pieces"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["form"] != "signpost" && p["form"] != "signature")
+        .filter(|p| {
+            !["signpost", "signature", "excerpt"].contains(&p["form"].as_str().unwrap_or(""))
+        })
         .map(|p| p["chunk_id"].as_str().unwrap().to_string())
         .collect();
     assert!(!whole.is_empty());
@@ -642,8 +655,8 @@ fn session(host: &dyn Host, org: &str, key: &str) {
     for (id, form) in &after {
         if let Some((_, was)) = before.iter().find(|(i, _)| i == id) {
             assert!(
-                matches!(was.as_str(), "signpost" | "signature")
-                    && !matches!(form.as_str(), "signpost" | "signature"),
+                matches!(was.as_str(), "signpost" | "signature" | "excerpt")
+                    && !matches!(form.as_str(), "signpost" | "signature" | "excerpt"),
                 "a session was sent {id} twice ({was}, then {form})"
             );
         }
@@ -714,6 +727,21 @@ fn bad_input(host: &dyn Host, key: &str) {
     let ctx = |body: Value| post(host, "/v1/context", Some(key), &body);
     let r = ctx(json!({ "project": "core", "query": "x", "model": "no-such-model" }));
     assert_eq!((r.status, r.code()), (400, "unknown_model"));
+    // The names people type are models on every host: the core catalog resolves them.
+    let r = ctx(
+        json!({ "project": "core", "query": "quota ledger", "model": "sonnet", "budget": 500 }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["routing"]["model"], "claude-sonnet-5-5");
+    let r = ctx(json!({ "project": "core", "query": "x", "model": "sonet" }));
+    assert_eq!((r.status, r.code()), (400, "unknown_model"));
+    assert!(
+        r.body["error"]["message"]
+            .to_string()
+            .contains("did you mean sonnet"),
+        "{}",
+        r.body
+    );
     let r =
         ctx(json!({ "project": "core", "query": "x", "model": "gpt-4o", "budget": 10_000_000 }));
     assert_eq!((r.status, r.code()), (400, "budget_exceeds_window"));
@@ -1007,6 +1035,155 @@ fn rate_and_concurrency_limits(host: &dyn Host, tag: &str) {
     }
 }
 
+/// `GET /v1/usage` for `key`: the `usage` object.
+fn usage_of(host: &dyn Host, key: &str) -> Value {
+    let u = get(host, "/v1/usage", Some(key));
+    assert_eq!(u.status, 200, "{}", u.body);
+    u.body["usage"].clone()
+}
+
+/// Sleeps past the hour's end when it is less than a minute away, so that a case's jobs fall in
+/// one fixed window.
+fn clear_of_the_hour_boundary() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let into_hour = now % 3600;
+    if into_hour > 3540 {
+        std::thread::sleep(std::time::Duration::from_secs(3600 - into_hour + 1));
+    }
+}
+
+/// The index-job limit is set and shown like the other limits, and a project the host refuses
+/// before any work (a folder on a host that reads none) is no job: it costs nothing.
+fn refused_sources_cost_no_index_job(host: &dyn Host, tag: &str) {
+    let org = format!("jobs{tag}");
+    let key = org_with_key(host, &org, json!({ "index_jobs_per_hour": 1 }));
+    let s = usage_of(host, &key);
+    assert_eq!(s["limits"]["index_jobs_per_hour"], 1, "{s}");
+    assert_eq!(
+        (&s["index_jobs_this_hour"], &s["index_jobs_left_this_hour"]),
+        (&json!(0), &json!(1)),
+        "{s}"
+    );
+    for _ in 0..3 {
+        let r = post(
+            host,
+            "/v1/projects",
+            Some(&key),
+            &json!({ "name": "x", "source": { "kind": "local", "path": "/etc" } }),
+        );
+        assert_eq!((r.status, r.code()), (403, "source_refused"), "{}", r.body);
+    }
+    let s = usage_of(host, &key);
+    assert_eq!(s["index_jobs_this_hour"], 0, "refusals are no jobs: {s}");
+    // The admin API sets it as it sets the others (and leaves it out when unset).
+    let admin = host.admin_secret();
+    let r = call(
+        host,
+        "PUT",
+        &format!("/v1/admin/orgs/{org}/limits"),
+        Some(admin),
+        Some(&json!({ "index_jobs_per_hour": 5, "requests_per_minute": 100 }).to_string()),
+        "application/json",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["limits"]["index_jobs_per_hour"], 5, "{}", r.body);
+    let r = call(
+        host,
+        "PUT",
+        &format!("/v1/admin/orgs/{org}/limits"),
+        Some(admin),
+        Some("{}"),
+        "application/json",
+    );
+    assert_eq!(r.body["limits"], json!({}), "{}", r.body);
+}
+
+/// Index jobs past the org's `index_jobs_per_hour` are refused like every other quota: 429
+/// `quota_exceeded`, `Retry-After` until the hour ends, and the limit named in the message and
+/// `details.limit`; a refused creation registers nothing. `source` must be one `host` indexes
+/// (a folder under `serve --local-root`, a URL the AWS deployment registers); the first creation
+/// is the one job the limit allows.
+pub fn index_jobs_are_metered(host: &dyn Host, org: &str, source: Value) {
+    let key = org_with_key(host, org, json!({ "index_jobs_per_hour": 1 }));
+    clear_of_the_hour_boundary();
+    let create = |name: &str| {
+        post(
+            host,
+            "/v1/projects",
+            Some(&key),
+            &json!({ "name": name, "source": source }),
+        )
+    };
+    let r = create("first");
+    assert!(matches!(r.status, 201 | 202), "{}", r.body);
+    let first = r.body["id"].as_str().unwrap().to_string();
+    let s = usage_of(host, &key);
+    assert_eq!(
+        (&s["index_jobs_this_hour"], &s["index_jobs_left_this_hour"]),
+        (&json!(1), &json!(0)),
+        "{s}"
+    );
+    let refused = |r: &super::host::Reply, what: &str| {
+        assert_eq!(
+            (r.status, r.code()),
+            (429, "quota_exceeded"),
+            "{what}: {}",
+            r.body
+        );
+        let d = &r.body["error"]["details"];
+        assert_eq!(d["limit"], "index_jobs_per_hour", "{what}: {}", r.body);
+        assert_eq!((&d["allowed"], &d["remaining"]), (&json!(1), &json!(0)));
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("index_jobs_per_hour"),
+            "{what}: {}",
+            r.body
+        );
+        let retry: u64 = r
+            .retry_after
+            .as_deref()
+            .unwrap_or_else(|| panic!("{what}: no Retry-After"))
+            .parse()
+            .unwrap();
+        assert!((1..=3600).contains(&retry), "{what}: Retry-After {retry}");
+        assert_eq!(d["retry_after_s"], retry, "{what}");
+    };
+    refused(&create("second"), "a second project");
+    let r = get(host, "/v1/projects/second", Some(&key));
+    assert_eq!(
+        (r.status, r.code()),
+        (404, "project_not_found"),
+        "a refused creation registers nothing: {}",
+        r.body
+    );
+    let reindex = post(
+        host,
+        &format!("/v1/projects/{first}/reindex"),
+        Some(&key),
+        &json!({}),
+    );
+    // Hosts that re-index count it (here: refuse it); the AWS deployment re-indexes on its
+    // schedule and refuses the request before any job.
+    if reindex.status != 403 {
+        refused(&reindex, "a re-index");
+    }
+    let s = usage_of(host, &key);
+    assert_eq!(s["index_jobs_this_hour"], 1, "refusals count nothing: {s}");
+    // Other calls are not held by the index-job limit.
+    let r = post(
+        host,
+        "/v1/tokens/count",
+        Some(&key),
+        &json!({ "text": "hi" }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// The official MCP Python SDK lists and calls the tools (installed by
 /// `scripts/mcp-client-setup.sh`, which the test command runs).
 fn mcp_client(host: &dyn Host, key: &str) {
@@ -1120,4 +1297,69 @@ fn mcp_client(host: &dyn Host, key: &str) {
     );
     assert_eq!(seen["search_error"], false);
     assert!(!seen["search"]["pieces"].as_array().unwrap().is_empty());
+}
+
+/// A webhook delivery that fails authentication gets one answer (status, code, message and
+/// `WWW-Authenticate`) whether its project does not exist, exists without a webhook
+/// (`hookless`) or has one (`hooked`, where the host can give a project a webhook), so that
+/// deliveries cannot probe which projects exist or take pushes. A host that does not index on
+/// push refuses them all alike (403 `webhooks_unsupported`).
+pub fn webhook_refusals_are_one(host: &dyn Host, hooked: Option<&str>, hookless: &str) {
+    let body = json!({
+        "ref": "refs/heads/main", "before": "1".repeat(40), "after": "2".repeat(40),
+        "repository": {"clone_url": "https://github.com/acme/repo.git", "default_branch": "main"}
+    })
+    .to_string();
+    let mut targets = vec!["p0000000000000000", "not.a-project", hookless];
+    targets.extend(hooked);
+    // `no webhook` is the throwaway key a hookless project is checked against: a delivery
+    // signed with it must fail as any other wrong signature does.
+    let throwaway =
+        ctxgate_core::webhook::signature::github_signature(b"no webhook", body.as_bytes());
+    let wrong = format!("sha256={}", "0".repeat(64));
+    let kinds: [(&str, &str, Option<&str>); 6] = [
+        ("github", "X-Hub-Signature-256", Some(&wrong)),
+        ("github", "X-Hub-Signature-256", Some(&throwaway)),
+        ("github", "X-Hub-Signature-256", Some("sha256=not-hex")),
+        ("github", "X-Hub-Signature-256", None),
+        ("gitlab", "X-Gitlab-Token", Some("a wrong token")),
+        ("gitlab", "X-Gitlab-Token", Some("no webhook")),
+    ];
+    for (forge, header, signed) in kinds {
+        let answers: Vec<_> = targets
+            .iter()
+            .map(|target| {
+                let mut headers = vec![
+                    ("X-GitHub-Event", "push"),
+                    ("X-GitHub-Delivery", "probe"),
+                    ("X-Gitlab-Event", "Push Hook"),
+                ];
+                headers.extend(signed.map(|s| (header, s)));
+                let r = call_with(
+                    host,
+                    "POST",
+                    &format!("/v1/webhooks/{forge}/{target}"),
+                    None,
+                    Some(&body),
+                    "application/json",
+                    &headers,
+                );
+                (r.status, r.body, r.www_authenticate)
+            })
+            .collect();
+        let (status, first, _) = &answers[0];
+        assert!(
+            matches!(
+                (status, first["error"]["code"].as_str()),
+                (401, Some(_)) | (403, Some("webhooks_unsupported"))
+            ),
+            "{forge} {signed:?}: {status} {first}"
+        );
+        for (target, answer) in targets.iter().zip(&answers) {
+            assert_eq!(
+                answer, &answers[0],
+                "{forge} {signed:?} to {target} is answered differently from a project that does not exist"
+            );
+        }
+    }
 }

@@ -21,6 +21,20 @@ fn native_api_suite() {
     let host = host::NativeHost::start();
     cases::run_suite(&host, "n");
     contract::run(&host, "n");
+    // Index jobs need a source the server indexes: a folder under its --local-root.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("lib.rs"),
+        "/// Counted.\npub fn job() -> u32 { 1 }\n",
+    )
+    .unwrap();
+    let dir = root.path().canonicalize().unwrap();
+    let indexing = host::NativeHost::start_with(&["--local-root", dir.to_str().unwrap()]);
+    cases::index_jobs_are_metered(
+        &indexing,
+        "jobsn",
+        serde_json::json!({ "kind": "local", "path": dir }),
+    );
 }
 
 #[test]

@@ -260,6 +260,12 @@ pub fn run() {
             "{path} shows the secret"
         );
     }
+    // A failed signature is answered alike for this project, the folder and none.
+    let folder_id = get(&host, "/v1/projects/folder", Some(&key)).body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    super::cases::webhook_refusals_are_one(&host, Some(&id), &folder_id);
 
     let query = "webhook_pushed_marker";
     let marker = "pushed.rs";

@@ -259,6 +259,11 @@ def main():
             number(page.get_attribute("[data-quota=tokens-day] p", "data-used")) <= u["tokens_today"],
             "the tokens-today bar is the ledger's",
         )
+        check(
+            number(page.get_attribute("[data-quota=index-jobs] p", "data-used"))
+            <= u["index_jobs_this_hour"],
+            "the usage page shows the hour's index jobs, as the ledger counts them",
+        )
         calls = page.query_selector_all("#calls tbody tr")
         check(len(calls) == len(usage["recent"]), f"the last calls are the audit's ({len(calls)})")
         top = [c.inner_text() for c in calls[0].query_selector_all("td")]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::register::registration;
 use super::request::{AwsConfig, SignedRequest};
 use crate::backend::{
-    BackendError, JobPhase, JobSummary, ProjectInfo, Projects, SourceSpec, StoredJob,
+    BackendError, JobGate, JobPhase, JobSummary, ProjectInfo, Projects, SourceSpec, StoredJob,
 };
 
 mod hooks;
@@ -264,8 +264,12 @@ impl<C: HttpClient> Projects for PublishedProjects<C> {
         org: &str,
         name: &str,
         source: &SourceSpec,
+        jobs: &dyn JobGate,
     ) -> Result<ProjectInfo, BackendError> {
         let r = registration(&self.config.table, org, name, source, self.client.now_ms())?;
+        // Counted before the registration is written: a registered project is indexed (now, or
+        // by the scheduled pass), so one the quota refuses must not be registered at all.
+        jobs.admit().await?;
         match self.dynamodb("TransactWriteItems", r.transaction).await {
             Ok(_) => {
                 self.start_indexing(&r.project, source).await;

@@ -59,6 +59,7 @@
     tokens_per_month: ["tokens per UTC month", "tokens"],
     requests_per_minute: ["requests per minute", "requests"],
     concurrency: ["calls at once", "calls"],
+    index_jobs_per_hour: ["index jobs per hour", "index jobs"],
   };
   function remember429(body, retryAfter) {
     const d = (body && body.error && body.error.details) || {};
@@ -111,6 +112,7 @@
       ["tokens-month", "Tokens this month", s.tokens_this_month, l.tokens_per_month, "tokens", s.tokens_reserved],
       ["rate", "Requests this minute", s.requests_this_minute, l.requests_per_minute, "requests"],
       ["concurrency", "Calls in flight", s.in_flight, l.concurrency, "calls"],
+      ["index-jobs", "Index jobs this hour", s.index_jobs_this_hour ?? 0, l.index_jobs_per_hour, "jobs"],
     ];
     $("quota-bars").replaceChildren(...rows.map(([id, name, used, limit, unit, held]) => {
       const box = el("div", { class: "quota", "data-quota": id });
@@ -127,8 +129,10 @@
         box.append(b);
         if (used >= limit) {
           box.append(el("p", { class: "full" },
-            `Limit reached: new calls are refused with HTTP 429 quota_exceeded until the ${
-              id === "rate" ? "minute ends" : id === "concurrency" ? "calls in flight finish" : id === "tokens-day" ? "UTC day ends" : "UTC month ends"}.`));
+            id === "index-jobs"
+              ? "Limit reached: new index jobs (projects, re-indexes, pushes) are refused with HTTP 429 quota_exceeded until the hour ends."
+              : `Limit reached: new calls are refused with HTTP 429 quota_exceeded until the ${
+                id === "rate" ? "minute ends" : id === "concurrency" ? "calls in flight finish" : id === "tokens-day" ? "UTC day ends" : "UTC month ends"}.`));
         }
       }
       return box;

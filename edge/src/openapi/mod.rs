@@ -9,6 +9,9 @@
 //! bundle carries the document's bytes but neither the table nor the schema code, and the file
 //! stays readable in review.
 
+use axum::http::header;
+use axum::response::IntoResponse;
+
 mod document;
 mod errors;
 mod operation;
@@ -19,6 +22,12 @@ pub use document::document;
 
 /// The document, as served.
 pub const DOCUMENT: &str = include_str!("openapi.json");
+
+/// `GET /openapi.json`. Served here rather than among the routes, which this document
+/// describes (and so imports): the routes never import it back.
+pub async fn serve() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT)
+}
 
 #[cfg(test)]
 mod tests {

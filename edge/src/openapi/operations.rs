@@ -176,6 +176,7 @@ pub(super) fn operations() -> Vec<Operation> {
                 (400, [SOURCE_INVALID, &["invalid_name"]].concat()),
                 (403, SOURCE_REFUSED.to_vec()),
                 (409, vec!["conflict"]),
+                (429, vec!["quota_exceeded"]),
                 (502, [SOURCE_UPSTREAM, EMBEDDING].concat()),
             ],
             ..op(
@@ -231,7 +232,8 @@ pub(super) fn operations() -> Vec<Operation> {
                 "Publishes a new version when the project's files changed (an unchanged folder \
                  costs a stat walk); requests made meanwhile are answered from the previous \
                  version. Hosts that do not index sources (the Worker over R2) answer 403 \
-                 `source_refused`.",
+                 `source_refused`. The job counts against the org's `index_jobs_per_hour` \
+                 (429 `quota_exceeded` with `Retry-After` past it).",
             ),
             answers: vec![Answer {
                 status: 200,
@@ -243,6 +245,7 @@ pub(super) fn operations() -> Vec<Operation> {
                 (403, SOURCE_REFUSED.to_vec()),
                 (404, vec!["project_not_found", "not_found"]),
                 (409, vec!["conflict"]),
+                (429, vec!["quota_exceeded"]),
                 (502, [SOURCE_UPSTREAM, EMBEDDING].concat()),
             ],
             ..op(
@@ -582,6 +585,7 @@ fn webhook_delivery(
             (404, vec!["project_not_found"]),
             (409, vec!["webhook_replayed", "webhook_source_unsupported"]),
             (422, vec!["webhook_repository_mismatch"]),
+            (429, vec!["quota_exceeded"]),
             (500, vec!["index_corrupt"]),
             (503, vec!["storage_unavailable"]),
         ],

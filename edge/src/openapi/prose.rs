@@ -21,7 +21,9 @@ scheduled pass fetches them; by default public https hosts only) and answers 202
 `current_version` null; registering a name again replaces a registration that was never \
 indexed, and a name already indexed is 409 `conflict`. Folders and `file://` URLs are 403 \
 `source_refused` there. Deployed over R2 and Durable Objects, it answers 403 `source_refused` \
-and serves what an indexer publishes through the admin endpoints.";
+and serves what an indexer publishes through the admin endpoints. The job counts against the \
+org's `index_jobs_per_hour`: past it, 429 `quota_exceeded` with `Retry-After` and \
+`details.limit` `index_jobs_per_hour`, and nothing is registered.";
 
 pub(super) const METRICS: &str = "Counters and latency histograms since this process started (`ctxgate \
 serve`) or, in the Worker, since this isolate started: Cloudflare runs many isolates, each \
@@ -47,7 +49,9 @@ body was received before is 409 `webhook_replayed`. A push to another repository
 project's is 422 `webhook_repository_mismatch`; a push of another branch or tag than the one \
 the project follows (its `rev`, or the default branch), a deleted ref, a ping or another event \
 is 200 with nothing done; a push of the followed ref is 202 with the re-index queued (natively \
-a job on this server; over AWS an asynchronous invocation of the indexer function). Refused \
+a job on this server; over AWS an asynchronous invocation of the indexer function). A queued \
+re-index counts against the org's `index_jobs_per_hour` (429 `quota_exceeded` past it, and the \
+delivery may come again); a push merged into a re-index already queued costs nothing. Refused \
 deliveries change nothing.";
 
 pub(super) const COMPACT: &str = "Keeps system and pinned messages and the last `keep_rounds` rounds \

@@ -1,8 +1,8 @@
-//! Endpoints about the service itself: health, the OpenAPI document, models, token counts.
+//! Endpoints about the service itself: health, models, token counts (the OpenAPI document is
+//! served by [`crate::openapi`], which describes these).
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
 use axum::response::IntoResponse;
 use ctxgate_core::catalog::{BudgetPolicy, TokenizerSpec};
 use ctxgate_core::tokens::Encoding;
@@ -17,14 +17,6 @@ use crate::wire::Health;
 /// `GET /healthz`.
 pub async fn healthz() -> Json<Health> {
     Json(Health::current())
-}
-
-/// `GET /openapi.json`.
-pub async fn openapi() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        crate::openapi::DOCUMENT,
-    )
 }
 
 /// One model of the catalog, with what this server makes of it.

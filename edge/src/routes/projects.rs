@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{JobSummary, ProjectInfo, SourceSpec, pick_project};
 use crate::error::ApiError;
 use crate::extract::{Caller, JsonBody};
+use crate::meter::OrgJobs;
 use crate::state::AppState;
 
 /// `POST /v1/projects` body.
@@ -58,15 +59,17 @@ pub fn valid_name(name: &str) -> Result<(), ApiError> {
 
 /// `POST /v1/projects`: registers and indexes a project. 201 when it is indexed on return (the
 /// embedded store indexes in the call); 202 when a batch indexer will (the AWS deployment).
+/// The job counts against the org's `index_jobs_per_hour` (429 `quota_exceeded` past it).
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(req): JsonBody<CreateProject>,
 ) -> Result<(StatusCode, Json<ProjectInfo>), ApiError> {
     valid_name(&req.name)?;
+    let jobs = OrgJobs::new(state.accounts.as_ref(), &caller.org.name, caller.org.limits);
     let p = state
         .projects
-        .create_project(&caller.org.name, &req.name, &req.source)
+        .create_project(&caller.org.name, &req.name, &req.source, &jobs)
         .await?;
     state.pointers.forget(&p.org, &p.id);
     let status = if p.current_version.is_some() {
@@ -104,14 +107,16 @@ pub async fn show(
 
 /// `POST /v1/projects/{id}/reindex`: indexes the project again from where it was registered.
 /// The answer says which version readers saw before and which they see now; requests made
-/// meanwhile are answered from the old version until the new one is published.
+/// meanwhile are answered from the old version until the new one is published. The job counts
+/// against the org's `index_jobs_per_hour`.
 pub async fn reindex(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Reindexed>, ApiError> {
     let before = find_project(&state, &caller.org.name, &id).await?;
-    let after = state.projects.reindex_project(&before).await?;
+    let jobs = OrgJobs::new(state.accounts.as_ref(), &caller.org.name, caller.org.limits);
+    let after = state.projects.reindex_project(&before, &jobs).await?;
     state.pointers.forget(&after.org, &after.id);
     Ok(Json(Reindexed {
         changed: after.current_version != before.current_version,

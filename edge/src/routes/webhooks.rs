@@ -14,6 +14,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use ctxgate_core::webhook::push::{Event, Push};
+use ctxgate_core::webhook::signature::SignatureError;
 use ctxgate_core::webhook::watch::{Verdict, same_repository, verdict};
 use ctxgate_core::webhook::{Forge, delivery, push, signature};
 use serde::Serialize;
@@ -22,6 +23,7 @@ use crate::backend::{ProjectInfo, SourceSpec, pick_project};
 use crate::error::ApiError;
 use crate::extract::Caller;
 use crate::hooks::{HookRecord, Webhooks};
+use crate::meter::OrgJobs;
 use crate::routes::projects::find_project;
 use crate::state::AppState;
 
@@ -187,8 +189,9 @@ fn plausible_id(id: &str) -> bool {
 }
 
 /// The delivery's signer, checked: the project's webhook when the signature holds under its
-/// secret. A project without a webhook is checked against a throwaway key, so it is refused
-/// like a wrong signature, in about the same time.
+/// secret. A project without a webhook, or that does not exist, is checked against a throwaway
+/// key, so it is refused with the same status, code and message as a wrong signature, in about
+/// the same time.
 async fn authenticate(
     hooks: &dyn Webhooks,
     forge: Forge,
@@ -218,18 +221,14 @@ async fn authenticate(
         Forge::GitHub => signature::verify_github(key, body, signed),
         Forge::GitLab => signature::verify_gitlab(key, signed),
     };
+    let refused =
+        |e: SignatureError| unauthorized(e.code(), format!("{e}, or the project has no webhook"));
     match (record, checked) {
         (Some(record), Ok(())) => Ok(record),
-        (_, Err(e)) => Err(unauthorized(
-            e.code(),
-            format!("{e}, or the project has no webhook"),
-        )),
-        (None, Ok(())) => Err(unauthorized(
-            "webhook_signature_invalid",
-            "the signature does not match this project's webhook secret, or the project has no \
-             webhook"
-                .into(),
-        )),
+        (_, Err(e)) => Err(refused(e)),
+        // Signed with the throwaway key: refused word for word as a wrong signature, so that
+        // no answer tells a project without a webhook from one with it.
+        (None, Ok(())) => Err(refused(SignatureError::Mismatch)),
     }
 }
 
@@ -305,7 +304,15 @@ async fn deliver(
     if let Err(reason) = queue {
         return Ok((StatusCode::OK, Json(answer("ignored", Some(reason)))));
     }
-    if let Err(e) = hooks.queue_reindex(&project, &source).await {
+    // The push's job counts against its project's org, as a re-index request would.
+    let limits = state
+        .accounts
+        .org(&project.org)
+        .await?
+        .map(|o| o.limits)
+        .unwrap_or_default();
+    let jobs = OrgJobs::new(state.accounts.as_ref(), &project.org, limits);
+    if let Err(e) = hooks.queue_reindex(&project, &source, &jobs).await {
         // Not queued: the forge's redelivery of this one must not be taken for a replay.
         for m in &marks {
             let _ = hooks.forget_delivery(&project.id, m).await;
@@ -405,7 +412,12 @@ mod tests {
         ) -> Result<Option<SourceSpec>, BackendError> {
             Ok(None)
         }
-        async fn queue_reindex(&self, _: &ProjectInfo, _: &SourceSpec) -> Result<(), BackendError> {
+        async fn queue_reindex(
+            &self,
+            _: &ProjectInfo,
+            _: &SourceSpec,
+            _: &dyn crate::backend::JobGate,
+        ) -> Result<(), BackendError> {
             Ok(())
         }
     }

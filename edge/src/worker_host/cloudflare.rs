@@ -16,8 +16,8 @@ use worker::{Bucket, Env, KvStore, Method, ObjectNamespace, Request, RequestInit
 
 use super::org_object::{CONFLICT, OrgCommand};
 use crate::backend::{
-    Accounts, Admission, AuditRecord, BackendError, KeyRecord, OrgRecord, ProjectAdmission,
-    ProjectInfo, Projects, SourceSpec,
+    Accounts, Admission, AuditRecord, BackendError, JobGate, KeyRecord, OrgRecord,
+    ProjectAdmission, ProjectInfo, Projects, SourceSpec,
 };
 use crate::recent::Recent;
 use ctxgate_core::index::gc::StoredObject;
@@ -215,6 +215,19 @@ impl Accounts for CloudflareBackend {
         self.org_call(org, command).await
     }
 
+    async fn admit_index_job(
+        &self,
+        org: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<Result<(), Refusal>, BackendError> {
+        let command = OrgCommand::AdmitIndexJob {
+            limits: *limits,
+            now_ms,
+        };
+        self.org_call(org, command).await
+    }
+
     async fn ledger(&self, org: &str) -> Result<Ledger, BackendError> {
         self.org_call(org, OrgCommand::Ledger).await
     }
@@ -274,6 +287,7 @@ impl Projects for CloudflareBackend {
         _org: &str,
         _name: &str,
         _source: &SourceSpec,
+        _jobs: &dyn JobGate,
     ) -> Result<ProjectInfo, BackendError> {
         // No parser for source files runs in wasm (tree-sitter is C): an indexer publishes
         // projects to the Worker instead (objects, then `PUT /v1/admin/orgs/{org}/projects/{name}`).

@@ -44,6 +44,8 @@ pub enum OrgCommand {
         tokens: u64,
         now_ms: u64,
     },
+    /// [`Ledger::admit_index_job`], answering `Result<(), Refusal>`.
+    AdmitIndexJob { limits: Limits, now_ms: u64 },
     /// [`Ledger::settle`].
     Settle {
         lease_id: String,
@@ -228,6 +230,20 @@ impl OrgObject {
         Ok(outcome)
     }
 
+    /// [`Ledger::admit_index_job`] on the stored ledger (written only if it admitted the job).
+    async fn admit_index_job(
+        &self,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> worker::Result<Result<(), Refusal>> {
+        let mut ledger = self.ledger().await?;
+        let outcome = ledger.admit_index_job(limits, now_ms);
+        if outcome.is_ok() {
+            self.put_ledger(ledger, None).await?;
+        }
+        Ok(outcome)
+    }
+
     /// [`Ledger::settle`] on the stored ledger (written only if the lease was open).
     async fn settle(&self, lease_id: &str, used: u64, now_ms: u64) -> worker::Result<()> {
         let mut ledger = self.ledger().await?;
@@ -366,6 +382,9 @@ impl OrgObject {
                     },
                 };
                 json(&admission)
+            }
+            OrgCommand::AdmitIndexJob { limits, now_ms } => {
+                json(&self.admit_index_job(&limits, now_ms).await?)
             }
             OrgCommand::Settle {
                 lease_id,

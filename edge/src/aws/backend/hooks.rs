@@ -10,7 +10,7 @@ use ctxgate_core::records::ScheduleItem;
 use serde_json::{Value, json};
 
 use super::{HttpClient, PublishedProjects, attr_s};
-use crate::backend::{BackendError, ProjectInfo, SourceSpec};
+use crate::backend::{BackendError, JobGate, ProjectInfo, SourceSpec};
 use crate::hooks::{HookRecord, Webhooks};
 
 fn key(table: &str, key: &ItemKey) -> Value {
@@ -104,6 +104,7 @@ impl<C: HttpClient> Webhooks for PublishedProjects<C> {
         &self,
         project: &ProjectInfo,
         source: &SourceSpec,
+        jobs: &dyn JobGate,
     ) -> Result<(), BackendError> {
         let Some(function) = &self.config.indexer_function else {
             return Err(BackendError::Refused(
@@ -121,6 +122,8 @@ impl<C: HttpClient> Webhooks for PublishedProjects<C> {
         let req = self
             .config
             .lambda_invoke_async(function, &event, self.client.now_ms())?;
+        // Lambda queues every invocation: none is merged into another, so each counts.
+        jobs.admit().await?;
         let res = self.send(req).await?;
         if res.status == 202 {
             return Ok(());
