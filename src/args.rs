@@ -291,11 +291,17 @@ pub struct IndexArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("q").required(true).args(["query", "query_file"])))]
+// Not `required`: without a query the command answers itself, and can then tell words typed
+// where DIR goes (`assemble "how are cookies stored"`) from a forgotten flag.
+#[command(group(clap::ArgGroup::new("q").args(["query", "query_file"])))]
 #[command(after_help = "\
 The budget comes from --budget, else from --model's window, else from `budget` / `model` in the \
 folder's ctxgate.toml (or .ctxgate.toml), which may also set `profile`, `compression`, \
-`include` and `exclude`; a flag wins over the file.")]
+`include` and `exclude`; a flag wins over the file.
+
+Output: at a terminal, the budget analysis and then the prompt; when stdout is a pipe or a file \
+(or with --prompt-only), the prompt alone on stdout and the analysis on stderr (none with -q). \
+Every flag: docs/cli.md.")]
 pub struct AssembleArgs {
     /// The repository folder (indexed first if needed).
     #[arg(value_name = "DIR", conflicts_with = "repo")]
@@ -304,7 +310,7 @@ pub struct AssembleArgs {
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// Write the prompt (or, with --format json, the JSON answer) to FILE instead of stdout;
-    /// the budget analysis stays on stdout.
+    /// stdout stays empty, and one line on stderr says what was written.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The request, in words.
@@ -333,7 +339,8 @@ pub struct AssembleArgs {
     /// Hard limit on the prompt in tokens (with --model: must fit its window).
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u32>,
-    /// Target model (id or alias, see `ctxgate models`); sets the tokenizer, and the budget when --budget is absent.
+    /// Target model: an id or alias such as `sonnet`, `gpt` or `llama3` (see `ctxgate models`);
+    /// sets the tokenizer, and the budget when --budget is absent.
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
     /// Largest share of the model's window the context may take.
@@ -345,7 +352,7 @@ pub struct AssembleArgs {
     /// Tokens your own system prompt will take.
     #[arg(long, default_value_t = 0, value_name = "TOKENS")]
     pub system_prompt_tokens: u32,
-    /// Print only the prompt (text format).
+    /// Only the prompt on stdout, even at a terminal; the analysis goes to stderr (text format).
     #[arg(long)]
     pub prompt_only: bool,
     #[command(flatten)]
@@ -497,5 +504,76 @@ impl From<ProfileArg> for ctxgate_core::profile::Profile {
             ProfileArg::Expand => Self::Expand,
             ProfileArg::Repair => Self::Repair,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// docs/cli.md's `ctxgate assemble` section: from its heading to the next one.
+    fn assemble_section() -> &'static str {
+        let page = include_str!("../docs/cli.md");
+        let start = page
+            .find("\n## `ctxgate assemble`")
+            .expect("docs/cli.md has a `ctxgate assemble` section");
+        let rest = &page[start + 1..];
+        let end = rest[1..].find("\n## ").map_or(rest.len(), |i| i + 1);
+        &rest[..end]
+    }
+
+    /// Every flag of `assemble` is in its table in docs/cli.md, and the table names no flag the
+    /// command does not have, so that the page cannot drift from the definition.
+    #[test]
+    fn docs_list_every_assemble_flag() {
+        let cli = Cli::command();
+        let assemble = cli.find_subcommand("assemble").unwrap();
+        let flags: Vec<String> = assemble
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && !a.is_global_set())
+            .filter_map(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .collect();
+        assert!(flags.len() > 20, "{flags:?}");
+        let rows: Vec<&str> = assemble_section()
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .collect();
+        let first_cells: String = rows
+            .iter()
+            .map(|r| r.split(" | ").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let missing: Vec<&String> = flags
+            .iter()
+            .filter(|f| {
+                !first_cells
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                    .any(|w| w == f.as_str())
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/cli.md does not document {missing:?}"
+        );
+        let globals: Vec<String> = cli
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(|l| format!("--{l}"))
+            .collect();
+        for word in first_cells.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+            if word.starts_with("--") {
+                assert!(
+                    flags.iter().chain(&globals).any(|f| f == word),
+                    "docs/cli.md documents `{word}`, which `assemble` does not have"
+                );
+            }
+        }
+        assert!(
+            assemble.get_arguments().any(|a| a.get_short() == Some('o'))
+                && first_cells.contains("`-o FILE`")
+        );
     }
 }

@@ -2,6 +2,9 @@
 
 mod common;
 
+use std::path::Path;
+use std::process::{Command, Stdio};
+
 use common::{Env, json, snapshot, stderr, stdout};
 use ctxgate_core::catalog::Catalog;
 use ctxgate_core::tokens::Encoding;
@@ -89,11 +92,11 @@ fn model_sets_tokenizer_and_budget_and_text_mode_prints_analysis() {
     env.sample();
     let out = env.assemble(&["--query", "render page", "--model", "gpt-4o"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
-    assert!(text.starts_with("ctxgate budget analysis"), "{text}");
-    assert!(text.contains("gpt-4o"));
-    assert!(text.contains("usable 96,000"), "{text}");
-    assert!(text.contains("render_page"));
+    let analysis = stderr(&out);
+    assert!(analysis.contains("ctxgate budget analysis"), "{analysis}");
+    assert!(analysis.contains("gpt-4o"));
+    assert!(analysis.contains("usable 96,000"), "{analysis}");
+    assert!(stdout(&out).contains("render_page"));
 
     let catalog = Catalog::builtin();
     let estimated = catalog
@@ -874,4 +877,225 @@ fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
     let v = json(&out);
     let pieces = v["pieces"].as_array().unwrap();
     assert!(pieces.iter().all(|p| p["form"] != "signpost"), "{v}");
+}
+
+#[test]
+fn a_pipe_gets_the_prompt_alone_and_the_analysis_goes_to_stderr() {
+    let env = Env::new();
+    env.sample();
+    let ask = ["--query", "render page", "--model", "gpt-4o"];
+    let answer = json(&env.assemble(&[&ask[..], &["--format", "json"]].concat()));
+    let prompt = answer["prompt"].as_str().unwrap();
+    assert!(prompt.contains("render_page"));
+
+    // The test's stdout is a pipe, as in `ctxgate assemble ... > ctx.md`.
+    for extra in [&[][..], &["--prompt-only"][..]] {
+        let out = env.assemble(&[&ask[..], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stdout(&out),
+            prompt,
+            "{extra:?}: stdout is the prompt, byte for byte"
+        );
+        let analysis = stderr(&out);
+        assert!(
+            analysis.contains("ctxgate budget analysis") && analysis.contains("usable 96,000"),
+            "{extra:?}: {analysis}"
+        );
+        assert!(!analysis.contains("# Code context"), "{analysis}");
+        assert!(!analysis.contains("---- prompt ----"), "{analysis}");
+    }
+    // `-q`: the prompt, and nothing on stderr.
+    let out = env
+        .cmd()
+        .arg("-q")
+        .args(["assemble", "--repo", &env.repo_arg()])
+        .args(ask)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), prompt);
+    assert_eq!(stderr(&out), "");
+    // JSON is unchanged: one document on stdout, nothing but logs on stderr.
+    let out = env.assemble(&[&ask[..], &["--format", "json"]].concat());
+    assert_eq!(json(&out)["prompt"], answer["prompt"]);
+    assert!(!stderr(&out).contains("budget analysis"));
+}
+
+/// `script` (util-linux) runs `command` with a terminal for its stdout and stderr, as a person
+/// at a shell would; what it printed comes back with `\r\n` line ends.
+fn at_a_terminal(env: &Env, command: &str) -> String {
+    let out = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env("CTXGATE_HOME", env.home.path())
+        .env_remove("CTXGATE_CATALOG")
+        .env_remove("CTXGATE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("`script` (util-linux) runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).replace("\r\n", "\n")
+}
+
+#[test]
+fn a_terminal_gets_the_analysis_above_the_prompt() {
+    let env = Env::new();
+    env.sample();
+    let command = format!(
+        "{} -q assemble '{}' --query 'render page' --budget 600",
+        env!("CARGO_BIN_EXE_ctxgate"),
+        env.repo_arg()
+    );
+    let shown = at_a_terminal(&env, &command);
+    let at = |s: &str| {
+        shown
+            .find(s)
+            .unwrap_or_else(|| panic!("no `{s}` in {shown}"))
+    };
+    assert!(
+        at("ctxgate budget analysis") < at("---- prompt ----"),
+        "{shown}"
+    );
+    assert!(at("---- prompt ----") < at("render_page"), "{shown}");
+    // `--prompt-only` keeps stdout to the prompt at a terminal too: no rule between the two.
+    let shown = at_a_terminal(&env, &format!("{command} --prompt-only"));
+    assert!(
+        shown.contains("render_page") && !shown.contains("---- prompt ----"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn words_where_the_folder_goes_get_the_command_that_was_meant() {
+    let env = Env::new();
+    env.sample();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_ctxgate")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for words in ["how is the config parsed", "what's parse_config?"] {
+        let out = env
+            .cmd()
+            .current_dir(env.repo())
+            .args(["assemble", words, "--budget", "800"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let said = stderr(&out);
+        assert!(said.contains("is not a folder"), "{said}");
+        let meant = said
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("ctxgate assemble . --query "))
+            .unwrap_or_else(|| panic!("no command in {said}"));
+        assert!(meant.ends_with("--budget 800"), "{meant}");
+        // The hint runs as printed, in the same folder, by a POSIX shell.
+        let out = Command::new("sh")
+            .args(["-c", meant])
+            .current_dir(env.repo())
+            .env("PATH", &path)
+            .env("CTXGATE_HOME", env.home.path())
+            .env_remove("CTXGATE_CATALOG")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "`{meant}`: {}", stderr(&out));
+        assert!(stdout(&out).contains("parse_config"), "{}", stdout(&out));
+        assert!(
+            stdout(&out).contains(words),
+            "the query is the words as typed"
+        );
+    }
+    // The plain cases are untouched: a missing folder with no space, and no query at all.
+    let out = env
+        .cmd()
+        .current_dir(env.repo())
+        .args(["assemble", "--budget", "800"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--query"), "{}", stderr(&out));
+    let out = env.run(&[
+        "assemble",
+        "no-such-folder",
+        "--query",
+        "x",
+        "--budget",
+        "80",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !stderr(&out).contains("ctxgate assemble ."),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn short_model_names_resolve_and_unknown_ones_get_suggestions() {
+    let env = Env::new();
+    env.sample();
+    for (name, id) in [
+        ("sonnet", "claude-sonnet-5-5"),
+        ("opus", "claude-opus-5-5"),
+        ("haiku", "claude-haiku-5-5"),
+        ("gemini", "gemini-3.6-flash"),
+        ("llama3", "llama-3.3-70b-instruct"),
+        ("gpt", "gpt-6.1-sol"),
+    ] {
+        let out = env.assemble(&[
+            "--query",
+            "render page",
+            "--model",
+            name,
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert_eq!(json(&out)["model"], id, "{name}");
+    }
+    let out = env.assemble(&[
+        "--query",
+        "render page",
+        "--model",
+        "sonet",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let error = &json(&out)["error"];
+    assert_eq!(error["code"], "unknown_model");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean sonnet"),
+        "{error}"
+    );
+
+    // `ctxgate models` shows the names in an ALIASES column, and every alias in JSON.
+    let table = stdout(&env.run(&["models"]));
+    assert!(
+        table.lines().next().unwrap().ends_with("ALIASES"),
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("claude-sonnet-5-5 "))
+        .unwrap();
+    assert!(row.contains("sonnet, claude"), "{row}");
+    assert!(!row.contains("anthropic/"), "{row}");
+    let models = json(&env.run(&["models", "--format", "json"]));
+    let sonnet = models
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "claude-sonnet-5-5")
+        .unwrap();
+    let aliases = sonnet["aliases"].to_string();
+    assert!(
+        aliases.contains("\"sonnet\"") && aliases.contains("anthropic/"),
+        "{aliases}"
+    );
 }

@@ -127,10 +127,35 @@ fn output_file_holds_the_prompt_or_the_json() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&prompt).unwrap();
     assert!(text.contains("parse_config"));
-    // The analysis stays on stdout and says where the prompt went; the prompt is not there.
-    let shown = stdout(&out);
-    assert!(shown.contains("written to"), "{shown}");
-    assert!(!shown.contains("# Code context"), "{shown}");
+    // Nothing on stdout (not even a separator); one line on stderr says what went where.
+    assert_eq!(stdout(&out), "");
+    let said = stderr(&out);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains("tokens in") && said.ends_with(&format!("written to {}\n", prompt.display())),
+        "{said}"
+    );
+    let quiet = env
+        .cmd()
+        .args([
+            "-q",
+            "assemble",
+            "--query",
+            "parse the config",
+            "--budget",
+            "1500",
+            "-o",
+        ])
+        .arg(&prompt)
+        .arg(env.repo())
+        .output()
+        .unwrap();
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert!(
+        quiet.stdout.is_empty() && quiet.stderr.is_empty(),
+        "{}",
+        stderr(&quiet)
+    );
 
     let report = out_dir.path().join("context.json");
     let out = env

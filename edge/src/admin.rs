@@ -36,9 +36,12 @@ pub async fn create_org(
     dense: bool,
 ) -> Result<OrgRecord, ApiError> {
     valid_org_name(name)?;
-    for m in &allowed_models {
-        state.catalog.resolve(m)?;
-    }
+    // Kept as ids: an allowance for `sonnet` is for the model it names today, and requests
+    // compare the id their own `model` resolves to.
+    let allowed_models = allowed_models
+        .iter()
+        .map(|m| state.catalog.resolve(m).map(|m| m.id.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
     let org = OrgRecord {
         name: name.to_string(),
         limits,

@@ -1,6 +1,7 @@
 //! `ctxgate assemble`.
 
-use std::io::Read;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use ctxgate_core::assemble::ask::{self, AskError, Limits};
@@ -15,6 +16,13 @@ use crate::config::ProjectConfig;
 use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::progress::FileBar;
+
+/// `writeln!` into a `String`, which cannot fail.
+macro_rules! push_line {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
 
 /// The query from `--query` or `--query-file`, checked by the core's rule ([`ask::check_query`]).
 fn read_query(args: &AssembleArgs) -> Result<String, Failure> {
@@ -98,6 +106,9 @@ fn read_profile(
 }
 
 pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
+    if let Some(failure) = words_for_folder(args) {
+        return Err(failure);
+    }
     let repo = args.folder();
     let config = crate::config::load(&repo)?;
     let config = config.as_ref().map(|(_, c)| c);
@@ -152,25 +163,93 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
             Format::Text => report.prompt.clone().into_bytes(),
         };
         write_output(path, &bytes)?;
-        if args.format == Format::Text && !args.prompt_only {
-            print_analysis(&report, &catalog);
-            println!(
-                "{} tokens written to {}",
-                thousands(u64::from(report.tokens_total)),
-                path.display()
-            );
+        if args.format == Format::Text && !global.quiet {
+            eprintln!("{}", written(&report, path));
+            for w in &report.warnings {
+                eprintln!("warning: {w}");
+            }
         }
         return Ok(());
     }
     match args.format {
         Format::Json => print_json(&report),
         Format::Text => {
-            if !args.prompt_only {
-                print_analysis(&report, &catalog);
+            // A person at a terminal reads the analysis above the prompt; a pipe or a file
+            // (`> ctx.md`) gets the prompt alone, and the analysis goes to stderr.
+            if !args.prompt_only && std::io::stdout().is_terminal() {
+                println!("{}{PROMPT_RULE}", analysis(&report, &catalog));
+            } else if !global.quiet {
+                eprint!("{}", analysis(&report, &catalog));
             }
             print!("{}", report.prompt);
             Ok(())
         }
+    }
+}
+
+/// The line between the analysis and the prompt when both go to a terminal.
+const PROMPT_RULE: &str =
+    "---------------------------------------- prompt ----------------------------------------";
+
+/// `-o FILE`'s one line on stderr: what was written where.
+fn written(r: &AssembleReport, path: &Path) -> String {
+    let model = r
+        .model
+        .as_deref()
+        .map(|m| format!(", {m}"))
+        .unwrap_or_default();
+    format!(
+        "{} of {} tokens in {} pieces{model} written to {}",
+        thousands(u64::from(r.tokens_total)),
+        thousands(u64::from(r.budget)),
+        r.pieces.len(),
+        path.display()
+    )
+}
+
+/// `assemble "how are cookies stored"`: words where the folder goes. When DIR is not a folder,
+/// no query was given and DIR reads like one (it has a space or ends with `?`), the refusal
+/// prints the command that was meant: the same command line with `. --query WORDS` in place of
+/// DIR, quoted for a POSIX shell, so that it runs as printed.
+fn words_for_folder(args: &AssembleArgs) -> Option<Failure> {
+    let dir = args.dir.as_ref()?;
+    if args.query.is_some() || args.query_file.is_some() || dir.is_dir() {
+        return None;
+    }
+    let words = dir.to_str()?.trim();
+    if !(words.contains(char::is_whitespace) || words.ends_with('?')) {
+        return None;
+    }
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let at = argv.iter().position(|a| a == "assemble")?;
+    let dir_at = at + 1 + argv[at + 1..].iter().position(|a| a.trim() == words)?;
+    let mut meant = vec!["ctxgate".to_string()];
+    for (i, a) in argv.iter().enumerate() {
+        if i == dir_at {
+            meant.extend([".".to_string(), "--query".to_string(), shell_quote(words)]);
+        } else {
+            meant.push(shell_quote(a));
+        }
+    }
+    Some(Failure::input(
+        "query_missing",
+        format!(
+            "`{words}` is not a folder, and no --query was given; to ask it as a query, run:\n  {}",
+            meant.join(" ")
+        ),
+    ))
+}
+
+/// `arg` as a POSIX shell reads it back: bare when it is plain, else in double quotes, or in
+/// single quotes when double quotes would expand something.
+fn shell_quote(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c);
+    if !arg.is_empty() && arg.chars().all(plain) {
+        arg.to_string()
+    } else if !arg.contains(['$', '`', '\\', '"', '!']) {
+        format!("\"{arg}\"")
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
     }
 }
 
@@ -197,18 +276,23 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     })
 }
 
-fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) {
+/// The budget analysis, one fact a line: the model and window, the budget, the repository,
+/// the allocation, time and warnings.
+fn analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) -> String {
+    let mut out = String::new();
     let a = &r.analysis;
     let exact = if r.exact { "exact" } else { "estimate" };
-    println!("ctxgate budget analysis");
+    push_line!(out, "ctxgate budget analysis");
     match (&r.model, &a.window) {
         (Some(id), Some(w)) => {
             let provider = catalog.get(id).map(|m| m.provider.as_str()).unwrap_or("?");
-            println!(
+            push_line!(
+                out,
                 "  model       {id} ({provider}), tokenizer {} ({exact})",
                 r.tokenizer
             );
-            println!(
+            push_line!(
+                out,
                 "  window      {} tokens: usable {}, reply reserve {}, system prompt {}",
                 thousands(u64::from(w.window)),
                 thousands(u64::from(w.usable)),
@@ -216,31 +300,38 @@ fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) 
                 thousands(u64::from(w.system_prompt))
             );
         }
-        _ => println!(
+        _ => push_line!(
+            out,
             "  model       none given, tokenizer {} ({exact})",
             r.tokenizer
         ),
     }
-    println!("  budget      {} tokens", thousands(u64::from(r.budget)));
+    push_line!(
+        out,
+        "  budget      {} tokens",
+        thousands(u64::from(r.budget))
+    );
     let status = match a.index_status {
         IndexStatus::Published => "rebuilt for this request",
         IndexStatus::UpToDate => "up to date",
     };
-    println!(
+    push_line!(
+        out,
         "  repository  {} files, {} chunks, {} tokens (index v{}, {status})",
         thousands(a.repo_files as u64),
         thousands(a.repo_chunks as u64),
         thousands(a.repo_tokens),
         a.index_version
     );
-    println!("  strategy    {}", a.strategy);
+    push_line!(out, "  strategy    {}", a.strategy);
     let pct = if r.budget == 0 {
         0.0
     } else {
         f64::from(r.tokens_total) * 100.0 / f64::from(r.budget)
     };
     let summary_tokens: u64 = r.summaries.iter().map(|s| u64::from(s.tokens)).sum();
-    println!(
+    push_line!(
+        out,
         "  allocation  query and framing {}, code {} in {} pieces, summaries {} in {}; total {} of {} ({pct:.1} %)",
         thousands(u64::from(a.frame_tokens)),
         thousands(u64::from(a.code_tokens)),
@@ -266,7 +357,7 @@ fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) 
                 p.error_frames.len()
             ));
         }
-        println!("{line}");
+        push_line!(out, "{line}");
     }
     let s = &r.savings;
     if s.compression_tokens_saved > 0 {
@@ -274,25 +365,28 @@ fn print_analysis(r: &AssembleReport, catalog: &ctxgate_core::catalog::Catalog) 
             (Some(usd), Some(m)) => format!(" (${usd:.6} at {m}'s input price)"),
             _ => String::new(),
         };
-        println!(
+        push_line!(
+            out,
             "  compression saved {} tokens{usd}",
             thousands(u64::from(s.compression_tokens_saved))
         );
     }
     if a.left_out > 0 {
-        println!(
+        push_line!(
+            out,
             "  left out    {} matching chunks did not fit",
             thousands(a.left_out as u64)
         );
     }
-    println!(
+    push_line!(
+        out,
         "  time        index {} ms, retrieve {} ms, compose {} ms",
-        a.timings_ms.index, a.timings_ms.retrieve, a.timings_ms.compose
+        a.timings_ms.index,
+        a.timings_ms.retrieve,
+        a.timings_ms.compose
     );
     for w in &r.warnings {
-        println!("  warning     {w}");
+        push_line!(out, "  warning     {w}");
     }
-    println!(
-        "---------------------------------------- prompt ----------------------------------------"
-    );
+    out
 }

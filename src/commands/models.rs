@@ -51,7 +51,7 @@ pub fn run(global: &Global, args: &ModelsArgs) -> CmdResult {
         return print_json(&rows);
     }
     println!(
-        "{:<30} {:<10} {:>10} {:>10} {:>8} {:<30} {:>8} {:>8} {:<8}",
+        "{:<30} {:<10} {:>10} {:>10} {:>8} {:<30} {:>8} {:>8} {:<8} ALIASES",
         "MODEL",
         "PROVIDER",
         "WINDOW",
@@ -64,8 +64,8 @@ pub fn run(global: &Global, args: &ModelsArgs) -> CmdResult {
     );
     for r in &rows {
         let m = r.model;
-        println!(
-            "{:<30} {:<10} {:>10} {:>10} {:>8} {:<30} {:>8.2} {:>8.2} {:<8}",
+        let line = format!(
+            "{:<30} {:<10} {:>10} {:>10} {:>8} {:<30} {:>8.2} {:>8.2} {:<8} {}",
             m.id,
             m.provider,
             thousands(u64::from(m.context_window)),
@@ -74,12 +74,15 @@ pub fn run(global: &Global, args: &ModelsArgs) -> CmdResult {
             r.tokenizer_label,
             m.input_price_per_mtok,
             m.output_price_per_mtok,
-            format!("{:?}", m.tier).to_lowercase()
+            format!("{:?}", m.tier).to_lowercase(),
+            m.typed_aliases().collect::<Vec<_>>().join(", ")
         );
+        println!("{}", line.trim_end());
     }
     println!(
         "\nUSABLE = window x 0.75 (the 75 % rule; the rest is left for the reply and system prompt).\n\
-         estimate(...) tokenizers have no public tokenizer: counts are the base encoding's times a conservative ratio."
+         estimate(...) tokenizers have no public tokenizer: counts are the base encoding's times a conservative ratio.\n\
+         ALIASES: other names --model and the API's `model` accept; a short name (sonnet, gpt, gemini, llama3) is the newest model of its family. --format json lists every alias."
     );
     Ok(())
 }

@@ -4,6 +4,12 @@
 //! The catalog is data (`data/models.toml`), compiled in so that a laptop with no network knows
 //! every model, and overridable: a deployment or a user merges its own file of the same schema
 //! over it ([`Catalog::merge`]), replacing models by id and adding new ones.
+//!
+//! Names are resolved here, once, for every host: the CLI's `--model`, the HTTP API's and MCP's
+//! `model` field all go through [`Catalog::resolve`]. Besides its id, a model answers to its
+//! aliases: dated snapshots, Ollama tags, router names, and the short names people type
+//! (`sonnet`, `gpt`, `gemini`, `llama3`), which the catalog file gives to the newest model of
+//! each family.
 
 mod budget;
 mod model;
@@ -60,9 +66,20 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// This catalog with `other`'s models laid over it: same id replaces, new ids are added.
+    /// This catalog with `other`'s models laid over it: same id replaces, new ids are added, and
+    /// an alias `other` gives moves to its model, so that a user's newer model can take a short
+    /// name such as `sonnet` from the built-in one. An alias that is another model's id is
+    /// still refused.
     pub fn merge(mut self, other: Catalog) -> Result<Self, CatalogError> {
         for m in other.models {
+            for base in self
+                .models
+                .iter_mut()
+                .filter(|x| !x.id.eq_ignore_ascii_case(&m.id))
+            {
+                base.aliases
+                    .retain(|a| !m.aliases.iter().any(|n| n.eq_ignore_ascii_case(a)));
+            }
             match self
                 .models
                 .iter_mut()
@@ -98,19 +115,23 @@ impl Catalog {
         })
     }
 
+    /// Up to three names close to `name`, one per model, closest first. Names are compared
+    /// without case and separators, so `gpt5` and `claude sonnet` find `gpt-5` and
+    /// `claude-sonnet`.
     fn suggest(&self, name: &str) -> Vec<String> {
-        let needle = name.to_ascii_lowercase();
-        let mut scored: Vec<(usize, &str)> = self
+        let needle = comparable(name);
+        let mut best: Vec<(usize, &str)> = self
             .models
             .iter()
-            .flat_map(|m| {
-                std::iter::once(m.id.as_str()).chain(m.aliases.iter().map(String::as_str))
+            .filter_map(|m| {
+                std::iter::once(m.id.as_str())
+                    .chain(m.aliases.iter().map(String::as_str))
+                    .map(|cand| (edit_distance(&needle, &comparable(cand)), cand))
+                    .min()
             })
-            .map(|cand| (edit_distance(&needle, &cand.to_ascii_lowercase()), cand))
             .collect();
-        scored.sort();
-        scored
-            .into_iter()
+        best.sort();
+        best.into_iter()
             .filter(|(d, _)| *d <= needle.len().max(4) / 2 + 1)
             .take(3)
             .map(|(_, c)| c.to_string())
@@ -133,6 +154,14 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// A name as compared for suggestions: lower case, without the separators people vary.
+fn comparable(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.' | ':' | ' ' | '/'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -209,6 +238,117 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn short_names_name_the_newest_of_their_family() {
+        let c = Catalog::builtin();
+        for (name, id) in [
+            ("sonnet", "claude-sonnet-5-5"),
+            ("opus", "claude-opus-5-5"),
+            ("haiku", "claude-haiku-5-5"),
+            ("fable", "claude-fable-5-2"),
+            ("claude", "claude-sonnet-5-5"),
+            ("gpt", "gpt-6.1-sol"),
+            ("gpt-mini", "gpt-5-mini"),
+            ("gpt-oss", "gpt-oss-20b"),
+            ("gemini", "gemini-3.6-flash"),
+            ("gemini-flash", "gemini-3.6-flash"),
+            ("gemini-pro", "gemini-3.1-pro-preview"),
+            ("gemini-flash-lite", "gemini-3.5-flash-lite"),
+            ("llama3", "llama-3.3-70b-instruct"),
+            ("llama", "llama-3.3-70b-instruct"),
+            ("codellama", "codellama-34b-instruct"),
+            ("qwen", "qwen2.5-72b-instruct"),
+            ("deepseek", "deepseek-coder-33b-instruct"),
+            ("Sonnet", "claude-sonnet-5-5"),
+        ] {
+            assert_eq!(c.resolve(name).map(|m| m.id.as_str()), Ok(id), "{name}");
+        }
+        // The file lists a family newest first, so the short name names the family's first
+        // model: a newer model added above its predecessor without taking the name fails here.
+        for (name, family) in [
+            ("sonnet", "claude-sonnet-"),
+            ("opus", "claude-opus-"),
+            ("haiku", "claude-haiku-"),
+            ("fable", "claude-fable-"),
+            ("gpt", "gpt-"),
+            ("gemini", "gemini-"),
+            ("gemini-pro", "-pro"),
+            ("gemini-flash-lite", "-flash-lite"),
+            ("llama3", "llama-3"),
+        ] {
+            let first = c.models().iter().find(|m| m.id.contains(family)).unwrap();
+            assert_eq!(c.get(name).unwrap().id, first.id, "{name}");
+        }
+        let sonnet = c.get("sonnet").unwrap();
+        let shown: Vec<&str> = sonnet.typed_aliases().collect();
+        assert!(
+            shown.contains(&"sonnet") && shown.contains(&"claude-sonnet"),
+            "{shown:?}"
+        );
+        assert!(!shown.iter().any(|a| a.contains('/')), "{shown:?}");
+    }
+
+    #[test]
+    fn suggestions_include_aliases_and_forgive_separators() {
+        let c = Catalog::builtin();
+        let suggested = |name: &str| match c.resolve(name) {
+            Err(CatalogError::UnknownModel { suggestions, .. }) => suggestions,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert!(suggested("sonet").contains(&"sonnet".to_string()));
+        assert!(suggested("gpt5").contains(&"gpt-5".to_string()));
+        assert!(suggested("claude sonnet").contains(&"claude-sonnet".to_string()));
+        assert!(suggested("gemnii").contains(&"gemini".to_string()));
+        assert!(suggested("mistral-large").len() <= 3);
+    }
+
+    #[test]
+    fn a_laid_over_model_takes_the_short_name() {
+        let user = Catalog::from_toml(
+            r#"
+            [[model]]
+            id = "claude-sonnet-9"
+            provider = "anthropic"
+            aliases = ["sonnet", "claude-sonnet"]
+            context_window = 2000000
+            max_output = 128000
+            tokenizer = "estimate"
+            estimate_ratio = 1.8
+            input_price_per_mtok = 2.0
+            output_price_per_mtok = 10.0
+            tier = "frontier"
+            "#,
+        )
+        .unwrap();
+        let merged = Catalog::builtin().merge(user).unwrap();
+        assert_eq!(merged.resolve("sonnet").unwrap().id, "claude-sonnet-9");
+        assert_eq!(merged.resolve("claude").unwrap().id, "claude-sonnet-5-5");
+        assert_eq!(
+            merged.resolve("claude-sonnet-5.5").unwrap().id,
+            "claude-sonnet-5-5"
+        );
+        // An id is not an alias to move: claiming one is still a clash.
+        let thief = Catalog::from_toml(
+            r#"
+            [[model]]
+            id = "mine"
+            provider = "local"
+            aliases = ["gpt-4o"]
+            context_window = 8192
+            max_output = 1024
+            tokenizer = "cl100k_base"
+            input_price_per_mtok = 0.0
+            output_price_per_mtok = 0.0
+            tier = "small"
+            "#,
+        )
+        .unwrap();
+        assert!(matches!(
+            Catalog::builtin().merge(thief),
+            Err(CatalogError::Duplicate { .. })
+        ));
     }
 
     #[test]

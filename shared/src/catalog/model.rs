@@ -166,6 +166,16 @@ pub struct Model {
 }
 
 impl Model {
+    /// The aliases a person types, as `ctxgate models` shows them: not a provider-qualified name
+    /// (`openai/gpt-4o`, `Qwen/Qwen2.5-72B-Instruct`), and no longer than the id (dated
+    /// snapshots are). Every alias resolves; this only chooses what is worth a column.
+    pub fn typed_aliases(&self) -> impl Iterator<Item = &str> {
+        self.aliases
+            .iter()
+            .map(String::as_str)
+            .filter(|a| !a.contains('/') && a.len() <= self.id.len())
+    }
+
     /// USD for `tokens` input tokens at list price: the one formula every cost and saving the
     /// API and the CLI report is computed with (a prompt's tokens fit a `u32`, a repository's a
     /// `u64`; both convert to `f64` exactly below 2^53).
