@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use ctxgate_core::catalog::Catalog;
+use ctxgate_core::rank::Weights;
 
 use crate::backend::{Accounts, Admission, Projects, TwoCalls};
 use crate::dense::DenseRetrieval;
@@ -27,6 +28,10 @@ pub struct Config {
     pub pointer_ttl_ms: u64,
     /// How long a continuation token stays valid.
     pub continuation_ttl_ms: u64,
+    /// The ranking weights: the tuned defaults, or the host's `CTXGATE_RANK_WEIGHTS` (a tuning
+    /// aid, read the same way by the CLI, `ctxgate serve` and the Worker's `RANK_WEIGHTS` var,
+    /// so that an experiment on one surface holds on the others).
+    pub weights: Weights,
 }
 
 impl Default for Config {
@@ -37,6 +42,7 @@ impl Default for Config {
             max_body_bytes: 4 * 1024 * 1024,
             pointer_ttl_ms: 5_000,
             continuation_ttl_ms: 3_600_000,
+            weights: Weights::default(),
         }
     }
 }

@@ -12,15 +12,15 @@ use std::time::Instant;
 
 use std::borrow::Cow;
 
+use ctxgate_core::assemble::summaries::SizeClass;
 use ctxgate_core::assemble::{AssembleError, ChunkSource, QueryOptions};
 use ctxgate_core::catalog::{BudgetPolicy, Catalog, ModelBudget, resolve_budget};
 use ctxgate_core::compose::{Piece, SummaryPiece};
 use ctxgate_core::index::IndexPack;
-use ctxgate_core::index::lists::ListId;
 use ctxgate_core::intent::QueryAnalysis;
+use ctxgate_core::lists::ListId;
 use ctxgate_core::profile::{Profile, ProfileReport};
 use ctxgate_core::rank::Weights;
-use ctxgate_core::summary::SizeClass;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 
@@ -364,13 +364,10 @@ fn bm25_override() -> Option<ctxgate_core::lexical::Bm25Params> {
 
 /// The ranking weights: the tuned defaults, changed by `CTXGATE_RANK_WEIGHTS=name=value,...`
 /// (for tuning experiments; not a supported setting). A malformed value is logged and ignored.
-fn weights() -> Weights {
-    let w = Weights::default();
-    match std::env::var("CTXGATE_RANK_WEIGHTS") {
-        Ok(spec) => w.with_overrides(&spec).unwrap_or_else(|e| {
-            tracing::warn!("CTXGATE_RANK_WEIGHTS ignored: {e}");
-            w
-        }),
-        Err(_) => w,
+pub fn weights() -> Weights {
+    let (w, ignored) = Weights::tuned(std::env::var("CTXGATE_RANK_WEIGHTS").ok().as_deref());
+    if let Some(why) = ignored {
+        tracing::warn!("{why}");
     }
+    w
 }

@@ -148,6 +148,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         admin_secret: args.admin_secret.clone().filter(|s| !s.is_empty()),
         max_body_bytes: args.max_body_bytes,
         pointer_ttl_ms: args.pointer_ttl_ms,
+        weights: ctxgate_indexer::assemble::weights(),
         ..Config::default()
     };
     // The folder watcher re-indexes into the data directory, so it needs the embedded backend.

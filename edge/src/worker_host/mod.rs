@@ -88,6 +88,12 @@ fn config(env: &Env) -> Result<Config, HostError> {
             HostError::BadVar("MAX_BODY_BYTES", e.to_string())
         })?;
     }
+    let (weights, ignored) =
+        ctxgate_core::rank::Weights::tuned(var(env, "RANK_WEIGHTS").as_deref());
+    if let Some(why) = ignored {
+        return Err(HostError::BadVar("RANK_WEIGHTS", why));
+    }
+    config.weights = weights;
     if let Some(v) = var(env, "POINTER_TTL_MS") {
         config.pointer_ttl_ms = v.parse().map_err(|e: std::num::ParseIntError| {
             HostError::BadVar("POINTER_TTL_MS", e.to_string())

@@ -304,6 +304,19 @@ impl Weights {
         }
     }
 
+    /// The defaults changed by a tuning `spec` when one is set (`CTXGATE_RANK_WEIGHTS` on every
+    /// host), and why a malformed one was ignored.
+    pub fn tuned(spec: Option<&str>) -> (Self, Option<String>) {
+        let w = Self::default();
+        match spec.map(str::trim).filter(|s| !s.is_empty()) {
+            None => (w, None),
+            Some(spec) => match w.with_overrides(spec) {
+                Ok(t) => (t, None),
+                Err(e) => (w, Some(format!("CTXGATE_RANK_WEIGHTS ignored: {e}"))),
+            },
+        }
+    }
+
     /// These weights with some changed by `spec`, `name=value` pairs separated by commas
     /// (`graph=0.3,path=0.5`): for tuning experiments, not a supported setting.
     pub fn with_overrides(mut self, spec: &str) -> Result<Self, String> {
@@ -355,5 +368,32 @@ impl Weights {
             *slot = v;
         }
         Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tuning_spec_changes_only_what_it_names_and_a_bad_one_is_ignored_with_the_reason() {
+        assert_eq!(Weights::tuned(None), (Weights::default(), None));
+        assert_eq!(Weights::tuned(Some("  ")), (Weights::default(), None));
+        let (w, why) = Weights::tuned(Some("path=0.5,question_excerpts=0"));
+        assert!(why.is_none());
+        assert_eq!((w.path, w.question_excerpts), (0.5, 0.0));
+        assert_eq!(w.lexical, Weights::default().lexical);
+        let (w, why) = Weights::tuned(Some("nope=1"));
+        assert_eq!(w, Weights::default());
+        assert!(why.is_some_and(|m| m.contains("unknown weight `nope`")));
+    }
+
+    #[test]
+    fn a_question_gets_its_own_path_weight_and_excerpts_and_a_change_request_none() {
+        let w = Weights::default();
+        let q = w.for_query("where is the default timeout set?");
+        assert_eq!((q.path, q.excerpts), (w.question_path, w.question_excerpts));
+        let c = w.for_query("fix the timeout in the client");
+        assert_eq!((c.path, c.excerpts), (w.path, 0.0));
     }
 }

@@ -250,6 +250,7 @@ async fn assemble(
         error_output: asked.error_output,
         without_summaries: asked.pieces_only,
         dense: dense.hits,
+        weights: state.config.weights,
         ..QueryOptions::default()
     };
     let (mut done, text_bytes) = crate::texts::answer(
