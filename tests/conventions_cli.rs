@@ -390,3 +390,54 @@ fn serve_logs_one_access_line_per_request_at_v() {
         "{logs}"
     );
 }
+
+#[test]
+fn serve_says_what_it_serves_and_watch_needs_a_root() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    // Without a root, `--watch` could never refresh anything: refused before it starts.
+    let out = env.cmd().args(["serve", "--watch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--watch") && err.contains("--local-root DIR"),
+        "{err}"
+    );
+    let out = env
+        .cmd()
+        .args(["serve", "--watch", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["error"]["code"], "watch_without_roots");
+    // The start line names the address, the console and whether the admin routes are on.
+    let start = |admin: Option<&str>| {
+        let mut cmd = env.cmd();
+        cmd.args(["serve", "--addr", "127.0.0.1:0"])
+            .env_remove("CTXGATE_ADMIN_SECRET")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        if let Some(secret) = admin {
+            cmd.args(["--admin-secret", secret]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut lines = Vec::new();
+        for _ in 0..3 {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            lines.push(line.trim_end().to_string());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        lines
+    };
+    let off = start(None);
+    let base = off[0].strip_prefix("listening on ").unwrap().to_string();
+    assert_eq!(off[1], format!("console: {base}/console"));
+    assert!(
+        off[2].contains("/metrics") && off[2].contains("off") && off[2].contains("--admin-secret"),
+        "{off:?}"
+    );
+    let on = start(Some("an-admin-secret-of-enough-length"));
+    assert!(on[2].ends_with(": on"), "{on:?}");
+}

@@ -101,6 +101,13 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
              name the folders callers may index with --local-root DIR (repeatable)",
         ));
     }
+    if args.watch && args.local_roots.is_empty() {
+        return Err(Failure::input(
+            "watch_without_roots",
+            "--watch re-indexes folder projects under --local-root only, and none is given: add \
+             --local-root DIR for the folders callers may register (repeatable)",
+        ));
+    }
     let dir = data_dir(global)?;
     let access = SourceAccess {
         local: local_access(&args.local_roots, &dir)?,
@@ -143,6 +150,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         }
         None => stored_secret(&dir)?,
     };
+    let state_admin = args.admin_secret.as_deref().is_some_and(|s| !s.is_empty());
     let config = Config {
         token_secret,
         admin_secret: args.admin_secret.clone().filter(|s| !s.is_empty()),
@@ -201,17 +209,31 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         let addr = listener
             .local_addr()
             .map_err(|e| Failure::internal("bind_failed", e.to_string()))?;
+        let admin = state_admin;
         match args.format {
             // One line, so scripts can read the address before the server runs.
-            Format::Json => println!("{}", json!({ "listening": format!("http://{addr}") })),
-            Format::Text => println!("listening on http://{addr}"),
+            Format::Json => println!(
+                "{}",
+                json!({
+                    "listening": format!("http://{addr}"),
+                    "console": format!("http://{addr}/console"),
+                    "admin_routes": admin,
+                })
+            ),
+            Format::Text => {
+                println!("listening on http://{addr}");
+                println!("console: http://{addr}/console");
+                if admin {
+                    println!("admin routes (/v1/admin/*, /metrics): on");
+                } else {
+                    println!(
+                        "admin routes (/v1/admin/*, /metrics): off (start with --admin-secret or \
+                         CTXGATE_ADMIN_SECRET to turn them on)"
+                    );
+                }
+            }
         }
         tracing::info!(%addr, "serving");
-        if args.watch && args.local_roots.is_empty() {
-            tracing::warn!(
-                "--watch re-indexes folder projects under --local-root only, and none is given"
-            );
-        }
         if let (true, Some(backend)) = (args.watch, watched) {
             let debounce = std::time::Duration::from_millis(args.watch_debounce_ms);
             let pointers = state_pointers.clone();
