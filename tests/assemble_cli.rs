@@ -146,7 +146,7 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     let empty = tempfile::tempdir().unwrap();
     let empty_arg = empty.path().to_string_lossy().into_owned();
     let missing_file = env.home.path().join("nope.txt");
-    let long_query = "word ".repeat(50);
+    let long_query = "word ".repeat(300);
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (
             vec![
@@ -200,7 +200,7 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
             "empty",
         ),
         (
-            vec!["--repo", &repo, "--query", &long_query, "--budget", "5"],
+            vec!["--repo", &repo, "--query", &long_query, "--budget", "100"],
             "query_too_large",
             "raise the budget",
         ),
@@ -228,9 +228,48 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not a directory"));
-    // Neither budget nor model: usage error from clap.
-    let out = env.run(&["assemble", "--repo", &repo, "--query", "x"]);
+}
+
+#[test]
+fn no_budget_gets_the_default_and_a_tiny_budget_is_refused() {
+    let env = Env::new();
+    env.sample();
+    let repo = env.repo_arg();
+    // Neither budget nor model: the default every host gives, with its warning.
+    let out = env.run(&["assemble", "--repo", &repo, "--query", "config"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no budget given: 16000 tokens, the default"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.assemble(&["--query", "config", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["budget"], 16_000, "{v}");
+    assert!(v["tokens_total"].as_u64().unwrap() <= 16_000);
+    assert!(!v["pieces"].as_array().unwrap().is_empty(), "{v}");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("no budget given: 16000 tokens, the default"),
+        "{v}"
+    );
+    // Too small for any code: refused, naming the smallest useful budget.
+    let out = env.run(&["assemble", "--repo", &repo, "--query", "x", "--budget", "8"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the smallest useful budget is 64 tokens"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.assemble(&["--query", "x", "--budget", "8", "--format", "json"]);
     assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"]["code"], "budget_too_small");
+    // The smallest useful budget answers.
+    let out = env.assemble(&["--query", "config", "--budget", "64", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(json(&out)["tokens_total"].as_u64().unwrap() <= 64);
 }
 
 #[test]

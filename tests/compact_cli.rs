@@ -188,9 +188,14 @@ fn bad_input_gets_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
     assert!(e.contains("needs") && e.contains("at least"), "{e}");
-    // No budget and no model.
+    // No budget and no model: the default budget every command takes, with its warning.
     let out = compact_stdin(&env, b"[{\"role\":\"user\",\"content\":\"x\"}]", &[]);
-    assert_eq!(out.status.code(), Some(2));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no budget given: 16000 tokens, the default"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

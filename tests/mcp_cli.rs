@@ -270,6 +270,52 @@ fn the_folders_config_file_sets_the_default_model_and_budget() {
 }
 
 #[test]
+fn a_budget_over_the_tools_cap_is_capped_with_a_warning_and_a_tiny_one_refused() {
+    let env = Env::new();
+    env.sample();
+    let call = |id: u32, args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_context","arguments":{args}}}}}"#
+        )
+    };
+    let answers = raw_session(
+        &env,
+        &[
+            call(1, r#"{"query":"server start config","budget":5000000}"#),
+            call(2, r#"{"query":"server start config"}"#),
+            call(3, r#"{"query":"server start config","budget":8}"#),
+        ],
+    );
+    let capped = &answers[0]["result"];
+    assert_eq!(capped["isError"], false, "{capped}");
+    let capped = &capped["structuredContent"];
+    assert_eq!(capped["budget"], 16_000, "{capped}");
+    assert!(capped["tokens_total"].as_u64().unwrap() <= 16_000);
+    assert!(
+        capped["warnings"]
+            .to_string()
+            .contains("budget 5000000 capped at 16000 tokens"),
+        "{capped}"
+    );
+    // Neither budget nor model: the default every host gives, with the same warning.
+    let default = &answers[1]["result"]["structuredContent"];
+    assert_eq!(default["budget"], 16_000, "{default}");
+    let warnings = default["warnings"].to_string();
+    assert!(
+        warnings.contains("no budget given: 16000 tokens, the default"),
+        "{warnings}"
+    );
+    assert_eq!(warnings.matches("no budget given").count(), 1, "{warnings}");
+    let tiny = &answers[2]["result"];
+    assert_eq!(tiny["isError"], true, "{tiny}");
+    assert_eq!(
+        tiny["structuredContent"]["error"]["code"],
+        "budget_too_small"
+    );
+    assert_eq!(tiny["structuredContent"]["error"]["details"]["needed"], 64);
+}
+
+#[test]
 fn a_missing_folder_is_refused_before_serving() {
     let env = Env::new();
     let out = env

@@ -2,6 +2,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use ctxgate_core::quota::Refusal;
 use serde_json::{Value, json};
 
 use crate::backend::{BackendError, SourceFault};
@@ -53,6 +54,29 @@ impl ApiError {
     /// 404 with `code`.
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, code, message)
+    }
+    /// The 429 `quota_exceeded` every quota refusal answers with: the limit hit (by name, in the
+    /// message and `details.limit`), what remains, and `Retry-After`.
+    pub fn quota_exceeded(r: &Refusal) -> Self {
+        let what = r.limit.name();
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "quota_exceeded",
+            format!(
+                "the organisation's {what} limit ({}) does not allow this request: {} left, {} needed; retry in {} s",
+                r.allowed, r.remaining, r.requested, r.retry_after_s
+            ),
+        )
+        .with_details(json!({
+            "limit": what,
+            "allowed": r.allowed,
+            "remaining": r.remaining,
+            "requested": r.requested,
+            "retry_after_s": r.retry_after_s,
+        }));
+        e.retry_after = Some(r.retry_after_s);
+        e.quota_limit = Some(what);
+        e
     }
     /// Adds structured details.
     pub fn with_details(mut self, details: Value) -> Self {
@@ -129,7 +153,7 @@ impl From<BackendError> for ApiError {
             BackendError::Embedding { code, .. } => {
                 ApiError::new(StatusCode::BAD_GATEWAY, code, msg)
             }
-            BackendError::QuotaExceeded(r) => crate::meter::refused(&r),
+            BackendError::QuotaExceeded(r) => ApiError::quota_exceeded(&r),
         }
     }
 }
@@ -151,6 +175,7 @@ impl From<ctxgate_core::catalog::BudgetError> for ApiError {
                 window,
                 usable,
             } => json!({"budget": budget, "model": model, "window": window, "usable": usable}),
+            B::TooSmall { budget, needed } => json!({"budget": budget, "needed": needed}),
             _ => Value::Null,
         };
         ApiError::bad_request(e.code(), e.to_string()).with_details(details)
@@ -175,6 +200,7 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
         use ctxgate_core::assemble::AssembleError as A;
         let code = e.code();
         match e {
+            A::Budget(b) => ApiError::from(b),
             A::EmptyQuery | A::Compose(_) | A::ErrorOutputMissing => {
                 ApiError::bad_request(code, e.to_string())
             }

@@ -9,6 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use ctxgate_core::catalog::DEFAULT_BUDGET;
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
@@ -25,11 +26,11 @@ use crate::state::AppState;
 /// The protocol revisions this server speaks, newest first.
 const PROTOCOLS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// The most tokens a `get_context` result carries when the caller names no budget. MCP clients
-/// cap one tool result (Claude Code at 25,000 tokens by default) and the structured part adds
-/// each piece's metadata, so the default prompt stays well under that; a caller that wants
-/// more passes `budget`.
-pub const DEFAULT_TOOL_BUDGET: u32 = 16_000;
+/// The most tokens a `get_context` result carries. MCP clients cap one tool result (Claude Code
+/// at 25,000 tokens by default) and the structured part adds each piece's metadata, so the
+/// prompt stays well under that: a larger `budget` is capped, with a warning. It is the core's
+/// [`DEFAULT_BUDGET`], what a call naming neither `budget` nor `model` gets on every host.
+pub const TOOL_BUDGET_CAP: u32 = DEFAULT_BUDGET;
 
 /// The share of the model's window a `get_context` result takes by default (the rest is the
 /// conversation's and the reply's).
@@ -47,7 +48,7 @@ pub struct ToolScope {
     /// The model a `get_context` call without `model` targets (the folder's ctxgate.toml).
     pub default_model: Option<String>,
     /// The budget of a `get_context` call without `budget` (the folder's ctxgate.toml), instead
-    /// of [`DEFAULT_TOOL_BUDGET`]'s rule.
+    /// of the default; capped at [`TOOL_BUDGET_CAP`] like any budget.
     pub default_budget: Option<u32>,
 }
 
@@ -111,8 +112,9 @@ pub fn tools(scope: &ToolScope) -> Value {
             "title": "Get context",
             "description": format!(
                 "The most relevant code of a project for a task, within an exact token budget, with \
-                 provenance for every piece. Without `budget`: a quarter of the model's window, at \
-                 most {DEFAULT_TOOL_BUDGET} tokens."
+                 provenance for every piece. At most {TOOL_BUDGET_CAP} tokens (a larger `budget` is \
+                 capped). Without `budget`: a quarter of the model's window, or {DEFAULT_BUDGET} \
+                 tokens without `model`."
             ),
             "inputSchema": optional_project(schema::<ContextRequest>(Contract::Input), scope),
             "outputSchema": context_output(),
@@ -250,46 +252,62 @@ fn tool_result(outcome: Result<Value, ApiError>, text_of: impl Fn(&mut Value) ->
     }
 }
 
-/// The budget of a `get_context` call that names none: a quarter of the model's window (its
-/// input limit when lower), at most [`DEFAULT_TOOL_BUDGET`]. `None` for an unknown model,
-/// which the handler then refuses with its usual error.
-fn default_budget(state: &AppState, model: Option<&str>) -> Option<u32> {
-    match model {
-        None => Some(DEFAULT_TOOL_BUDGET),
-        Some(m) => {
-            let m = state.catalog.resolve(m).ok()?;
-            let window = m
-                .max_input
-                .unwrap_or(m.context_window)
-                .min(m.context_window);
-            Some((window / DEFAULT_WINDOW_SHARE).clamp(1, DEFAULT_TOOL_BUDGET))
+/// The budget of a `get_context` call that names a model and no budget: a quarter of the
+/// model's window (its input limit when lower), at most [`TOOL_BUDGET_CAP`]. `None` for an
+/// unknown model, which the handler then refuses with its usual error. A call naming neither
+/// gets the core's default, and its warning, as on every host.
+fn model_budget(state: &AppState, model: &str) -> Option<u32> {
+    let m = state.catalog.resolve(model).ok()?;
+    let window = m
+        .max_input
+        .unwrap_or(m.context_window)
+        .min(m.context_window);
+    Some((window / DEFAULT_WINDOW_SHARE).clamp(1, TOOL_BUDGET_CAP))
+}
+
+/// Sets the budget of a `get_context` call by MCP's rules (a model's quarter when none is given,
+/// [`TOOL_BUDGET_CAP`] at most) and says what it did, for the result's warnings.
+fn tool_budget(state: &AppState, req: &mut ContextRequest) -> Option<String> {
+    match (req.budget, req.model.as_deref()) {
+        (None, Some(m)) => {
+            let b = model_budget(state, m)?;
+            req.budget = Some(b);
+            Some(format!(
+                "no budget given: {b} tokens (a quarter of the model's window, at most \
+                 {TOOL_BUDGET_CAP}, so the result fits an MCP client's limit); pass a budget for \
+                 more or less"
+            ))
         }
+        (Some(b), _) if b > TOOL_BUDGET_CAP => {
+            req.budget = Some(TOOL_BUDGET_CAP);
+            Some(format!(
+                "budget {b} capped at {TOOL_BUDGET_CAP} tokens, the most one MCP tool result \
+                 carries (clients limit a tool result's size); the HTTP API and the command line \
+                 take larger budgets"
+            ))
+        }
+        _ => None,
     }
 }
 
 async fn get_context(state: &AppState, caller: &Caller, a: Value) -> Value {
-    let mut defaulted = None;
-    let out = match args::<ContextRequest>(a) {
+    let (out, note) = match args::<ContextRequest>(a) {
         Ok(mut req) => {
-            if req.budget.is_none() {
-                req.budget = default_budget(state, req.model.as_deref());
-                defaulted = req.budget;
-            }
-            context_value(state.clone(), caller.clone(), req).await
+            let note = tool_budget(state, &mut req);
+            (
+                context_value(state.clone(), caller.clone(), req).await,
+                note,
+            )
         }
-        Err(e) => Err(e),
+        Err(e) => (Err(e), None),
     };
     tool_result(out, |v| {
         let mut text = match v.as_object_mut().and_then(|o| o.remove("prompt")) {
             Some(Value::String(p)) => p,
             _ => String::new(),
         };
-        if let (Some(b), Some(w)) = (defaulted, v["warnings"].as_array_mut()) {
-            w.push(json!(format!(
-                "no budget given: {b} tokens (a quarter of the model's window, at most \
-                 {DEFAULT_TOOL_BUDGET}, so the result fits an MCP client's limit); pass `budget` \
-                 for more"
-            )));
+        if let (Some(n), Some(w)) = (&note, v["warnings"].as_array_mut()) {
+            w.push(json!(n));
         }
         let known = v["session"]["already_delivered"].as_array();
         if let Some(known) = known.filter(|k| !k.is_empty()) {

@@ -6,12 +6,11 @@
 //! org is briefly over-reserved, never over-spent.
 //!
 //! Index jobs are metered apart ([`OrgJobs`]): a host counts one in the org's ledger when it
-//! starts or queues it, and a refusal answers as every other quota refusal does.
+//! starts or queues it, and a refusal answers as every other quota refusal does
+//! ([`ApiError::quota_exceeded`]).
 
 use async_trait::async_trait;
-use axum::http::StatusCode;
 use ctxgate_core::quota::{Limits, Refusal};
-use serde_json::json;
 
 use crate::backend::{Accounts, AuditRecord, BackendError, JobGate};
 use crate::error::ApiError;
@@ -116,32 +115,8 @@ pub fn admitted(
             hold,
             endpoint,
         }),
-        Err(r) => Err(refused(&r)),
+        Err(r) => Err(ApiError::quota_exceeded(&r)),
     }
-}
-
-/// The 429 `quota_exceeded` every quota refusal answers with: the limit hit (by name, in the
-/// message and `details.limit`), what remains, and `Retry-After`.
-pub fn refused(r: &Refusal) -> ApiError {
-    let what = r.limit.name();
-    let mut e = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "quota_exceeded",
-        format!(
-            "the organisation's {what} limit ({}) does not allow this request: {} left, {} needed; retry in {} s",
-            r.allowed, r.remaining, r.requested, r.retry_after_s
-        ),
-    )
-    .with_details(json!({
-        "limit": what,
-        "allowed": r.allowed,
-        "remaining": r.remaining,
-        "requested": r.requested,
-        "retry_after_s": r.retry_after_s,
-    }));
-    e.retry_after = Some(r.retry_after_s);
-    e.quota_limit = Some(what);
-    e
 }
 
 /// The index jobs of one org, counted in its ledger against its `index_jobs_per_hour`: the

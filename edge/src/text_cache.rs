@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use ctxgate_core::index::lists::ListId;
+use ctxgate_core::lists::ListId;
 
 /// What the cache may hold by default: a fifth of the memory an isolate is held to in the
 /// benchmarks (64 MiB), beside the version's resident index.

@@ -21,7 +21,7 @@ use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::index::layout::keys;
-use ctxgate_core::index::lists::ListId;
+use ctxgate_core::lists::ListId;
 
 use crate::backend::{BackendError, Projects};
 use crate::snapshot::{ObjectCache, Snapshot};

@@ -4,10 +4,10 @@
 //! arbitrary bytes, checked and searched.
 #![no_main]
 
-use ctxgate_core::index::lists::{Found, ListKind, ListRange};
 use ctxgate_core::lexical::{
     Bm25Builder, Bm25Index, Bm25Params, LayerPostings, doc_terms, query_terms,
 };
+use ctxgate_core::lists::{Found, ListKind, ListRange};
 use libfuzzer_sys::{arbitrary, fuzz_target};
 
 #[derive(arbitrary::Arbitrary, Debug)]

@@ -11,6 +11,7 @@ pub fn small_limits() -> SourceLimits {
         max_bytes: 1 << 20,
         max_files: 200,
         network: NetworkPolicy::Open,
+        history_commits: 1,
     }
 }
 

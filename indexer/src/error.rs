@@ -121,6 +121,7 @@ impl From<AssembleError> for IndexerError {
             // Local sources read every text; a miss means the store lost it.
             e @ (A::TextsNeeded(_) | A::ListsNeeded(_)) => IndexerError::Corrupt(e.to_string()),
             A::ErrorOutputMissing => IndexerError::ErrorOutputMissing,
+            A::Budget(b) => IndexerError::Budget(b),
         }
     }
 }

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ctxgate_core::chunk::Language;
 use ctxgate_core::hash::Sha256Digest;
+use ctxgate_core::index::summaries::StoredSummaries;
 use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack};
 use ctxgate_core::summary::file::{Extract, extract};
-use ctxgate_core::summary::stored::StoredSummaries;
 use ctxgate_core::summary::tree::{FileFacts, ProjectInputs, directories, project};
 use ctxgate_core::summary::{
     DirSummary, EXTRACTIVE, FileSummary, Summaries, Summary, first_sentence, llm_origin,

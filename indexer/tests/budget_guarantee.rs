@@ -81,7 +81,7 @@ proptest! {
     fn assembled_prompt_never_exceeds_the_budget(
         files in prop::collection::vec(arb_file(), 1..12),
         query in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..6),
-        budget in 40u32..4000,
+        budget in ctxgate_core::catalog::MIN_BUDGET..4000,
         model in prop::sample::select(vec![None, Some("gpt-4o"), Some("claude"), Some("gpt-4")]),
         compression in prop::sample::select(vec![
             Compression::None,

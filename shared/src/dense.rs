@@ -18,10 +18,10 @@ pub struct VectorTable {
     /// `dims` quantized components per chunk, chunk after chunk; a chunk without a vector has
     /// all zeros (it never matches). Decoded to exactly its length: serde's default doubling
     /// would leave a 16 MiB table up to 32 MiB in an isolate whose memory never shrinks.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub values: Vec<i8>,
     /// Per chunk, the factor that turns its `i8` components back into a unit vector's.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub scales: Vec<f32>,
 }
 

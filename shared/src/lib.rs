@@ -8,12 +8,17 @@
 //! - [`tokens`]: exact token counts with the tiktoken encodings, loaded once per process;
 //! - [`catalog`]: the model catalog and the budget a model leaves for context;
 //! - [`chunk`]: syntax-aware chunking of source files (tree-sitter behind the `syntax` feature);
+//! - [`lists`]: sorted keys with a byte string each, and byte strings by position, kept in the
+//!   pack while small and read by range once large (BM25's postings, symbol users, summary
+//!   texts);
 //! - [`lexical`]: code-aware terms and the BM25 index;
 //! - [`index`]: the versioned on-disk index pack that the indexer writes and readers open;
+//! - [`summary`]: file, directory and project summaries (the pack stores them:
+//!   [`index::summaries`]);
 //! - [`select`] and [`compose`]: choosing pieces within a budget and composing the prompt,
 //!   whose exact count never exceeds the budget;
-//! - [`summary`]: file, directory and project summaries, and which of them fill what the pieces
-//!   leave.
+//! - [`assemble`]: answering a query from one opened index, from retrieval to the composed
+//!   prompt, with the summaries that fill what the pieces leave ([`assemble::summaries`]).
 //!
 //! What the hosts share as facts also lives here, so neither spells the other's: where metadata
 //! items are keyed ([`item_key`]), the records they hold ([`records`]), where a project's files
@@ -35,6 +40,7 @@ pub mod compress;
 pub mod continuation;
 pub mod credential;
 pub mod dense;
+mod exact_vec;
 pub mod graph;
 pub mod hash;
 pub mod history;
@@ -43,6 +49,7 @@ pub mod index;
 pub mod intent;
 pub mod item_key;
 pub mod lexical;
+pub mod lists;
 pub mod local_roots;
 pub mod order;
 pub mod path_kind;

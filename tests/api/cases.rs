@@ -746,8 +746,27 @@ fn bad_input(host: &dyn Host, key: &str) {
         ctx(json!({ "project": "core", "query": "x", "model": "gpt-4o", "budget": 10_000_000 }));
     assert_eq!((r.status, r.code()), (400, "budget_exceeds_window"));
     assert!(r.body["error"]["details"]["usable"].as_u64().is_some());
+    // Neither budget nor model: the default every host gives, with its warning.
     let r = ctx(json!({ "project": "core", "query": "x" }));
-    assert_eq!((r.status, r.code()), (400, "budget_missing"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["warnings"]
+            .to_string()
+            .contains("no budget given: 16000 tokens, the default"),
+        "{}",
+        r.body
+    );
+    assert!(r.body["tokens_total"].as_u64().unwrap() <= 16_000);
+    // Too small for any code: refused with the smallest useful budget.
+    let r = ctx(json!({ "project": "core", "query": "x", "budget": 8 }));
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "budget_too_small"),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["error"]["details"]["needed"], 64);
+    assert!(r.body["error"]["message"].to_string().contains("64"));
     let r = ctx(json!({ "project": "core", "query": "   ", "budget": 100 }));
     assert_eq!((r.status, r.code()), (400, "query_empty"));
     let r = ctx(json!({ "project": "nope", "query": "x", "budget": 100 }));
@@ -831,7 +850,14 @@ fn history(host: &dyn Host, tag: &str) {
     let r = call(json!({ "messages": "hi", "budget": 100 }));
     assert_eq!((r.status, r.code()), (400, "invalid_conversation"));
     let r = call(json!({ "messages": [{"role": "user", "content": "x"}] }));
-    assert_eq!((r.status, r.code()), (400, "budget_missing"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["warnings"]
+            .to_string()
+            .contains("no budget given: 16000 tokens"),
+        "{}",
+        r.body
+    );
     let r = post(
         host,
         "/v1/history/compact",

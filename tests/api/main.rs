@@ -12,6 +12,7 @@ mod dense;
 mod fresh;
 mod host;
 mod observability;
+mod planted;
 mod sources;
 mod webhooks;
 mod worker;
@@ -35,11 +36,23 @@ fn native_api_suite() {
         "jobsn",
         serde_json::json!({ "kind": "local", "path": dir }),
     );
+    // The planted corpus, with the server's logs at their most verbose, and every byte the data
+    // directory holds afterwards.
+    let scratch = tempfile::tempdir().unwrap();
+    let log = scratch.path().join("serve.log");
+    let logged =
+        host::NativeHost::start_logging(&[], &[("CTXGATE_LOG", "debug")], Some(log.clone()));
+    planted::run(&logged, "n", &|| {
+        std::fs::read_to_string(&log).unwrap_or_default()
+    });
+    assert!(planted::assert_dir_clean("the data directory", logged.home.path()) > 0);
 }
 
 #[test]
 fn worker_api_suite() {
     if let Some(mut host) = worker::WorkerHost::start_or_skip() {
+        planted::run(&host, "w", &|| host.output());
+        assert!(planted::assert_dir_clean("the Worker's state", &host.state_dir()) > 0);
         cases::run_suite(&host, "w");
         contract::run(&host, "w");
         console::run(&host, "w", Some("source_refused"));

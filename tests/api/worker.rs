@@ -195,6 +195,11 @@ impl WorkerHost {
         self.wait_ready(Duration::from_secs(180));
     }
 
+    /// Where workerd keeps its state (`--persist-to`: R2 objects, KV, Durable Objects).
+    pub fn state_dir(&self) -> PathBuf {
+        self.scratch.path().join("state")
+    }
+
     fn log(&self) -> String {
         let mut text = String::new();
         if let Ok(mut f) = std::fs::File::open(self.scratch.path().join("wrangler.log")) {

@@ -4,13 +4,14 @@
 
 use super::operation::{Access, Body, Operation};
 
-/// The codes of an unknown model or a budget the core refuses.
+/// The codes of an unknown model or a budget the core refuses (`budget_too_small`: under the
+/// smallest budget that holds code, when assembling).
 pub(super) const BUDGET: &[&str] = &[
     "unknown_model",
-    "budget_missing",
     "budget_zero",
     "budget_exceeds_window",
     "budget_nothing_usable",
+    "budget_too_small",
 ];
 /// The codes of a query the core refuses.
 pub(super) const QUERY: &[&str] = &["query_empty", "query_too_large"];

@@ -26,7 +26,8 @@ pub struct CompactRequest {
     /// Target model (its tokenizer and window apply).
     #[serde(default)]
     model: Option<String>,
-    /// Hard limit on the compacted conversation's tokens.
+    /// Hard limit on the compacted conversation's tokens; default: the model's usable budget,
+    /// or 16,000 tokens (with a warning) when no model is named.
     #[serde(default)]
     budget: Option<u32>,
     /// Newest rounds kept verbatim (default 3).

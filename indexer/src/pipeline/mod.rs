@@ -24,10 +24,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use ctxgate_core::chunk::{ChunkOptions, FilterOptions};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::build::{Built, build};
+use ctxgate_core::index::summaries::StoredSummaries;
 use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, PackMeta, Recency};
 use ctxgate_core::source::Origin;
 use ctxgate_core::source::SourceSpec;
-use ctxgate_core::summary::stored::StoredSummaries;
 use ctxgate_core::tokens::Encoding;
 use serde::Serialize;
 

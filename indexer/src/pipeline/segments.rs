@@ -41,7 +41,7 @@ pub(super) fn store_segments(
 /// index loads them with it, cheaper than one more read per query. Larger ones go to segments
 /// and are read per query term or named symbol, so a reader of a large index holds only their
 /// keys; keys taking more than this too go to segments in blocks, of which a reader holds one
-/// key per block ([`ctxgate_core::index::lists::KeyBlocks`]). `CTXGATE_LISTS_INLINE_MAX` (bytes) overrides it, so tests can take the segment path on
+/// key per block ([`ctxgate_core::lists::KeyBlocks`]). `CTXGATE_LISTS_INLINE_MAX` (bytes) overrides it, so tests can take the segment path on
 /// a small repository.
 pub const LISTS_INLINE_MAX: usize = 1 << 20;
 

@@ -15,7 +15,7 @@ use ctxgate_core::assemble::{AssembleError, ChunkSource};
 use ctxgate_core::dense::VectorTable;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
-use ctxgate_core::index::lists::ListId;
+use ctxgate_core::lists::ListId;
 
 use super::OpenVersion;
 use crate::IndexerError;

@@ -15,6 +15,7 @@ mod plan;
 mod report;
 mod retrieve;
 mod signposts;
+pub mod summaries;
 
 pub use plan::{Plan, plan};
 pub use report::BudgetBar;
@@ -23,13 +24,13 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::catalog::ResolvedBudget;
+use crate::catalog::{BudgetError, ResolvedBudget};
 use crate::compose::{ComposeError, Piece};
 use crate::compress::Compression;
 use crate::index::IndexPack;
-use crate::index::lists::ListId;
 use crate::intent::QueryAnalysis;
 use crate::lexical::Bm25Params;
+use crate::lists::ListId;
 use crate::profile::{Profile, ProfileReport};
 use crate::rank::Weights;
 
@@ -57,7 +58,7 @@ pub trait ChunkSource {
     fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
 
     /// The value of list key `id` (a term's postings, a name's users, a block of a large
-    /// dictionary's keys) that the pack keeps in segments, checked against the pack ([`crate::index::lists::KeyedLists::verify`]), or
+    /// dictionary's keys) that the pack keeps in segments, checked against the pack ([`crate::lists::KeyedLists::verify`]), or
     /// [`AssembleError::ListsNeeded`] when this source holds only what it fetched so far and
     /// not this.
     fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError>;
@@ -86,6 +87,9 @@ pub enum AssembleError {
     /// The `repair` profile was asked for without the error output it answers.
     #[error("the repair profile needs the error output (error_output / --error-file)")]
     ErrorOutputMissing,
+    /// The budget cannot hold any code ([`BudgetError::TooSmall`]).
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
 }
 
 impl AssembleError {
@@ -95,6 +99,7 @@ impl AssembleError {
             AssembleError::EmptyQuery => "query_empty",
             AssembleError::Compose(c) => c.code(),
             AssembleError::ErrorOutputMissing => "error_output_missing",
+            AssembleError::Budget(b) => b.code(),
             AssembleError::Source(_) => "index_corrupt",
             // A host's read loop gave up on texts or postings it could not keep.
             AssembleError::TextsNeeded(_) | AssembleError::ListsNeeded(_) => "storage_unavailable",
@@ -156,7 +161,7 @@ pub struct Assembled {
     /// Summaries in the prompt (never among `pieces`: they quote no lines), in prompt order.
     pub summaries: Vec<crate::compose::SummaryPiece>,
     /// The repository's size relative to the room for context.
-    pub size_class: crate::summary::SizeClass,
+    pub size_class: summaries::SizeClass,
     /// Chunks that matched the query.
     pub candidates: usize,
     /// Relevant chunks that did not fit (a continuation can deliver them).

@@ -9,13 +9,13 @@ use crate::chunk::{ChunkKind, signature_len};
 use crate::compose::{Piece, PieceForm, SummaryPiece, fit_with_summaries};
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
-use crate::index::lists::{ListId, ListKind};
+use crate::lists::{ListId, ListKind};
 use crate::profile::Profile;
 use crate::select::Candidate;
-use crate::summary::fill::{Filled, TextAt};
 
 use super::estimate::{declares_its_symbol, header_cost};
 use super::plan::Plan;
+use super::summaries::{Filled, TextAt};
 use super::{
     AssembleError, Assembled, ChunkSource, MEDIUM_KEEP_SHARE, MIN_ALTERNATIVE_TOKENS, SHRINK_TRIES,
 };
@@ -294,7 +294,7 @@ impl Plan {
         source: &dyn ChunkSource,
         draft: &Draft,
     ) -> Result<(Filled, Vec<SummaryPiece>), AssembleError> {
-        let mut filled = crate::summary::fill(&crate::summary::fill::FillInput {
+        let mut filled = super::summaries::fill(&super::summaries::FillInput {
             pack,
             pieces: &draft.pieces,
             scores: &self.scores,

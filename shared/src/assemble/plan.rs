@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::catalog::{ResolvedBudget, TokenizerSpec};
+use crate::catalog::{BudgetError, MIN_BUDGET, ResolvedBudget, TokenizerSpec};
 use crate::chunk::ChunkKind;
 use crate::compose::render;
 use crate::compress::{Compression, KeyTerms};
@@ -83,7 +83,7 @@ pub struct Plan {
 }
 
 /// Ranks `query`'s candidates in `pack` and makes the first selection within
-/// `resolved.budget`. Texts are read only for budgets under
+/// `resolved.budget`, which must be at least [`MIN_BUDGET`]. Texts are read only for budgets under
 /// [`SIGNATURES_BELOW`](super::SIGNATURES_BELOW) and for
 /// encodings the index did not count; a source that lacks them gets
 /// [`AssembleError::TextsNeeded`] naming all of them at once.
@@ -97,6 +97,12 @@ pub fn plan(
     let query = query.trim();
     if query.is_empty() {
         return Err(AssembleError::EmptyQuery);
+    }
+    if resolved.budget < MIN_BUDGET {
+        return Err(AssembleError::Budget(BudgetError::TooSmall {
+            budget: resolved.budget,
+            needed: MIN_BUDGET,
+        }));
     }
     let spec = &resolved.tokenizer;
     let mut warnings = resolved.warnings.clone();
@@ -366,7 +372,7 @@ fn room(pack: &IndexPack, spec: &TokenizerSpec, profile: Profile, budget: u32, t
     // them, pieces that fill their room to the token leave the summary a few tokens short).
     let reserved = match profile {
         Profile::Plan => {
-            crate::summary::fill::project_cost(pack, spec).map_or(0, |c| c + SUMMARY_SECTION_SLACK)
+            super::summaries::project_cost(pack, spec).map_or(0, |c| c + SUMMARY_SECTION_SLACK)
         }
         _ => 0,
     }

@@ -6,10 +6,10 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use crate::compose::{Composition, Piece, SummaryPiece};
 use crate::index::IndexPack;
 use crate::profile::{Profile, ProfileReport};
-use crate::summary::SizeClass;
 
 use super::Assembled;
 use super::plan::Plan;
+use super::summaries::SizeClass;
 
 /// The chunks a prompt holds (of them, those only outlined) and the excluded chunks it names.
 struct Delivery {

@@ -6,9 +6,9 @@
 use std::borrow::Cow;
 
 use crate::index::IndexPack;
-use crate::index::lists::{Found, ListError, ListId, ListKind};
 use crate::index::references::name_key;
 use crate::intent::{QueryAnalysis, analyze, entities};
+use crate::lists::{Found, ListError, ListId, ListKind};
 use crate::profile::Profile;
 
 use super::{AssembleError, ChunkSource, QueryOptions};

@@ -25,8 +25,7 @@ use crate::catalog::TokenizerSpec;
 use crate::compose::{Piece, SummaryPiece};
 use crate::index::{ChunkRecord, IndexPack};
 use crate::intent::{Intent, QueryAnalysis, Scope};
-
-use super::SummaryKind;
+use crate::summary::{EXTRACTIVE, SummaryKind};
 
 /// A repository at most this many times the room is small.
 pub const SMALL_UP_TO: f64 = 2.0;
@@ -87,7 +86,7 @@ impl SizeClass {
 }
 
 /// Where a chosen summary's text is: the pack holds the project's, the others may be in
-/// segments ([`super::stored::StoredSummaries::texts`]), read once chosen.
+/// segments ([`crate::index::summaries::StoredSummaries::texts`]), read once chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextAt {
     /// The project summary's, in the pack.
@@ -409,7 +408,7 @@ fn take_fitting<'a>(
         let piece = SummaryPiece {
             kind,
             path: path.to_string(),
-            origin: origin.unwrap_or(super::EXTRACTIVE).to_string(),
+            origin: origin.unwrap_or(EXTRACTIVE).to_string(),
             tokens,
             file_tokens: whole_tokens,
             text: String::new(),

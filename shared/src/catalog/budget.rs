@@ -5,11 +5,33 @@
 //! reserves are configurable. An explicit budget is honoured as given, except that a budget
 //! larger than the model's whole window is refused: clipping it silently would break the
 //! caller's expectation that what they asked for is what they get.
+//!
+//! A request that names neither a budget nor a model gets [`DEFAULT_BUDGET`], with
+//! [`default_budget_warning`] saying so: every host (command line, HTTP, MCP) answers it the same
+//! way. A budget under [`MIN_BUDGET`] holds no code, so assembling refuses it
+//! ([`BudgetError::TooSmall`]) rather than answer with the query alone.
 
 use serde::Serialize;
 
 use super::model::{Model, TokenizerSpec};
 use crate::tokens::Encoding;
+
+/// The budget of a request that names neither a budget nor a model. It stays well under what an
+/// MCP client takes in one tool result (Claude Code: 25,000 tokens) and leaves most of any
+/// current model's window to the conversation.
+pub const DEFAULT_BUDGET: u32 = 16_000;
+
+/// The smallest budget an assembled prompt can hold code in: the task heading and the query, one
+/// piece's header and a few lines of it. Below it a prompt would carry the query alone.
+pub const MIN_BUDGET: u32 = 64;
+
+/// The warning of a request that got [`DEFAULT_BUDGET`], the same on every host.
+pub fn default_budget_warning() -> String {
+    format!(
+        "no budget given: {DEFAULT_BUDGET} tokens, the default; pass a budget, or a model whose \
+         window sets it, for more or less"
+    )
+}
 
 /// How a model's window is shared between context, reply and system prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -87,11 +109,6 @@ pub struct ResolvedBudget {
 /// Why a budget cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BudgetError {
-    /// Neither a budget nor a model was given.
-    #[error(
-        "no budget: give a token budget (`budget`, --budget N) or a model (`model`, --model ID) whose window sets it"
-    )]
-    Missing,
     /// A zero budget.
     #[error("budget must be at least 1 token")]
     Zero,
@@ -119,23 +136,35 @@ pub enum BudgetError {
         /// Its window.
         window: u32,
     },
+    /// Too small to hold any code ([`MIN_BUDGET`]); refused when assembling context.
+    #[error(
+        "a budget of {budget} tokens holds no code beside the query; the smallest useful budget is \
+         {needed} tokens"
+    )]
+    TooSmall {
+        /// What was asked for.
+        budget: u32,
+        /// The smallest useful budget.
+        needed: u32,
+    },
 }
 
 impl BudgetError {
     /// The machine-readable code every host reports for this error.
     pub fn code(&self) -> &'static str {
         match self {
-            BudgetError::Missing => "budget_missing",
             BudgetError::Zero => "budget_zero",
             BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
             BudgetError::NothingUsable { .. } => "budget_nothing_usable",
+            BudgetError::TooSmall { .. } => "budget_too_small",
         }
     }
 }
 
 /// Turns a request's model and budget into the limit its prompt is held to.
 ///
-/// Without a model, counts are exact `default_encoding` counts.
+/// Without a model, counts are exact `default_encoding` counts; without a budget either, the
+/// limit is [`DEFAULT_BUDGET`], with a warning.
 pub fn resolve_budget(
     model: Option<&Model>,
     budget: Option<u32>,
@@ -146,13 +175,16 @@ pub fn resolve_budget(
         return Err(BudgetError::Zero);
     }
     let Some(model) = model else {
-        let budget = budget.ok_or(BudgetError::Missing)?;
+        let (budget, warnings) = match budget {
+            Some(b) => (b, Vec::new()),
+            None => (DEFAULT_BUDGET, vec![default_budget_warning()]),
+        };
         return Ok(ResolvedBudget {
             budget,
             tokenizer: TokenizerSpec::Exact(default_encoding),
             model: None,
             window: None,
-            warnings: Vec::new(),
+            warnings,
         });
     };
     let divided = policy.divide(model);
@@ -266,10 +298,37 @@ mod tests {
             resolve_budget(None, Some(0), &BudgetPolicy::default(), Encoding::O200kBase),
             Err(BudgetError::Zero)
         );
-        assert_eq!(
-            resolve_budget(None, None, &BudgetPolicy::default(), Encoding::O200kBase),
-            Err(BudgetError::Missing)
-        );
+    }
+
+    #[test]
+    fn neither_budget_nor_model_gets_the_default_with_a_warning() {
+        let r = resolve_budget(None, None, &BudgetPolicy::default(), Encoding::O200kBase).unwrap();
+        assert_eq!(r.budget, DEFAULT_BUDGET);
+        assert_eq!(r.tokenizer, TokenizerSpec::Exact(Encoding::O200kBase));
+        assert_eq!(r.warnings, vec![default_budget_warning()]);
+        assert!(r.warnings[0].contains("16000"), "{:?}", r.warnings);
+        let r = resolve_budget(
+            None,
+            Some(500),
+            &BudgetPolicy::default(),
+            Encoding::O200kBase,
+        )
+        .unwrap();
+        assert_eq!(r.budget, 500);
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn too_small_names_the_minimum() {
+        assert!(MIN_BUDGET < DEFAULT_BUDGET);
+        let e = BudgetError::TooSmall {
+            budget: 8,
+            needed: MIN_BUDGET,
+        };
+        assert_eq!(e.code(), "budget_too_small");
+        let text = e.to_string();
+        assert!(text.contains(&MIN_BUDGET.to_string()), "{text}");
+        assert!(text.contains(" 8 "), "{text}");
     }
 
     #[test]

@@ -14,7 +14,10 @@
 mod budget;
 mod model;
 
-pub use budget::{BudgetError, BudgetPolicy, ModelBudget, ResolvedBudget, resolve_budget};
+pub use budget::{
+    BudgetError, BudgetPolicy, DEFAULT_BUDGET, MIN_BUDGET, ModelBudget, ResolvedBudget,
+    default_budget_warning, resolve_budget,
+};
 pub use model::{CatalogError, Model, Tier, TokenizerSpec};
 
 use serde::Deserialize;

@@ -129,7 +129,7 @@ mod tests {
             }),
             ("summary of a missing file", |p| {
                 p.summaries =
-                    crate::summary::stored::StoredSummaries::store(crate::summary::Summaries {
+                    crate::index::summaries::StoredSummaries::store(crate::summary::Summaries {
                         files: vec![crate::summary::FileSummary {
                             file: 4,
                             origin: Default::default(),

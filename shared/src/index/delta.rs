@@ -25,12 +25,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::lists::KeyedLists;
 use super::references::defined_names;
+use super::summaries::{LayeredTexts, StoredSummaries, layered_position};
 use super::{ChunkRecord, FileEntry, IndexPack, PackError};
 use crate::graph::ImportGraph;
 use crate::lexical::{Bm25Index, LayerPostings, decode_postings, encode_postings};
-use crate::summary::stored::{LayeredTexts, StoredSummaries, layered_position};
+use crate::lists::KeyedLists;
 use crate::summary::{Summaries, Summary};
 
 /// A dropped chunk or file in a base-to-merged map.
@@ -295,11 +295,11 @@ pub fn derive(
         KeyedLists::from_sorted(users.inline_values().enumerate().filter_map(|(k, v)| {
             let name = users.key(k);
             let all = base_defined.contains(name);
-            let chunks: Vec<u32> = super::lists::decode_ascending(v)
+            let chunks: Vec<u32> = crate::lists::decode_ascending(v)
                 .into_iter()
                 .filter(|&c| !all || delta_chunk.get(c as usize) == Some(&true))
                 .collect();
-            (!chunks.is_empty()).then(|| (name.to_owned(), super::lists::encode_ascending(&chunks)))
+            (!chunks.is_empty()).then(|| (name.to_owned(), crate::lists::encode_ascending(&chunks)))
         }));
     let mut dropped_names: Vec<String> = base_defined.difference(&whole_defined).cloned().collect();
     dropped_names.sort_unstable();
@@ -632,7 +632,7 @@ fn merge_summaries(
     removed_dirs: &[String],
     segment_offset: u32,
 ) -> StoredSummaries {
-    let mut files: Vec<(crate::summary::stored::StoredFile, u32, u32)> = Vec::new();
+    let mut files: Vec<(super::summaries::StoredFile, u32, u32)> = Vec::new();
     for (k, f) in base.files.iter().enumerate() {
         if let Some(&m) = base_files.get(f.file as usize).filter(|m| **m != DROPPED) {
             let mut f = f.clone();
@@ -662,7 +662,7 @@ fn merge_summaries(
     };
     let base_dir_text = |k: usize| layered_position(false, (base.files.len() + k) as u32);
     let delta_dir_text = |k: usize| layered_position(true, (delta.files.len() + k) as u32);
-    let mut dirs: Vec<(crate::summary::stored::StoredDir, u32)> = base
+    let mut dirs: Vec<(super::summaries::StoredDir, u32)> = base
         .dirs
         .iter()
         .enumerate()

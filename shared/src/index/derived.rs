@@ -13,7 +13,7 @@ use super::{ChunkRecord, FileEntry};
 pub struct Derived {
     /// The terms of every path, sorted, concatenated, with their ends: the ids of
     /// `term_files`. Their own, not the BM25 dictionary's, whose terms may be in blocks outside
-    /// the pack ([`crate::index::lists::KeyBlocks`]).
+    /// the pack ([`crate::lists::KeyBlocks`]).
     path_vocabulary: String,
     path_vocabulary_ends: Vec<u32>,
     /// The files whose path holds each path term, ascending:

@@ -6,7 +6,7 @@
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
 //! summaries, version 1 no ctime or inode in the file stat)
 //!
-//! Summaries ([`crate::summary::stored::StoredSummaries`]: their texts apart, by range once
+//! Summaries ([`summaries::StoredSummaries`]: their texts apart, by range once
 //! large), the import graph, the symbol references and the
 //! files' recency and the chunks' history come at the end of the body.
 //!
@@ -51,20 +51,15 @@ pub mod build;
 mod check;
 pub mod delta;
 pub mod derived;
-pub(crate) mod exact_vec;
 pub mod gc;
 pub mod history;
 pub mod inline;
 pub mod layout;
-mod list_id;
-pub mod lists;
 pub mod open;
-mod parts;
-pub mod raw_bytes;
 pub mod recency;
 pub mod references;
 mod sections;
-pub mod values;
+pub mod summaries;
 
 pub use history::History;
 pub use inline::{ChunkId, TokenCounts};
@@ -78,6 +73,7 @@ use crate::chunk::ChunkKind;
 use crate::graph::ImportGraph;
 use crate::hash::Sha256Digest;
 use crate::lexical::Bm25Index;
+use crate::lists;
 use crate::tokens::Encoding;
 
 /// Magic bytes at the start of every pack.
@@ -187,17 +183,17 @@ pub struct IndexPack {
     /// Pack-wide facts.
     pub meta: PackMeta,
     /// Files, sorted by path.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub files: Vec<FileEntry>,
     /// Chunks, grouped by file in file order.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub chunks: Vec<ChunkRecord>,
     /// Segment names (sha256 hex of each segment's bytes).
     pub segments: Vec<String>,
     /// BM25 over chunks (document id = chunk index).
     pub lexical: Bm25Index,
     /// File, directory and project summaries (their texts by range once large).
-    pub summaries: crate::summary::stored::StoredSummaries,
+    pub summaries: summaries::StoredSummaries,
     /// Imports between files.
     pub graph: ImportGraph,
     /// Chunks that use each defined symbol.
@@ -282,7 +278,7 @@ impl IndexPack {
     }
 
     /// The pack's keyed lists of `kind` (none for the summary texts, which are by position:
-    /// [`crate::summary::stored::StoredSummaries::texts`]).
+    /// [`summaries::StoredSummaries::texts`]).
     pub fn lists(&self, kind: lists::ListKind) -> &lists::KeyedLists {
         self.keyed(kind).unwrap_or(lists::KeyedLists::none())
     }

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ChunkRecord;
-use super::lists::{Found, KeyedLists, decode_ascending, encode_ascending};
+use crate::lists::{Found, KeyedLists, decode_ascending, encode_ascending};
 
 /// Names are compared lowercased, by their last path segment (`Store::open` → `open`).
 pub fn name_key(symbol: &str) -> String {
@@ -191,18 +191,18 @@ mod tests {
         let parts = split.split(4, 0, 0);
         let lists = split.lists();
         assert!(lists.keys_stored());
-        let read = |r: super::super::lists::ListRange| {
+        let read = |r: crate::lists::ListRange| {
             parts[r.segment as usize][r.start as usize..][..r.len as usize].to_vec()
         };
         let b = lists.block_for("open").unwrap();
         assert_eq!(
             lists.find_in("open", &|_| None),
-            Err(super::super::lists::ListError::BlocksNeeded(vec![b]))
+            Err(crate::lists::ListError::BlocksNeeded(vec![b]))
         );
         let block = read(lists.block_index().range(b).unwrap());
         let found = lists.find_in("open", &|_| Some(&block)).unwrap().unwrap();
         assert_eq!(split.users_of(&found, &|_| None), Err(found.key));
-        let id = lists.id(super::super::lists::ListKind::References, &found);
+        let id = lists.id(crate::lists::ListKind::References, &found);
         let bytes = read(lists.range_of(&id).unwrap());
         assert_eq!(lists.verify_of(&id, &bytes), Ok(()));
         assert_eq!(split.users_of(&found, &|_| Some(&bytes)), Ok(vec![1, 2]));

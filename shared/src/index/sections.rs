@@ -22,10 +22,10 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::summaries::{StoredDir, StoredFile, StoredSummaries};
 use super::{FORMAT_VERSION, IndexPack, MAGIC, PackError, PackMeta, check};
-use crate::index::values::ValueList;
+use crate::lists::values::ValueList;
 use crate::summary::Summary;
-use crate::summary::stored::{StoredDir, StoredFile, StoredSummaries};
 
 /// Bytes of a frame's length.
 const LEN: usize = 4;

@@ -1,20 +1,20 @@
 //! The summaries as a pack holds them: what choosing needs (whose summary, who wrote it, its
 //! counts) in the pack, the texts apart and read by range once chosen.
 //!
-//! Choosing summaries for a prompt ([`super::fill`]) reads only their counts; a prompt shows at
-//! most a few dozen texts. A large repository's texts are tens of MiB (an 88M-token monorepo:
-//! ~20 MiB with the files' one-line descriptions), which a Worker's isolate would otherwise hold
-//! for every query, so they are a [`ValueList`]: in the pack while small, in segments of the
-//! version once large. The files' one-line descriptions, which only the indexer reads (to
-//! rebuild directory summaries), are another.
+//! Choosing summaries for a prompt ([`crate::assemble::summaries`]) reads only their counts; a
+//! prompt shows at most a few dozen texts. A large repository's texts are tens of MiB (an
+//! 88M-token monorepo: ~20 MiB with the files' one-line descriptions), which a Worker's isolate
+//! would otherwise hold for every query, so they are a [`ValueList`]: in the pack while small, in
+//! segments of the version once large. The files' one-line descriptions, which only the indexer
+//! reads (to rebuild directory summaries), are another. What the summaries are and how they are
+//! built is [`crate::summary`]; this is only how the pack stores them.
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::inline::TokenCounts;
-use crate::index::lists::ListRange;
-use crate::index::values::{TooLarge, ValueList};
-
-use super::{DirSummary, FileSummary, Summaries, Summary};
+use super::inline::TokenCounts;
+use crate::lists::ListRange;
+use crate::lists::values::{TooLarge, ValueList};
+use crate::summary::{DirSummary, FileSummary, Summaries, Summary};
 
 /// A file's summary without its text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,10 +40,10 @@ pub struct StoredDir {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StoredSummaries {
     /// File summaries, sorted by file index; files that were not chunked have none.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub files: Vec<StoredFile>,
     /// Directory summaries, sorted by path (the root has none: the project summary covers it).
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub dirs: Vec<StoredDir>,
     /// The project summary, text included: every broad query shows it.
     pub project: Option<Summary>,
@@ -171,10 +171,10 @@ impl StoredSummaries {
     }
 
     /// Checks bytes read for text `k`.
-    pub fn text_verify(&self, k: u32, bytes: &[u8]) -> Result<(), crate::index::lists::ListError> {
+    pub fn text_verify(&self, k: u32, bytes: &[u8]) -> Result<(), crate::lists::ListError> {
         let (list, p, _) = self.text_at(k);
         list.verify(p, bytes)
-            .map_err(|_| crate::index::lists::ListError::Checksum { key: k })
+            .map_err(|_| crate::lists::ListError::Checksum { key: k })
     }
 
     /// Whether text `k` must be read from a segment.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::lists::{Found, KeyedLists, ListError, push_varint, read_varint};
+use crate::lists::{Found, KeyedLists, ListError, push_varint, read_varint};
 
 /// BM25's two knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,8 +125,8 @@ pub fn encode_postings(docs: impl IntoIterator<Item = (u32, u32)>) -> Vec<u8> {
 /// then the term frequency) in one byte string ([`KeyedLists`]). deno's index (116k terms,
 /// 4.3M postings) takes about 12 MiB this way; as vectors of strings, `u32` documents and `u16`
 /// frequencies it took 30 MiB. The postings of a large index live outside the pack
-/// ([`crate::index::lists::ListStore::Segments`]), and so do the terms of a large dictionary
-/// ([`crate::index::lists::KeyBlocks`]): a reader holds one key per block of terms and reads
+/// ([`crate::lists::ListStore::Segments`]), and so do the terms of a large dictionary
+/// ([`crate::lists::KeyBlocks`]): a reader holds one key per block of terms and reads
 /// the blocks, then the postings, of the query's terms.
 ///
 /// A term's document frequency is the number of its postings, counted when they are read
@@ -136,7 +136,7 @@ pub struct Bm25Index {
     params: Bm25Params,
     /// Every term and its postings.
     postings: KeyedLists,
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     doc_len: Vec<u32>,
     avg_len: f32,
 }
@@ -542,7 +542,7 @@ mod tests {
             let parts = split.split_postings(cap, 0, 3);
             proptest::prop_assert!(parts.iter().all(|p| !p.is_empty()));
             let lists = split.lists();
-            let read = |r: crate::index::lists::ListRange| {
+            let read = |r: crate::lists::ListRange| {
                 let part = &parts[(r.segment - 3) as usize];
                 part[r.start as usize..(r.start + r.len) as usize].to_vec()
             };
@@ -563,12 +563,12 @@ mod tests {
                 .iter()
                 .filter(|(f, _)| lists.must_read_found(f))
                 .map(|(f, _)| {
-                    let id = lists.id(crate::index::lists::ListKind::Postings, f);
+                    let id = lists.id(crate::lists::ListKind::Postings, f);
                     (f.key, read(lists.range_of(&id).unwrap()))
                 })
                 .collect();
             for ((f, _), (_, bytes)) in found.iter().filter(|(f, _)| lists.must_read_found(f)).zip(&values) {
-                let id = lists.id(crate::index::lists::ListKind::Postings, f);
+                let id = lists.id(crate::lists::ListKind::Postings, f);
                 proptest::prop_assert_eq!(lists.verify_of(&id, bytes), Ok(()));
             }
             let external = |t: u32| values.iter().find(|r| r.0 == t).map(|r| r.1.as_slice());

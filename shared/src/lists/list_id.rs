@@ -9,11 +9,11 @@ pub enum ListKind {
     Postings,
     /// Symbol references, keyed by name.
     References,
-    /// The blocks of the postings' terms ([`super::lists::KeyBlocks`]), by block number.
+    /// The blocks of the postings' terms ([`super::KeyBlocks`]), by block number.
     PostingsKeys,
-    /// The blocks of the references' names ([`super::lists::KeyBlocks`]), by block number.
+    /// The blocks of the references' names ([`super::KeyBlocks`]), by block number.
     ReferencesKeys,
-    /// Summary texts, by position ([`crate::summary::stored::StoredSummaries::texts`]).
+    /// Summary texts, by position ([`crate::index::summaries::StoredSummaries::texts`]).
     SummaryTexts,
     /// A delta pack's postings ([`crate::index::delta`]), keyed by term.
     DeltaPostings,
@@ -73,7 +73,7 @@ pub struct ListId {
     /// The key's id in them (a block's number, for blocks).
     pub key: u32,
     /// Where the value lies and its check value, when the pack does not hold the key's own
-    /// (its keys are in blocks: this came from the key's block, [`super::lists::KeyedLists::id`]).
+    /// (its keys are in blocks: this came from the key's block, [`super::KeyedLists::id`]).
     pub at: Option<ValueAt>,
 }
 
@@ -104,6 +104,6 @@ pub struct ValueAt {
     pub start: u32,
     /// One past the last byte.
     pub end: u32,
-    /// The first four bytes of the sha256 of the value ([`ListStore::Segments`]).
+    /// The first four bytes of the sha256 of the value ([`super::ListStore::Segments`]).
     pub sum: u32,
 }

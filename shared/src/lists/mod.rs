@@ -16,11 +16,16 @@
 //! then the value; so a query costs one more round of range reads, made once for every term and
 //! name it looks up, and a block stays in a host's cache like a value.
 
+mod list_id;
+mod parts;
+pub mod raw_bytes;
+pub mod values;
+
 use serde::{Deserialize, Serialize};
 
-pub use super::list_id::{ListId, ListKind, ValueAt};
-pub use super::parts::{ListPart, ListRange, ListStore};
-use super::parts::{ascending, checked_len, cut, range_in, sum_of};
+pub use list_id::{ListId, ListKind, ValueAt};
+pub use parts::{ListPart, ListRange, ListStore};
+use parts::{ascending, checked_len, cut, range_in, sum_of};
 
 /// Sorted keys and each key's bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -28,10 +33,10 @@ pub struct KeyedLists {
     /// Every key, sorted, concatenated.
     keys: String,
     /// End of key `k` in `keys`.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     key_ends: Vec<u32>,
     /// End of key `k`'s value in the byte string of every value, in key order.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     value_ends: Vec<u32>,
     /// Where that byte string is.
     store: ListStore,
@@ -83,9 +88,9 @@ impl<'de> Deserialize<'de> for NoBlocks {
 #[derive(Deserialize)]
 struct FlatLists {
     keys: String,
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     key_ends: Vec<u32>,
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     value_ends: Vec<u32>,
     store: ListStore,
     #[expect(dead_code, reason = "decoded only to refuse nested blocks")]

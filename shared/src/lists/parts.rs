@@ -1,6 +1,6 @@
 //! Where the values of a pack's lists are kept, and how they are cut into parts, placed and
 //! checked: shared by keyed lists (postings, symbol users, blocks of keys:
-//! [`super::lists::KeyedLists`]) and values by position (summary texts:
+//! [`super::KeyedLists`]) and values by position (summary texts:
 //! [`super::values::ValueList`]).
 
 use serde::{Deserialize, Serialize};
@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ListStore {
     /// In the pack: small values cost less to load than one more read per query.
-    Inline(#[serde(with = "crate::index::raw_bytes")] Vec<u8>),
+    Inline(#[serde(with = "crate::lists::raw_bytes")] Vec<u8>),
     /// In segments of the version, each holding whole values, read by range per key.
     Segments {
         /// The parts, in key order.
         parts: Vec<ListPart>,
         /// The first four bytes (big-endian) of the sha256 of each key's value: a range read is
         /// checked against it, so a damaged copy is an error, never a wrong answer.
-        #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+        #[serde(deserialize_with = "crate::exact_vec::deserialize")]
         sums: Vec<u32>,
     },
 }

@@ -3,20 +3,20 @@
 //!
 //! The summaries' texts are the case: a query shows at most a few dozen of them, but an
 //! 88M-token repository has ~20 MiB of them, which a Worker's isolate would otherwise hold for
-//! every query. They are laid out as [`super::lists::KeyedLists`] lays out its values (end
+//! every query. They are laid out as [`super::KeyedLists`] lays out its values (end
 //! offsets, then the bytes in the pack or in parts of segments with a 4-byte check value each),
 //! without keys: the position is the key.
 
 use serde::{Deserialize, Serialize};
 
-use super::lists::ListError;
+use super::ListError;
 use super::parts::{ListRange, ListStore, ascending, checked_len, cut, range_in, sum_of};
 
 /// Values by position.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ValueList {
     /// End of value `k` in the byte string of every value.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     ends: Vec<u32>,
     /// Where that byte string is.
     store: ListStore,

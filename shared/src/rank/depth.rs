@@ -70,7 +70,7 @@ const CALLS_MAX_FILE_CHUNKS: usize = 2_000;
 fn users_inline(pack: &IndexPack, name: &str) -> Option<Vec<u32>> {
     use crate::index::references::{References, name_key};
     let key = name_key(name);
-    let inline = |lists: &crate::index::lists::KeyedLists| match lists.find_in(&key, &|_| None) {
+    let inline = |lists: &crate::lists::KeyedLists| match lists.find_in(&key, &|_| None) {
         Ok(None) => Some(Vec::new()),
         Ok(Some(found)) => References::users_in(lists, &found, &|_| None).ok(),
         Err(_) => None,

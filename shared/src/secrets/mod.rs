@@ -37,7 +37,9 @@ mod value;
 
 use assignment::*;
 use name::*;
-pub use planted::planted_samples;
+pub use planted::{
+    PlantedFile, planted_corpus, planted_fragment, planted_ordinary_lines, planted_samples,
+};
 use value::*;
 
 /// The rule set's version. Indexers record it with their settings, so a version indexed under
@@ -401,6 +403,73 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_planted_corpus_is_caught_in_every_file_and_its_ordinary_lines_kept() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let corpus = planted_corpus();
+        let mut types: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut fragments = BTreeSet::new();
+        let mut missed = Vec::new();
+        for f in &corpus {
+            // `.yml` and `.yaml` are one file type.
+            let ext = f.path.rsplit('.').next().unwrap().replace("yml", "yaml");
+            let out = redact_source(&f.text);
+            let chat = redact(&f.text);
+            assert_eq!(out.lines().count(), f.text.lines().count(), "{}", f.path);
+            for (family, label, secret) in &f.secrets {
+                types.entry(family).or_default().insert(ext.clone());
+                let fragment = planted_fragment(secret);
+                fragments.insert(fragment);
+                if out.contains(fragment) || chat.contains(fragment) {
+                    missed.push(format!("{}: {family} ({secret}) not caught", f.path));
+                }
+                if !out.contains(&format!("[REDACTED:{label}]")) {
+                    missed.push(format!("{}: {family}: no [REDACTED:{label}]", f.path));
+                }
+            }
+            for line in &f.ordinary {
+                if !out.lines().any(|l| l == *line) {
+                    missed.push(format!("{}: ordinary line changed: {line}", f.path));
+                }
+                if !matches!(redact_source(line), Cow::Borrowed(_)) {
+                    missed.push(format!("{}: ordinary line redacted alone: {line}", f.path));
+                }
+            }
+        }
+        assert!(missed.is_empty(), "{}", missed.join("\n"));
+        for (family, exts) in &types {
+            assert!(exts.len() >= 2, "{family} only in {exts:?}");
+        }
+        for (label, _) in TOKEN_RULES {
+            assert!(types.contains_key(label), "no planted {label}");
+        }
+        for family in [
+            "secret word in the name",
+            "object literal",
+            "password hash",
+            "client_secret",
+            "passwd",
+            "yaml mapping",
+            "toml or ini",
+            "dotenv",
+            "shell export",
+            "markdown code span",
+            "url password from %40",
+            "url password from $",
+            "url_password",
+            "private_key",
+            "bearer token",
+            "assignment",
+        ] {
+            assert!(types.contains_key(family), "no planted {family}");
+        }
+        // Each fragment is distinctive, and no ordinary line holds one.
+        assert!(fragments.iter().all(|f| f.len() >= 8), "{fragments:?}");
+        for line in planted_ordinary_lines() {
+            assert!(fragments.iter().all(|f| !line.contains(f)), "{line}");
         }
     }
 

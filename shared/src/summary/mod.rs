@@ -1,8 +1,9 @@
 //! Hierarchical summaries: of every file, every directory and the project.
 //!
-//! The indexer builds them once per version and stores them in the pack; at query time they
-//! fill the room the best pieces leave ([`fill`]), so a model sees the shape of what it was not
-//! given whole. Everything here is deterministic: the same bytes give the same summaries.
+//! The indexer builds them once per version and stores them in the pack
+//! ([`crate::index::summaries`]); at query time they fill the room the best pieces leave
+//! ([`crate::assemble::summaries`]), so a model sees the shape of what it was not given whole.
+//! Everything here is deterministic: the same bytes give the same summaries.
 //!
 //! - a **file** summary is its leading doc comment or module docstring (first paragraph, capped)
 //!   and the signatures of its exported definitions (capped) — [`file::extract`];
@@ -19,15 +20,11 @@
 //! pack counts, like chunks do.
 
 pub mod file;
-pub mod fill;
-pub mod stored;
 pub mod tree;
 
 use serde::{Deserialize, Serialize};
 
 use crate::tokens::Encoding;
-
-pub use fill::{Filled, LARGE_ABOVE, SMALL_UP_TO, SizeClass, fill};
 
 /// The [`FileSummary::origin`] of extractive summaries (bumped when the extraction changes).
 pub const EXTRACTIVE: &str = "extractive-1";
@@ -89,10 +86,10 @@ pub struct DirSummary {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summaries {
     /// File summaries, sorted by file index; files that were not chunked have none.
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub files: Vec<FileSummary>,
     /// Directory summaries, sorted by path (the root has none: the project summary covers it).
-    #[serde(deserialize_with = "crate::index::exact_vec::deserialize")]
+    #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     pub dirs: Vec<DirSummary>,
     /// The project summary.
     pub project: Option<Summary>,

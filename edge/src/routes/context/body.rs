@@ -4,11 +4,11 @@
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ctxgate_core::assemble::BudgetBar;
+use ctxgate_core::assemble::summaries::SizeClass;
 use ctxgate_core::catalog::ModelBudget;
 use ctxgate_core::history::{CompactReport, Compacted, Message};
 use ctxgate_core::route::RouteDecision;
 use ctxgate_core::source::Origin;
-use ctxgate_core::summary::SizeClass;
 use schemars::JsonSchema;
 use serde::Serialize;
 

@@ -27,7 +27,8 @@ pub struct ContextRequest {
     /// What the model will be asked.
     #[schemars(example = &"how is the quota reserved?")]
     pub(super) query: String,
-    /// Hard token limit of the assembled prompt; default: the model's usable budget.
+    /// Hard token limit of the assembled prompt, at least 64 (`budget_too_small` below); default:
+    /// the model's usable budget, or 16,000 tokens (with a warning) when no model is named.
     #[serde(default)]
     #[schemars(example = 2000)]
     pub(crate) budget: Option<u32>,
