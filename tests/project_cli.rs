@@ -60,3 +60,44 @@ fn project_reindex_publishes_only_what_changed() {
     let err = json(&out);
     assert_eq!(err["error"]["code"], "project_not_found", "{err}");
 }
+
+/// The command a hint prints, between backticks after `with`, as arguments.
+fn hinted(message: &str, prefix: &str) -> Vec<String> {
+    let at = message
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no `{prefix}` in {message}"));
+    let rest = &message[at..];
+    let end = rest.find('`').unwrap_or(rest.len());
+    rest[..end]
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn hints_print_commands_that_run_as_printed() {
+    let env = Env::new();
+    env.sample();
+    // A key for an organisation that does not exist: the hint creates it.
+    let out = env.run(&["key", "create", "--org", "nobody"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let create = hinted(&stderr(&out), "ctxgate org create");
+    let args: Vec<&str> = create.iter().map(String::as_str).collect();
+    assert!(env.run(&args).status.success());
+    assert!(
+        env.run(&["key", "create", "--org", "nobody"])
+            .status
+            .success()
+    );
+    // A project added twice: the hint re-indexes it.
+    let repo = env.repo_arg();
+    let add = ["project", "add", "--org", "nobody", "--name", "core", &repo];
+    assert!(env.run(&add).status.success());
+    let out = env.run(&add);
+    assert!(!out.status.success());
+    let reindex = hinted(&stderr(&out), "ctxgate project reindex");
+    let args: Vec<&str> = reindex.iter().map(String::as_str).collect();
+    let out = env.run(&args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+}

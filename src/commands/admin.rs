@@ -89,11 +89,30 @@ pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
     }
 }
 
+/// The answer for an organisation that does not exist, with the command that creates it.
+fn org_missing(org: &str) -> ctxgate_edge::error::ApiError {
+    ctxgate_edge::error::ApiError::not_found(
+        "org_not_found",
+        format!("no organisation `{org}` (create it with `ctxgate org create {org}`)"),
+    )
+}
+
 /// `ctxgate key ...`.
 pub fn key(global: &Global, cmd: &KeyCommand) -> CmdResult {
     let KeyCommand::Create(a) = cmd;
     let st = state(global)?;
-    let key = block_on(admin::create_key(&st, &a.org))??;
+    let key = block_on(async {
+        if st
+            .accounts
+            .org(&a.org)
+            .await
+            .map_err(ctxgate_edge::error::ApiError::from)?
+            .is_none()
+        {
+            return Err(org_missing(&a.org));
+        }
+        admin::create_key(&st, &a.org).await
+    })??;
     match a.format {
         Format::Json => print_json(&json!({ "org": a.org, "key": key })),
         Format::Text => {
@@ -115,10 +134,7 @@ pub fn quota(global: &Global, cmd: &QuotaCommand) -> CmdResult {
             .await
             .map_err(ctxgate_edge::error::ApiError::from)?;
         let Some(current) = current else {
-            return Err(ctxgate_edge::error::ApiError::not_found(
-                "org_not_found",
-                format!("no organisation `{}`", a.org),
-            ));
+            return Err(org_missing(&a.org));
         };
         let base = if a.clear {
             Limits::default()
@@ -248,10 +264,7 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
             .map_err(ctxgate_edge::error::ApiError::from)?
             .is_none()
         {
-            return Err(ctxgate_edge::error::ApiError::not_found(
-                "org_not_found",
-                format!("no organisation `{}`", a.org),
-            ));
+            return Err(org_missing(&a.org));
         }
         let source = SourceSpec::Local {
             path: dir.to_string_lossy().into_owned(),

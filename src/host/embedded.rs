@@ -635,7 +635,7 @@ impl Projects for EmbeddedBackend {
         {
             return Err(BackendError::Conflict(format!(
                 "project `{name}` (re-index it with `POST /v1/projects/{}/reindex` or \
-                 `ctxgate project reindex {name}`)",
+                 `ctxgate project reindex --org {org} {name}`)",
                 target.id
             )));
         }
