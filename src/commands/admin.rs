@@ -97,20 +97,20 @@ fn org_missing(org: &str) -> ctxgate_edge::error::ApiError {
     )
 }
 
+/// `Ok` when organisation `org` exists, else [`org_missing`].
+async fn require_org(st: &AppState, org: &str) -> Result<(), ctxgate_edge::error::ApiError> {
+    match st.accounts.org(org).await? {
+        Some(_) => Ok(()),
+        None => Err(org_missing(org)),
+    }
+}
+
 /// `ctxgate key ...`.
 pub fn key(global: &Global, cmd: &KeyCommand) -> CmdResult {
     let KeyCommand::Create(a) = cmd;
     let st = state(global)?;
     let key = block_on(async {
-        if st
-            .accounts
-            .org(&a.org)
-            .await
-            .map_err(ctxgate_edge::error::ApiError::from)?
-            .is_none()
-        {
-            return Err(org_missing(&a.org));
-        }
+        require_org(&st, &a.org).await?;
         admin::create_key(&st, &a.org).await
     })??;
     match a.format {
@@ -257,22 +257,15 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
         )
     })?;
     let info = block_on(async {
-        if st
-            .accounts
-            .org(&a.org)
-            .await
-            .map_err(ctxgate_edge::error::ApiError::from)?
-            .is_none()
-        {
-            return Err(org_missing(&a.org));
-        }
+        require_org(&st, &a.org).await?;
         let source = SourceSpec::Local {
             path: dir.to_string_lossy().into_owned(),
         };
-        Ok(st
-            .projects
-            .create_project(&a.org, &a.name, &source, &Unmetered)
-            .await?)
+        Ok::<_, ctxgate_edge::error::ApiError>(
+            st.projects
+                .create_project(&a.org, &a.name, &source, &Unmetered)
+                .await?,
+        )
     })??;
     match a.format {
         Format::Json => print_json(&info),
