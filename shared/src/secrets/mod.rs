@@ -31,15 +31,15 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 mod assignment;
+mod corpus;
 mod name;
 mod planted;
 mod value;
 
 use assignment::*;
+pub use corpus::{PlantedFile, planted_corpus, planted_ordinary_lines};
 use name::*;
-pub use planted::{
-    PlantedFile, planted_corpus, planted_fragment, planted_ordinary_lines, planted_samples,
-};
+pub use planted::{planted_fragment, planted_samples};
 use value::*;
 
 /// The rule set's version. Indexers record it with their settings, so a version indexed under
