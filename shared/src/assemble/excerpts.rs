@@ -34,6 +34,9 @@ const MAX_WINDOWS: usize = 2;
 /// Lines per candidate, all windows together.
 const MAX_LINES: usize = 14;
 
+/// Lines a window may grow by to reach the statement its last comment line documents.
+const MAX_DOCUMENTED: usize = 4;
+
 /// A line longer than this (in bytes) is data or minified code, never a match worth quoting.
 const MAX_LINE_BYTES: usize = 240;
 
@@ -83,6 +86,14 @@ pub(super) fn windows(text: &str, terms: &[(String, f32)]) -> Vec<Range<usize>> 
         out = merged;
     }
     for w in &mut out {
+        // A comment describes the statement below it: a window that ends in one goes on to that
+        // statement ("Maximum number of redirects allowed…" is answered by the assignment
+        // under it).
+        let mut more = 0;
+        while more < MAX_DOCUMENTED && w.end < lines.len() && is_comment(lines[w.end - 1]) {
+            w.end += 1;
+            more += 1;
+        }
         // Blank lines at a window's edges show nothing.
         while w.len() > 1 && lines[w.start].trim().is_empty() {
             w.start += 1;
@@ -93,6 +104,17 @@ pub(super) fn windows(text: &str, terms: &[(String, f32)]) -> Vec<Range<usize>> 
     }
     out.sort_by_key(|w| w.start);
     out
+}
+
+/// Whether `line` is a comment (or a line of a doc comment), in the common comment styles.
+fn is_comment(line: &str) -> bool {
+    let t = line.trim_start();
+    ["//", "#", "/*", "*", "--", ";", "\"\"\"", "'''"]
+        .iter()
+        .any(|c| t.starts_with(c))
+        && !["#[", "#!", "#include", "#define", "#if", "#end"]
+            .iter()
+            .any(|c| t.starts_with(c))
 }
 
 /// The summed weight of the request's distinct terms on `line`.
@@ -230,6 +252,20 @@ mod tests {
         let text: String = lines.concat();
         let w = windows(&text, &terms(&[("redirect", 2.0)]));
         assert_eq!(w, vec![4..8, 28..33]);
+    }
+
+    #[test]
+    fn a_window_ending_in_a_comment_reaches_the_statement_it_documents() {
+        let mut lines: Vec<String> = (0..30).map(|k| format!("x{k} = {k}\n")).collect();
+        lines[10] = "    # Maximum number of redirects allowed.\n".into();
+        lines[11] = "    # See TooManyRedirects.\n".into();
+        lines[12] = "    # Defaults to 30.\n".into();
+        lines[13] = "    # (the constant)\n".into();
+        lines[14] = "    self.cap = LIMIT\n".into();
+        let text: String = lines.concat();
+        let w = windows(&text, &terms(&[("redirect", 2.0), ("many", 1.0)]));
+        assert_eq!(w, vec![9..15]);
+        assert!(is_comment("  // note") && is_comment(" * doc") && !is_comment("#[test]"));
     }
 
     #[test]

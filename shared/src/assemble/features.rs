@@ -3,10 +3,9 @@
 //! must also see the gold chunks that ranked too low to be chosen.
 
 use crate::intent::Intent;
-use crate::lexical::query_terms;
 use crate::rank::{Signals, learned_features, rank};
 
-use super::retrieve::{add_hot_paths, retrieve, understood};
+use super::retrieve::{add_hot_paths, retrieve, search_terms, understood};
 use super::{AssembleError, ChunkSource, QueryOptions};
 use crate::index::IndexPack;
 
@@ -56,7 +55,7 @@ pub fn candidate_features(
         return Err(AssembleError::EmptyQuery);
     }
     let (mut intent, search_text) = understood(query, None);
-    let terms = query_terms(&search_text);
+    let terms = search_terms(query, &search_text);
     let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let ranked = rank(

@@ -10,7 +10,6 @@ use crate::compose::render;
 use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
-use crate::lexical::query_terms;
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
 use crate::rank::{
     Ranked, Signals, boost_defaults, deepen_around_strong_chunks, diversify, rank,
@@ -20,7 +19,7 @@ use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
 use super::estimate::{MAX_SIGNPOSTS, excerpt_room, overhead_total, signpost_room};
-use super::retrieve::{add_hot_paths, error_output, retrieve, understood};
+use super::retrieve::{add_hot_paths, error_output, retrieve, search_terms, understood};
 use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
@@ -110,7 +109,7 @@ pub fn plan(
     let budget = profile.budget(resolved.budget);
     let error_output = error_output(profile, options)?;
     let (mut intent, search_text) = understood(query, error_output);
-    let terms = query_terms(&search_text);
+    let terms = search_terms(query, &search_text);
     let retrieved = retrieve(pack, source, &terms, &intent, options)?;
     add_hot_paths(&mut intent, options);
     let weights = &options.weights.at_budget(budget).for_query(query);

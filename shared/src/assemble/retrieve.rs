@@ -8,6 +8,8 @@ use std::borrow::Cow;
 use crate::index::IndexPack;
 use crate::index::references::name_key;
 use crate::intent::{QueryAnalysis, analyze, entities};
+use crate::lexical::{query_terms, widen_question};
+use crate::rank::is_question;
 use crate::lists::{Found, ListError, ListId, ListKind};
 use crate::profile::Profile;
 
@@ -30,6 +32,18 @@ pub(super) fn error_output(
         ),
         _ => None,
     })
+}
+
+/// The terms to search for `query`, whose search text is `search_text` ([`understood`]): its
+/// own terms, and for a question the code words its English words stand for
+/// ([`widen_question`]).
+pub(super) fn search_terms(query: &str, search_text: &str) -> Vec<(String, u16)> {
+    let terms = query_terms(search_text);
+    if is_question(query) {
+        widen_question(&terms)
+    } else {
+        terms
+    }
 }
 
 /// The query's intent and the text to search: under `repair`, what the error output names is

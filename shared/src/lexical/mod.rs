@@ -6,9 +6,11 @@
 //! contributes its components the same way.
 
 mod bm25;
+mod synonyms;
 mod terms;
 
 pub use bm25::{
     Bm25Builder, Bm25Index, Bm25Params, LayerPostings, Searched, decode_postings, encode_postings,
 };
+pub use synonyms::widen_question;
 pub use terms::{doc_terms, for_each_term, query_terms};

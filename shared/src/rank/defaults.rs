@@ -32,15 +32,14 @@ const CUES: [&str; 17] = [
     "limit",
 ];
 
-/// Words that open a question.
-const QUESTION_WORDS: [&str; 14] = [
-    "what", "where", "which", "how", "when", "why", "who", "does", "do", "is", "are", "can",
-    "should", "will",
-];
+/// Words that open a question even without a question mark ("how is the budget enforced").
+const QUESTION_WORDS: [&str; 6] = ["what", "where", "which", "how", "why", "who"];
 
 /// Whether `query` is a question rather than a change request: it ends with a question mark
-/// or opens with a question word. A commit-style request that mentions a default ("change the
-/// default port") is about the code that uses it as much as the line that sets it.
+/// or opens with a question word. Words that also open commit messages ("When route is
+/// registered…", "Do not panic…", "Should…") make a question only with the question mark. A
+/// commit-style request that mentions a default ("change the default port") is about the code
+/// that uses it as much as the line that sets it.
 pub fn is_question(query: &str) -> bool {
     let trimmed = query.trim();
     trimmed.ends_with('?')
@@ -156,6 +155,26 @@ mod tests {
             "Change the default port to 8080",
         ] {
             assert!(!asks_for_defaults(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn commit_openings_are_questions_only_with_a_question_mark() {
+        for q in [
+            "how is the token budget enforced",
+            "Where are routes matched",
+            "When is the cache flushed?",
+            "does the client retry on 503?",
+        ] {
+            assert!(is_question(q), "{q}");
+        }
+        for q in [
+            "When route is registered with empty path it is normalized to `/`.",
+            "Do not use LFS64 functions on linux/musl",
+            "Should not panic on an empty body",
+            "fix the crash in the parser",
+        ] {
+            assert!(!is_question(q), "{q}");
         }
     }
 
