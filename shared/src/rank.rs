@@ -231,7 +231,7 @@ pub fn rank(
     if weights.reference != 0.0 {
         signals::touch_references(&mut touched, pack, named);
     }
-    signals::set_priors(&mut touched, derived, &mentioned, analysis, weights);
+    signals::set_priors(&mut touched, pack, derived, &mentioned, analysis, weights);
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
         signals::set_path(&mut touched, pack, term_idf);

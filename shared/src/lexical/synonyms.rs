@@ -47,6 +47,7 @@ const LEXICON: &[(&str, &[&str])] = &[
     ("utility", &["util"]),
     // Code words for English ones.
     ("wait", &["delay", "timeout", "backoff", "sleep"]),
+    ("enforce", &["limit", "exceed"]),
     ("wide", &["width"]),
     ("big", &["size", "max"]),
     ("large", &["size", "max"]),

@@ -1,6 +1,7 @@
 //! Gathering each candidate's signals for [`super::rank`], one signal per step, in the order
 //! the score depends on them.
 
+use crate::chunk::ChunkKind;
 use crate::index::IndexPack;
 use crate::index::derived::Derived;
 use crate::index::references::{defined_names, name_key};
@@ -158,9 +159,21 @@ pub(super) fn touch_references(
     }
 }
 
-/// Sets each candidate's file-kind prior: tests and docs count less unless asked for or named.
+/// Whether a chunk of `kind` defining `symbol` is a test module inside a source file (Rust's
+/// `#[cfg(test)] mod tests`, or a part of one).
+fn is_test_module(kind: ChunkKind, symbol: Option<&str>) -> bool {
+    let Some(s) = symbol else {
+        return false;
+    };
+    let head = s.split("::").next().unwrap_or(s);
+    (kind == ChunkKind::Module || s.contains("::")) && matches!(head, "tests" | "test")
+}
+
+/// Sets each candidate's file-kind prior: tests and docs count less unless asked for or named;
+/// a test module inside a source file counts as [`Weights::inline_test_prior`] says.
 pub(super) fn set_priors(
     touched: &mut Touched,
+    pack: &IndexPack,
     derived: &Derived,
     mentioned: &[u32],
     analysis: &QueryAnalysis,
@@ -189,8 +202,19 @@ pub(super) fn set_priors(
         }
     };
     // Every candidate is known now: the per-file signals below are read for their files only.
-    for (k, &f) in touched.files.iter().enumerate() {
-        touched.signals[k].prior = prior(f as usize);
+    let inline_tests = weights.inline_test_prior != 1.0 && analysis.intent != Intent::Test;
+    for (k, (&c, &f)) in touched.chunks.iter().zip(&touched.files).enumerate() {
+        let mut p = prior(f as usize);
+        if inline_tests
+            && !derived.test_file[f as usize]
+            && pack
+                .chunks
+                .get(c as usize)
+                .is_some_and(|r| is_test_module(r.kind, r.symbol.as_deref()))
+        {
+            p *= weights.inline_test_prior;
+        }
+        touched.signals[k].prior = p;
     }
 }
 
@@ -271,5 +295,20 @@ pub(super) fn set_graph(touched: &mut Touched, pack: &IndexPack, weights: &Weigh
             }
             touched.signals[k].graph = near[f];
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_modules_inside_source_files_are_recognised() {
+        assert!(is_test_module(ChunkKind::Module, Some("tests")));
+        assert!(is_test_module(ChunkKind::Function, Some("tests::fits_the_budget")));
+        assert!(!is_test_module(ChunkKind::Function, Some("tests")));
+        assert!(!is_test_module(ChunkKind::Module, Some("testing")));
+        assert!(!is_test_module(ChunkKind::Function, Some("select_greedy")));
+        assert!(!is_test_module(ChunkKind::Block, None));
     }
 }

@@ -30,6 +30,13 @@ pub struct Weights {
     pub file_spread: f32,
     /// Multiplier for test files when the intent is not `test`.
     pub test_prior: f32,
+    /// Multiplier for a test module inside a source file (Rust's `mod tests`) when the intent
+    /// is not `test`: 1 for change requests, whose commits often touch those tests too.
+    pub inline_test_prior: f32,
+    /// [`Weights::inline_test_prior`] for a question ([`is_question`](super::is_question)): a
+    /// question about how the code works is answered by the code, and a test module names the
+    /// same words more often than the code it checks.
+    pub question_inline_test_prior: f32,
     /// Multiplier for documentation when the intent is not `explain`.
     pub doc_prior: f32,
     /// How strongly size counts against a piece when the budget is filled: pieces are taken in
@@ -224,6 +231,8 @@ impl Default for Weights {
             dense: DENSE_WEIGHT,
             file_spread: 0.3,
             test_prior: 0.3,
+            inline_test_prior: 1.0,
+            question_inline_test_prior: 0.3,
             doc_prior: 0.3,
             size_penalty: 0.0,
             file_decay: 0.9,
@@ -281,13 +290,15 @@ impl Weights {
 
     /// These weights as they apply to `query`: a question ([`is_question`](super::is_question)) takes
     /// [`Weights::question_path`] for its path weight, [`Weights::question_doc_prior`] for
-    /// documentation and [`Weights::question_excerpts`] for the excerpts' room.
+    /// documentation, [`Weights::question_excerpts`] for the excerpts' room and
+    /// [`Weights::question_inline_test_prior`] for test modules.
     pub fn for_query(&self, query: &str) -> Self {
         if is_question(query) {
             Self {
                 path: self.question_path,
                 explain_doc_prior: self.question_doc_prior,
                 excerpts: self.question_excerpts,
+                inline_test_prior: self.question_inline_test_prior,
                 ..*self
             }
         } else {
@@ -340,6 +351,8 @@ impl Weights {
                 "dense" => &mut self.dense,
                 "file_spread" => &mut self.file_spread,
                 "test_prior" => &mut self.test_prior,
+                "inline_test_prior" => &mut self.inline_test_prior,
+                "question_inline_test_prior" => &mut self.question_inline_test_prior,
                 "doc_prior" => &mut self.doc_prior,
                 "size_penalty" => &mut self.size_penalty,
                 "file_decay" => &mut self.file_decay,
