@@ -9,9 +9,9 @@ use crate::index::IndexPack;
 use crate::index::references::name_key;
 use crate::intent::{QueryAnalysis, analyze, entities};
 use crate::lexical::{query_terms, widen_question};
-use crate::rank::is_question;
 use crate::lists::{Found, ListError, ListId, ListKind};
 use crate::profile::Profile;
+use crate::rank::is_question;
 
 use super::{AssembleError, ChunkSource, QueryOptions};
 

@@ -123,7 +123,10 @@ mod tests {
             assert!(w.iter().any(|x| x == t), "{t} in {w:?}");
         }
         let w = widened("How long does the client wait between retries?");
-        assert!(w.iter().any(|x| x == "backoff") && w.iter().any(|x| x == stem("delay")), "{w:?}");
+        assert!(
+            w.iter().any(|x| x == "backoff") && w.iter().any(|x| x == stem("delay")),
+            "{w:?}"
+        );
         // The question's own terms come first, in their order.
         let own = query_terms("How long does the client wait between retries?");
         let wide = widen_question(&own);

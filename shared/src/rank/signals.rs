@@ -305,7 +305,10 @@ mod tests {
     #[test]
     fn test_modules_inside_source_files_are_recognised() {
         assert!(is_test_module(ChunkKind::Module, Some("tests")));
-        assert!(is_test_module(ChunkKind::Function, Some("tests::fits_the_budget")));
+        assert!(is_test_module(
+            ChunkKind::Function,
+            Some("tests::fits_the_budget")
+        ));
         assert!(!is_test_module(ChunkKind::Function, Some("tests")));
         assert!(!is_test_module(ChunkKind::Module, Some("testing")));
         assert!(!is_test_module(ChunkKind::Function, Some("select_greedy")));
