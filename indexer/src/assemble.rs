@@ -53,6 +53,8 @@ pub struct AssembleRequest {
     pub error_output: Option<String>,
     /// Dense retrieval's embedding model, if on.
     pub dense: Option<crate::embed::DenseConfig>,
+    /// Stages plugged in between ranking and selection (`ctxgate_core::rank::Rerank`).
+    pub rerankers: ctxgate_core::rank::Rerankers,
 }
 
 /// What compression saved.
@@ -182,6 +184,7 @@ pub fn assemble(
         error_output: req.error_output.clone(),
         without_summaries: false,
         dense: Vec::new(),
+        rerankers: req.rerankers.clone(),
     };
     let source = StoreChunks {
         store,

@@ -127,6 +127,7 @@ proptest! {
             profile,
             error_output,
             dense: None,
+            rerankers: Default::default(),
         };
         match assemble(&store, &catalog, &req, &NoProgress) {
             Ok(report) => {

@@ -84,6 +84,7 @@ fn request(root: &Path, query: &str) -> AssembleRequest {
         profile: Profile::Expand,
         error_output: None,
         dense: None,
+        rerankers: Default::default(),
     }
 }
 

@@ -58,6 +58,7 @@ fn ask_in(home: &Path, repo: &Path, query: &str) -> AssembleReport {
         profile: Profile::Expand,
         error_output: None,
         dense: None,
+        rerankers: Default::default(),
     };
     assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap()
 }

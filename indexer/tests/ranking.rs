@@ -30,6 +30,7 @@ fn request(root: &Path, query: &str, budget: u32) -> AssembleRequest {
         profile: Profile::Expand,
         error_output: None,
         dense: None,
+        rerankers: Default::default(),
     }
 }
 
@@ -209,4 +210,55 @@ fn set_aside_files_are_left_out_and_defaults_are_found() {
     )
     .unwrap();
     assert!(named.pieces.iter().any(|p| p.path == "dist/client.js"));
+}
+
+/// A stage plugged in between ranking and selection (`Rerank`) re-orders what the built-in
+/// ranking chose: here it puts the one chunk of a file that matches the request weakly first,
+/// and the answer leads with it; without it, that file comes after the ones that match well.
+#[test]
+fn a_plugged_in_stage_reorders_before_selection() {
+    use std::sync::Arc;
+
+    use ctxgate_core::rank::{Ranked, Rerank, Rerankers, StageInput};
+
+    /// Raises the chunks of one file above every other candidate.
+    struct Favour(&'static str);
+
+    impl Rerank for Favour {
+        fn name(&self) -> &'static str {
+            "favour"
+        }
+        fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
+            let top = ranked.first().map_or(1.0, |r| r.score);
+            for r in ranked.iter_mut() {
+                let file = input.pack.chunks[r.chunk as usize].file as usize;
+                if input.pack.files[file].path == self.0 {
+                    r.score = top * 2.0;
+                }
+            }
+            ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+        }
+    }
+
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    write(
+        root,
+        "net/retry.py",
+        "def retry_request(request, attempts):\n    \"\"\"Retries a failed request with backoff.\"\"\"\n    for attempt in range(attempts):\n        backoff(attempt)\n    return request.body\n",
+    );
+    write(
+        root,
+        "net/log.py",
+        "def log_request(request):\n    \"\"\"Writes one line per request.\"\"\"\n    print(request.method, request.path)\n",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let store = Store::open(home.path()).unwrap();
+    let mut req = request(root, "retry a failed request with backoff", 2000);
+    let plain = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
+    assert_eq!(plain.pieces[0].path, "net/retry.py");
+    req.rerankers = Rerankers::new(vec![Arc::new(Favour("net/log.py"))]);
+    let favoured = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
+    assert_eq!(favoured.pieces[0].path, "net/log.py");
+    assert!(favoured.tokens_total <= 2000);
 }

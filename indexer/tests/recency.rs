@@ -87,6 +87,7 @@ fn the_index_carries_recency_into_each_pieces_reasoning() {
         profile: Profile::Expand,
         error_output: None,
         dense: None,
+        rerankers: Default::default(),
     };
     let report = assemble(&store, &Catalog::builtin(), &req, &NoProgress).unwrap();
     let recency = |path: &str| {

@@ -39,11 +39,13 @@ mod learned;
 pub use learned::features as learned_features;
 mod neighbours;
 mod signals;
+mod stages;
 
 pub use defaults::{boost_defaults, is_question};
 pub use depth::deepen_around_strong_chunks;
 pub use history::rerank_by_history;
 pub use neighbours::spread_to_neighbours;
+pub use stages::{Rerank, Rerankers, StageInput, run_stages};
 
 /// Per-signal scores of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

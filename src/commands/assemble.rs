@@ -153,6 +153,7 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
         profile,
         error_output,
         dense: super::dense_config(&args.dense)?,
+        rerankers: Default::default(),
     };
     let bar = FileBar::new(global.quiet, "indexing");
     let report = assemble(&store, &catalog, &req, &bar)?;

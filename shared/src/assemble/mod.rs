@@ -133,6 +133,9 @@ pub struct QueryOptions {
     /// Dense hits (chunk, 0-1 from [`crate::dense::scaled_hits`]) when the caller embedded the
     /// request; empty otherwise.
     pub dense: Vec<(u32, f32)>,
+    /// Re-ranking stages the host plugs in between ranking and selection
+    /// ([`crate::rank::Rerank`]; none by default).
+    pub rerankers: crate::rank::Rerankers,
 }
 
 /// The assembled context and how it was chosen.

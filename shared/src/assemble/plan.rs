@@ -11,10 +11,7 @@ use crate::compress::{Compression, KeyTerms};
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, repair_task};
-use crate::rank::{
-    Ranked, Signals, boost_defaults, deepen_around_strong_chunks, diversify, rank,
-    rerank_by_history, spread_to_neighbours,
-};
+use crate::rank::{Ranked, Signals, StageInput, rank, run_stages};
 use crate::select::Candidate;
 
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
@@ -126,17 +123,14 @@ pub fn plan(
     if let Some(note) = set_aside_note(pack, &retrieved.hits, &ranked) {
         warnings.push(note);
     }
-    boost_defaults(pack, &mut ranked, query, weights.defaults);
-    rerank_by_history(pack, &mut ranked, &search_text, weights.history);
-    spread_to_neighbours(pack, &mut ranked, weights, budget);
-    diversify(
+    let stage_input = StageInput {
         pack,
-        &mut ranked,
-        weights.file_decay,
-        weights.decay_exempt,
+        query,
+        search_text: &search_text,
+        weights,
         budget,
-    );
-    deepen_around_strong_chunks(pack, &mut ranked, weights, budget);
+    };
+    run_stages(&stage_input, &options.rerankers, &mut ranked);
     let ordered = ordered(pack, &ranked, &excluded, profile, &intent);
     let mut scores = ordered.scores;
     let framed = ordered.framed;
