@@ -89,12 +89,7 @@ impl Rerank for History {
         "history"
     }
     fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        rerank_by_history(
-            input.pack,
-            ranked,
-            input.search_text,
-            input.weights.history,
-        );
+        rerank_by_history(input.pack, ranked, input.search_text, input.weights.history);
     }
 }
 
