@@ -8,7 +8,7 @@ use crate::host::embedded::{
     EmbeddedBackend, LocalAccess, LocalRoots, NetworkPolicy, SourceAccess,
 };
 use ctxgate_core::tokens::Encoding;
-use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
+use ctxgate_edge::aws::{AwsConfig, published_store};
 use ctxgate_edge::backend::Projects;
 use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::dense::published::PublishedDense;
@@ -152,18 +152,15 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let mut dense: Option<Arc<dyn DenseRetrieval>> = None;
     let backend = Arc::new(backend);
     // Push webhooks where a push can start indexing: a job here, or the indexer function.
-    let mut webhooks: Option<Arc<dyn Webhooks>> = None;
+    let webhooks: Option<Arc<dyn Webhooks>>;
     let projects: Arc<dyn Projects> = match aws_config(&args.store)? {
         // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
         Some(aws) => {
             tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
             let http = super::aws_http::NativeHttp::new()
                 .map_err(|e| Failure::internal("http_client", e.to_string()))?;
-            let indexes = aws.indexer_function.is_some();
-            let published = Arc::new(PublishedProjects::new(http, aws));
-            if indexes {
-                webhooks = Some(published.clone());
-            }
+            let (published, hooks) = published_store(http, aws);
+            webhooks = hooks;
             published
         }
         None => {
