@@ -17,6 +17,10 @@ fi
 step "architecture: edge and indexer depend on the core only (natively and in wasm32); the core does no I/O; no module circle in any crate"
 bash scripts/architecture-check.sh
 
+step "long steps: no file over 600 lines of code, no function over 120, beyond those listed in scripts/long-steps-allow.txt"
+python3 scripts/long-steps.py --self-test
+python3 scripts/long-steps.py
+
 step "docs: every relative link and #anchor of README.md and docs/ holds in a clone"
 python3 scripts/doc-links.py --self-test
 python3 scripts/doc-links.py

@@ -243,34 +243,7 @@ pub fn chunk_history(
             let Some(ranges) = walk.lines.get(&format!("{prefix}{}", f.path)) else {
                 return Vec::new();
             };
-            let Ok(current) = std::fs::read(root.join(&f.path)) else {
-                return Vec::new();
-            };
-            if Sha256Digest::of(&current) != f.sha256 {
-                // Edited since the scan: its chunks' lines are not these.
-                return Vec::new();
-            }
-            let (current, committed) = (lf(&current), lf(head_bytes));
-            if current == committed {
-                return ranges.iter().map(|&(a, b, w)| (a..b, w)).collect();
-            }
-            let all = [Pending {
-                cur: 0..line_count(&current),
-                work: 0,
-            }];
-            let (carried, _) = step(&all, &committed, &current);
-            let mut out = Vec::new();
-            for p in carried {
-                for &(a, b, w) in ranges
-                    .iter()
-                    .filter(|r| r.0 < p.cur.end && p.cur.start < r.1)
-                {
-                    let (s, e) = (a.max(p.cur.start), b.min(p.cur.end));
-                    out.push((p.work + (s - p.cur.start)..p.work + (e - p.cur.start), w));
-                }
-            }
-            out.sort_unstable_by_key(|r| r.0.start);
-            out
+            work_tree_lines(root, f, head_bytes, ranges)
         })
         .collect();
     let per_chunk: Vec<Vec<u32>> = chunks
@@ -296,6 +269,45 @@ pub fn chunk_history(
         &per_chunk,
     )
     .from_head(head_id)
+}
+
+/// Which writer wrote each line of `file`'s work-tree copy under `root`: HEAD's `ranges` where
+/// the file is HEAD's (`head_bytes`), else through a diff (uncommitted lines have no writer);
+/// none when the file was edited since the scan.
+fn work_tree_lines(
+    root: &Path,
+    f: &FileEntry,
+    head_bytes: &[u8],
+    ranges: &[(u32, u32, u32)],
+) -> Vec<(Range<u32>, u32)> {
+    let Ok(current) = std::fs::read(root.join(&f.path)) else {
+        return Vec::new();
+    };
+    if Sha256Digest::of(&current) != f.sha256 {
+        // Edited since the scan: its chunks' lines are not these.
+        return Vec::new();
+    }
+    let (current, committed) = (lf(&current), lf(head_bytes));
+    if current == committed {
+        return ranges.iter().map(|&(a, b, w)| (a..b, w)).collect();
+    }
+    let all = [Pending {
+        cur: 0..line_count(&current),
+        work: 0,
+    }];
+    let (carried, _) = step(&all, &committed, &current);
+    let mut out = Vec::new();
+    for p in carried {
+        for &(a, b, w) in ranges
+            .iter()
+            .filter(|r| r.0 < p.cur.end && p.cur.start < r.1)
+        {
+            let (s, e) = (a.max(p.cur.start), b.min(p.cur.end));
+            out.push((p.work + (s - p.cur.start)..p.work + (e - p.cur.start), w));
+        }
+    }
+    out.sort_unstable_by_key(|r| r.0.start);
+    out
 }
 
 /// HEAD's commit id (hex) for the folder `root` (or of `git_dir`, the repository whose HEAD
@@ -376,19 +388,10 @@ fn walk(
             // A shallow clone's boundary: what is older is not known.
             break;
         }
-        // The folder's tree on both sides (the whole tree for the repository's root).
-        let (folder, parent_folder) = if prefix.is_empty() {
-            (Some(tree), parent_tree)
-        } else {
-            let sub = |t: Option<ObjectId>| t.map_or(Ok(None), |t| subtree(repo, t, prefix));
-            match (sub(Some(tree)), sub(parent_tree)) {
-                (Ok(folder), Ok(parent_folder)) => (folder, parent_folder),
-                _ => {
-                    // A tree that cannot be read (a partial clone): see below.
-                    out.exact = false;
-                    break;
-                }
-            }
+        let Ok((folder, parent_folder)) = folder_trees(repo, tree, parent_tree, prefix) else {
+            // A tree that cannot be read (a partial clone): see below.
+            out.exact = false;
+            break;
         };
         if !prefix.is_empty() && folder == parent_folder {
             // Nothing changed in the folder.
@@ -414,41 +417,15 @@ fn walk(
         let message = commit.message_raw_sloppy().to_string();
         out.record(&mut vocab, &message);
         let writer = out.writers.len() as u32;
-        let mut wrote_any = false;
-        for path in changed {
-            let Some(lines) = pending.remove(&path) else {
-                continue;
-            };
-            // A blob that cannot be read (a partial clone's missing object) leaves the file's
-            // remaining lines without a writer rather than giving them to the wrong commit.
-            let Blob::Present(after) = blob_at(repo, tree, &path) else {
-                out.exact = false;
-                continue;
-            };
-            let before = match parent_tree.map(|t| blob_at(repo, t, &path)) {
-                Some(Blob::Unreadable) => {
-                    out.exact = false;
-                    continue;
-                }
-                Some(Blob::Present(before)) => Some(before),
-                Some(Blob::Absent) | None => None,
-            };
-            let (carried, attributed) = match before {
-                Some(before) => {
-                    diffed += (before.len() + after.len()) as u64;
-                    step(&lines, &before, &after)
-                }
-                None => (Vec::new(), lines.iter().map(work_range).collect()),
-            };
-            if !attributed.is_empty() {
-                wrote_any = true;
-                let ranges = out.lines.entry(path.clone()).or_default();
-                ranges.extend(attributed.into_iter().map(|r| (r.start, r.end, writer)));
-            }
-            if !carried.is_empty() {
-                pending.insert(path, carried);
-            }
-        }
+        let wrote_any = attribute(
+            repo,
+            (tree, parent_tree),
+            changed,
+            &mut pending,
+            &mut out,
+            writer,
+            &mut diffed,
+        );
         if wrote_any {
             out.writers.push(message);
             out.depth.push(out.said.len() as u32);
@@ -471,6 +448,74 @@ fn walk(
         "history: read which commits wrote the indexed lines"
     );
     out
+}
+
+/// The folder `prefix`'s tree in `tree` and in `parent_tree` (the whole trees for the
+/// repository's root); `Err` when one cannot be read (a partial clone).
+fn folder_trees(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    parent_tree: Option<ObjectId>,
+    prefix: &str,
+) -> Result<(Option<ObjectId>, Option<ObjectId>), ()> {
+    if prefix.is_empty() {
+        return Ok((Some(tree), parent_tree));
+    }
+    let sub = |t: Option<ObjectId>| t.map_or(Ok(None), |t| subtree(repo, t, prefix));
+    match (sub(Some(tree)), sub(parent_tree)) {
+        (Ok(folder), Ok(parent_folder)) => Ok((folder, parent_folder)),
+        _ => Err(()),
+    }
+}
+
+/// One commit's part of the walk: of the `changed` paths still `pending`, the lines it wrote
+/// (its tree against its parent's, `trees`) go to `writer` in `out`, the rest stay pending for
+/// older commits; whether it wrote any.
+fn attribute(
+    repo: &gix::Repository,
+    (tree, parent_tree): (ObjectId, Option<ObjectId>),
+    changed: Vec<String>,
+    pending: &mut HashMap<String, Vec<Pending>>,
+    out: &mut Walk,
+    writer: u32,
+    diffed: &mut u64,
+) -> bool {
+    let mut wrote_any = false;
+    for path in changed {
+        let Some(lines) = pending.remove(&path) else {
+            continue;
+        };
+        // A blob that cannot be read (a partial clone's missing object) leaves the file's
+        // remaining lines without a writer rather than giving them to the wrong commit.
+        let Blob::Present(after) = blob_at(repo, tree, &path) else {
+            out.exact = false;
+            continue;
+        };
+        let before = match parent_tree.map(|t| blob_at(repo, t, &path)) {
+            Some(Blob::Unreadable) => {
+                out.exact = false;
+                continue;
+            }
+            Some(Blob::Present(before)) => Some(before),
+            Some(Blob::Absent) | None => None,
+        };
+        let (carried, attributed) = match before {
+            Some(before) => {
+                *diffed += (before.len() + after.len()) as u64;
+                step(&lines, &before, &after)
+            }
+            None => (Vec::new(), lines.iter().map(work_range).collect()),
+        };
+        if !attributed.is_empty() {
+            wrote_any = true;
+            let ranges = out.lines.entry(path.clone()).or_default();
+            ranges.extend(attributed.into_iter().map(|r| (r.start, r.end, writer)));
+        }
+        if !carried.is_empty() {
+            pending.insert(path, carried);
+        }
+    }
+    wrote_any
 }
 
 /// Ends a walk that met `base`'s HEAD with `pending` lines (in that HEAD's numbering, all in

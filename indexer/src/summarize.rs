@@ -102,8 +102,72 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
         summarizer: wanted.clone(),
         ..SummaryReport::default()
     };
+    let same_encodings = inputs
+        .previous
+        .is_some_and(|(p, _)| p.meta.encodings == inputs.encodings);
+    let mut drafts = file_summaries(&inputs, &wanted, same_encodings, &mut report);
+    if let Some(endpoint) = inputs.llm {
+        ask_model(
+            endpoint,
+            &inputs,
+            &wanted,
+            &mut drafts,
+            &mut report,
+            &mut warnings,
+        );
+    }
+    let Drafts {
+        mut files,
+        needs_count,
+        ..
+    } = drafts;
+    let counts: Vec<(usize, Vec<u32>)> = needs_count
+        .par_iter()
+        .map(|&k| {
+            let text = &files[k].summary.text;
+            (k, inputs.encodings.iter().map(|e| e.count(text)).collect())
+        })
+        .collect();
+    for (k, tokens) in counts {
+        files[k].summary.tokens = tokens;
+    }
+
+    // Directories and the project, from the files' lines and sizes (first encoding).
+    let facts = file_facts(&inputs, &files);
+    let dirs = dir_summaries(&inputs, &facts, same_encodings);
+    let project = project_summary(&inputs, &facts);
+
+    report.files = files.len();
+    report.directories = dirs.len();
+    report.project = true;
+    (
+        Summaries {
+            files,
+            dirs,
+            project: Some(project),
+        },
+        report,
+        warnings,
+    )
+}
+
+/// The file summaries of a run before the model is asked: which need their tokens counted,
+/// and which were extracted in this run (not reused).
+struct Drafts {
+    files: Vec<FileSummary>,
+    needs_count: Vec<usize>,
+    extracted: Vec<bool>,
+}
+
+/// Each file's summary: the one `wanted` wrote of the same bytes before, else the unchanged
+/// file's, else extracted now.
+fn file_summaries(
+    inputs: &Inputs<'_>,
+    wanted: &str,
+    same_encodings: bool,
+    report: &mut SummaryReport,
+) -> Drafts {
     let prev = inputs.previous;
-    let same_encodings = prev.is_some_and(|(p, _)| p.meta.encodings == inputs.encodings);
     // Earlier summaries by (file sha256, summarizer): the cache of model summaries.
     let cache: HashMap<(Sha256Digest, &str), &FileSummary> = prev
         .map(|(p, sums)| {
@@ -126,16 +190,13 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
             continue;
         }
         // The summary this run's summarizer wrote of these bytes, else the unchanged file's.
-        let kept = cache
-            .get(&(entry.sha256, wanted.as_str()))
-            .copied()
-            .or_else(|| {
-                let &p = inputs
-                    .reused
-                    .get(&i)
-                    .filter(|_| inputs.reused_from_previous)?;
-                prev?.1.file(p)
-            });
+        let kept = cache.get(&(entry.sha256, wanted)).copied().or_else(|| {
+            let &p = inputs
+                .reused
+                .get(&i)
+                .filter(|_| inputs.reused_from_previous)?;
+            prev?.1.file(p)
+        });
         let summary = if let Some(s) = kept {
             report.reused += 1;
             extracted.push(false);
@@ -168,72 +229,79 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
         }
         files.push(summary);
     }
-
-    if let Some(endpoint) = inputs.llm {
-        let client = ChatClient::new(endpoint);
-        let failed = AtomicBool::new(false);
-        // `Err` only for the first failure: it stops the calls not yet made.
-        let asked: Vec<(usize, Result<Option<String>, String>)> = files
-            .par_iter()
-            .enumerate()
-            .filter(|(_, s)| s.origin != wanted)
-            .map(|(k, s)| {
-                if failed.load(Ordering::Relaxed) {
-                    return (k, Ok(None));
-                }
-                let entry = &inputs.files[s.file as usize];
-                let Some(text) = read_text(inputs.root, entry) else {
-                    return (k, Ok(None));
-                };
-                let (system, user) = llm_request(&entry.path, &text, &s.summary.text);
-                match client.complete(&system, &user, LLM_MAX_TOKENS) {
-                    Ok(answer) => (k, Ok(Some(answer).filter(|a| !a.is_empty()))),
-                    Err(e) if !failed.swap(true, Ordering::Relaxed) => (k, Err(e.to_string())),
-                    Err(_) => (k, Ok(None)),
-                }
-            })
-            .collect();
-        for (k, answer) in asked {
-            match answer {
-                Err(e) => warnings.push(format!(
-                    "the summarizing model failed ({e}); files it has not summarized keep extractive summaries"
-                )),
-                Ok(Some(text)) => {
-                    let s = &mut files[k];
-                    s.origin = wanted.as_str().into();
-                    s.line = first_sentence(&text, 120);
-                    s.summary = Summary {
-                        text,
-                        tokens: Vec::new(),
-                    };
-                    report.llm_summarized += 1;
-                    if extracted[k] {
-                        report.extracted -= 1;
-                    } else {
-                        report.reused -= 1;
-                    }
-                    if !needs_count.contains(&k) {
-                        needs_count.push(k);
-                    }
-                }
-                Ok(None) => {}
-            }
-        }
+    Drafts {
+        files,
+        needs_count,
+        extracted,
     }
-    let counts: Vec<(usize, Vec<u32>)> = needs_count
+}
+
+/// The model's summary instead of each file's that `wanted` did not write, asked in parallel;
+/// the first failure stops the calls not yet made and is one warning.
+fn ask_model(
+    endpoint: &ChatEndpoint,
+    inputs: &Inputs<'_>,
+    wanted: &str,
+    drafts: &mut Drafts,
+    report: &mut SummaryReport,
+    warnings: &mut Vec<String>,
+) {
+    let client = ChatClient::new(endpoint);
+    let failed = AtomicBool::new(false);
+    // `Err` only for the first failure: it stops the calls not yet made.
+    let asked: Vec<(usize, Result<Option<String>, String>)> = drafts
+        .files
         .par_iter()
-        .map(|&k| {
-            let text = &files[k].summary.text;
-            (k, inputs.encodings.iter().map(|e| e.count(text)).collect())
+        .enumerate()
+        .filter(|(_, s)| s.origin != wanted)
+        .map(|(k, s)| {
+            if failed.load(Ordering::Relaxed) {
+                return (k, Ok(None));
+            }
+            let entry = &inputs.files[s.file as usize];
+            let Some(text) = read_text(inputs.root, entry) else {
+                return (k, Ok(None));
+            };
+            let (system, user) = llm_request(&entry.path, &text, &s.summary.text);
+            match client.complete(&system, &user, LLM_MAX_TOKENS) {
+                Ok(answer) => (k, Ok(Some(answer).filter(|a| !a.is_empty()))),
+                Err(e) if !failed.swap(true, Ordering::Relaxed) => (k, Err(e.to_string())),
+                Err(_) => (k, Ok(None)),
+            }
         })
         .collect();
-    for (k, tokens) in counts {
-        files[k].summary.tokens = tokens;
+    for (k, answer) in asked {
+        match answer {
+            Err(e) => warnings.push(format!(
+                "the summarizing model failed ({e}); files it has not summarized keep extractive summaries"
+            )),
+            Ok(Some(text)) => {
+                let s = &mut drafts.files[k];
+                s.origin = wanted.into();
+                s.line = first_sentence(&text, 120);
+                s.summary = Summary {
+                    text,
+                    tokens: Vec::new(),
+                };
+                report.llm_summarized += 1;
+                if drafts.extracted[k] {
+                    report.extracted -= 1;
+                } else {
+                    report.reused -= 1;
+                }
+                if !drafts.needs_count.contains(&k) {
+                    drafts.needs_count.push(k);
+                }
+            }
+            Ok(None) => {}
+        }
     }
+}
 
-    // Directories and the project, from the files' lines and sizes (first encoding).
+/// What the directory and project summaries read of each summarized file.
+fn file_facts<'a>(inputs: &Inputs<'a>, files: &'a [FileSummary]) -> Vec<FileFacts<'a>> {
     let by_file: HashMap<u32, &str> = files.iter().map(|s| (s.file, s.line.as_str())).collect();
-    let facts: Vec<FileFacts<'_>> = inputs
+    inputs
         .files
         .iter()
         .enumerate()
@@ -250,7 +318,17 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
                 line: by_file.get(&(i as u32)).copied().unwrap_or(""),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Each directory's summary; its token counts reused when the previous version had the same
+/// text under the same encodings.
+fn dir_summaries(
+    inputs: &Inputs<'_>,
+    facts: &[FileFacts<'_>],
+    same_encodings: bool,
+) -> Vec<DirSummary> {
+    let prev = inputs.previous;
     let prev_dirs: HashMap<(&str, &str), &Vec<u32>> = prev
         .filter(|_| same_encodings)
         .map(|(_, sums)| {
@@ -265,7 +343,7 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
                 .collect()
         })
         .unwrap_or_default();
-    let dirs: Vec<DirSummary> = directories(&facts)
+    directories(facts)
         .into_par_iter()
         .map(|(path, text)| {
             let tokens = match prev_dirs.get(&(path.as_str(), text.as_str())) {
@@ -277,8 +355,11 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
                 summary: Summary { text, tokens },
             }
         })
-        .collect();
+        .collect()
+}
 
+/// The project's summary, from its files, its README and its manifests.
+fn project_summary(inputs: &Inputs<'_>, facts: &[FileFacts<'_>]) -> Summary {
     let readme = inputs
         .files
         .iter()
@@ -300,24 +381,11 @@ pub(crate) fn build(inputs: Inputs<'_>) -> (Summaries, SummaryReport, Vec<String
         manifests.iter().map(|(p, t)| (*p, t.as_str())).collect();
     let text = project(&ProjectInputs {
         name: inputs.name,
-        files: &facts,
+        files: facts,
         readme: readme.as_ref().map(|(p, t)| (*p, t.as_str())),
         manifests: &manifest_refs,
     });
-    let project = Summary::counted(text, inputs.encodings);
-
-    report.files = files.len();
-    report.directories = dirs.len();
-    report.project = true;
-    (
-        Summaries {
-            files,
-            dirs,
-            project: Some(project),
-        },
-        report,
-        warnings,
-    )
+    Summary::counted(text, inputs.encodings)
 }
 
 /// The text of `entry` as it is on disk, when it still has the indexed content.

@@ -22,7 +22,8 @@
 //! | a webhook delivery seen    | `PROJECT#{id}`   | `DELIVERY#{mark}`              |
 //!
 //! Numbers are zero-padded so that the sort key orders them: the newest version or audit
-//! record is the last item of its range.
+//! record is the last item of its range. In DynamoDB an item's attributes besides its key have
+//! the names in [`attr`].
 
 /// The partition and sort key of one item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,29 @@ pub struct ItemRange {
     pub pk: String,
     /// Sort-key prefix.
     pub sk_prefix: &'static str,
+}
+
+/// The attribute names of a metadata item in DynamoDB: written by the indexer (the AWS SDK) and
+/// read and written by the edge (signed HTTP), so spelled here once.
+pub mod attr {
+    /// The partition key.
+    pub const PK: &str = "pk";
+    /// The sort key.
+    pub const SK: &str = "sk";
+    /// The item's record, as JSON.
+    pub const DATA: &str = "data";
+    /// How many times the item was written: the condition of a write that must not lose
+    /// another's.
+    pub const REV: &str = "rev";
+    /// A project's published version, flipped last when a version is published.
+    pub const CURRENT_VERSION: &str = "current_version";
+    /// When an indexing lease lapses (milliseconds since the epoch).
+    pub const EXPIRES_MS: &str = "expires_ms";
+    /// Who holds an indexing lease.
+    pub const HOLDER: &str = "holder";
+    /// The token of the optimistic update that wrote the item's `rev`: a retry whose answer
+    /// was lost tells its own write from another's by it.
+    pub const WRITER: &str = "writer";
 }
 
 /// The sort-key prefix of project items (under `ORG#…`, `SCHEDULE` and `SOURCES`).

@@ -27,27 +27,7 @@ struct Count {
 }
 
 pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
-    let catalog = catalog(global)?;
-    let mut targets: Vec<(String, TokenizerSpec)> = Vec::new();
-    for m in &args.models {
-        let model = catalog.resolve(m)?;
-        targets.push((model.id.clone(), model.tokenizer));
-    }
-    for e in &args.encodings {
-        let enc = Encoding::from_name(e).ok_or_else(|| {
-            Failure::input(
-                "unknown_encoding",
-                format!("unknown encoding `{e}` (use o200k_base, o200k_harmony, cl100k_base, p50k_base or r50k_base)"),
-            )
-        })?;
-        targets.push((enc.name().to_string(), TokenizerSpec::Exact(enc)));
-    }
-    if targets.is_empty() {
-        targets.push((
-            "o200k_base".into(),
-            TokenizerSpec::Exact(Encoding::O200kBase),
-        ));
-    }
+    let targets = targets(global, args)?;
     if let Ok(dir) = super::data_dir(global) {
         let mut encodings: Vec<Encoding> = targets.iter().map(|(_, s)| s.base()).collect();
         encodings.sort();
@@ -56,40 +36,7 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
             ctxgate_indexer::token_tables::install(&dir, e);
         }
     }
-    let mut inputs: Vec<(String, String)> = Vec::new();
-    let stdin = std::path::Path::new("-");
-    let files: Vec<&std::path::Path> = if args.files.is_empty() {
-        vec![stdin]
-    } else {
-        args.files.iter().map(|f| f.as_path()).collect()
-    };
-    for f in files {
-        let (name, bytes) = if f == stdin {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
-            ("stdin".to_string(), buf)
-        } else {
-            let bytes = std::fs::read(f).map_err(|e| {
-                Failure::input(
-                    "file_unreadable",
-                    format!("cannot read `{}`: {e}", f.display()),
-                )
-            })?;
-            (format!("`{}`", f.display()), bytes)
-        };
-        let text = String::from_utf8(bytes).map_err(|e| {
-            Failure::input(
-                "invalid_utf8",
-                format!(
-                    "{name} is not valid UTF-8 (byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })?;
-        inputs.push((f.display().to_string(), text));
-    }
+    let inputs = read_inputs(args)?;
     let results: Vec<Counted> = inputs
         .iter()
         .map(|(name, text)| Counted {
@@ -158,4 +105,69 @@ pub fn run(global: &Global, args: &CountArgs) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// What to count with: the models and encodings asked for, or `o200k_base`.
+fn targets(global: &Global, args: &CountArgs) -> Result<Vec<(String, TokenizerSpec)>, Failure> {
+    let catalog = catalog(global)?;
+    let mut targets: Vec<(String, TokenizerSpec)> = Vec::new();
+    for m in &args.models {
+        let model = catalog.resolve(m)?;
+        targets.push((model.id.clone(), model.tokenizer));
+    }
+    for e in &args.encodings {
+        let enc = Encoding::from_name(e).ok_or_else(|| {
+            Failure::input(
+                "unknown_encoding",
+                format!("unknown encoding `{e}` (use o200k_base, o200k_harmony, cl100k_base, p50k_base or r50k_base)"),
+            )
+        })?;
+        targets.push((enc.name().to_string(), TokenizerSpec::Exact(enc)));
+    }
+    if targets.is_empty() {
+        targets.push((
+            "o200k_base".into(),
+            TokenizerSpec::Exact(Encoding::O200kBase),
+        ));
+    }
+    Ok(targets)
+}
+
+/// Each input's name and text: the files named, or stdin.
+fn read_inputs(args: &CountArgs) -> Result<Vec<(String, String)>, Failure> {
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    let stdin = std::path::Path::new("-");
+    let files: Vec<&std::path::Path> = if args.files.is_empty() {
+        vec![stdin]
+    } else {
+        args.files.iter().map(|f| f.as_path()).collect()
+    };
+    for f in files {
+        let (name, bytes) = if f == stdin {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
+            ("stdin".to_string(), buf)
+        } else {
+            let bytes = std::fs::read(f).map_err(|e| {
+                Failure::input(
+                    "file_unreadable",
+                    format!("cannot read `{}`: {e}", f.display()),
+                )
+            })?;
+            (format!("`{}`", f.display()), bytes)
+        };
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Failure::input(
+                "invalid_utf8",
+                format!(
+                    "{name} is not valid UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        inputs.push((f.display().to_string(), text));
+    }
+    Ok(inputs)
 }

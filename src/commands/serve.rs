@@ -8,7 +8,7 @@ use crate::host::embedded::{
     EmbeddedBackend, LocalAccess, LocalRoots, NetworkPolicy, SourceAccess,
 };
 use ctxgate_core::tokens::Encoding;
-use ctxgate_edge::aws::{AwsConfig, PublishedProjects};
+use ctxgate_edge::aws::{AwsConfig, published_store};
 use ctxgate_edge::backend::Projects;
 use ctxgate_edge::dense::DenseRetrieval;
 use ctxgate_edge::dense::published::PublishedDense;
@@ -94,20 +94,7 @@ fn local_access(dirs: &[PathBuf], data_dir: &Path) -> Result<LocalAccess, Failur
 }
 
 pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
-    if args.allow_local_paths {
-        return Err(Failure::input(
-            "flag_removed",
-            "--allow-local-paths is gone (it let every API key read any folder of this machine): \
-             name the folders callers may index with --local-root DIR (repeatable)",
-        ));
-    }
-    if args.watch && args.local_roots.is_empty() {
-        return Err(Failure::input(
-            "watch_without_roots",
-            "--watch re-indexes folder projects under --local-root only, and none is given: add \
-             --local-root DIR for the folders callers may register (repeatable)",
-        ));
-    }
+    check_flags(args)?;
     let dir = data_dir(global)?;
     let access = SourceAccess {
         local: local_access(&args.local_roots, &dir)?,
@@ -165,18 +152,15 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let mut dense: Option<Arc<dyn DenseRetrieval>> = None;
     let backend = Arc::new(backend);
     // Push webhooks where a push can start indexing: a job here, or the indexer function.
-    let mut webhooks: Option<Arc<dyn Webhooks>> = None;
+    let webhooks: Option<Arc<dyn Webhooks>>;
     let projects: Arc<dyn Projects> = match aws_config(&args.store)? {
         // Projects and objects from S3 + DynamoDB; orgs, keys, quotas and audit stay local.
         Some(aws) => {
             tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
             let http = super::aws_http::NativeHttp::new()
                 .map_err(|e| Failure::internal("http_client", e.to_string()))?;
-            let indexes = aws.indexer_function.is_some();
-            let published = Arc::new(PublishedProjects::new(http, aws));
-            if indexes {
-                webhooks = Some(published.clone());
-            }
+            let (published, hooks) = published_store(http, aws);
+            webhooks = hooks;
             published
         }
         None => {
@@ -209,30 +193,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         let addr = listener
             .local_addr()
             .map_err(|e| Failure::internal("bind_failed", e.to_string()))?;
-        let admin = state_admin;
-        match args.format {
-            // One line, so scripts can read the address before the server runs.
-            Format::Json => println!(
-                "{}",
-                json!({
-                    "listening": format!("http://{addr}"),
-                    "console": format!("http://{addr}/console"),
-                    "admin_routes": admin,
-                })
-            ),
-            Format::Text => {
-                println!("listening on http://{addr}");
-                println!("console: http://{addr}/console");
-                if admin {
-                    println!("admin routes (/v1/admin/*, /metrics): on");
-                } else {
-                    println!(
-                        "admin routes (/v1/admin/*, /metrics): off (start with --admin-secret or \
-                         CTXGATE_ADMIN_SECRET to turn them on)"
-                    );
-                }
-            }
-        }
+        print_listening(args.format, addr, state_admin);
         tracing::info!(%addr, "serving");
         if let (true, Some(backend)) = (args.watch, watched) {
             let debounce = std::time::Duration::from_millis(args.watch_debounce_ms);
@@ -246,6 +207,52 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
             .await
             .map_err(|e| Failure::internal("serve_failed", e.to_string()))
     })
+}
+
+/// Refuses flags that are gone or that do nothing without another.
+fn check_flags(args: &ServeArgs) -> CmdResult {
+    if args.allow_local_paths {
+        return Err(Failure::input(
+            "flag_removed",
+            "--allow-local-paths is gone (it let every API key read any folder of this machine): \
+             name the folders callers may index with --local-root DIR (repeatable)",
+        ));
+    }
+    if args.watch && args.local_roots.is_empty() {
+        return Err(Failure::input(
+            "watch_without_roots",
+            "--watch re-indexes folder projects under --local-root only, and none is given: add \
+             --local-root DIR for the folders callers may register (repeatable)",
+        ));
+    }
+    Ok(())
+}
+
+/// Where the server listens and whether its admin routes are on, as `format` asks.
+fn print_listening(format: Format, addr: std::net::SocketAddr, admin: bool) {
+    match format {
+        // One line, so scripts can read the address before the server runs.
+        Format::Json => println!(
+            "{}",
+            json!({
+                "listening": format!("http://{addr}"),
+                "console": format!("http://{addr}/console"),
+                "admin_routes": admin,
+            })
+        ),
+        Format::Text => {
+            println!("listening on http://{addr}");
+            println!("console: http://{addr}/console");
+            if admin {
+                println!("admin routes (/v1/admin/*, /metrics): on");
+            } else {
+                println!(
+                    "admin routes (/v1/admin/*, /metrics): off (start with --admin-secret or \
+                     CTXGATE_ADMIN_SECRET to turn them on)"
+                );
+            }
+        }
+    }
 }
 
 /// Adds `Server-Timing: app;dur=<ms>`: the time from routing to the response, which is what the

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use ctxgate_core::backoff::{Backoff, retryable};
 use ctxgate_core::host_wire::{IndexRequest, IndexerEvent};
+use ctxgate_core::item_key::attr::{CURRENT_VERSION, DATA, PK, SK};
 use ctxgate_core::item_key::{ItemKey, ItemRange};
 use ctxgate_core::records::{ProjectItem, ScheduleItem};
 use serde_json::{Value, json};
@@ -150,7 +151,7 @@ impl<C: HttpClient> PublishedProjects<C> {
     async fn project_items(&self, org: &str) -> Result<Vec<ProjectInfo>, BackendError> {
         let mut out = Vec::new();
         for item in self.query_all(&ItemRange::projects_of(org)).await? {
-            let data = attr_s(&item, "data")
+            let data = attr_s(&item, DATA)
                 .ok_or_else(|| BackendError::Corrupt("project item without data".into()))?;
             let p: ProjectItem = serde_json::from_str(data)
                 .map_err(|e| BackendError::Corrupt(format!("project item: {e}")))?;
@@ -164,7 +165,7 @@ impl<C: HttpClient> PublishedProjects<C> {
                 org: p.org,
                 source: p.source,
                 // The attribute is the truth: the indexer's publish moves it atomically.
-                current_version: attr_n(&item, "current_version"),
+                current_version: attr_n(&item, CURRENT_VERSION),
             });
         }
         Ok(out)
@@ -176,7 +177,7 @@ impl<C: HttpClient> PublishedProjects<C> {
             .query_all(range)
             .await?
             .iter()
-            .filter_map(|item| attr_s(item, "data").map(str::to_string))
+            .filter_map(|item| attr_s(item, DATA).map(str::to_string))
             .collect())
     }
 
@@ -187,7 +188,7 @@ impl<C: HttpClient> PublishedProjects<C> {
         loop {
             let mut body = json!({
                 "TableName": self.config.table,
-                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :p)",
+                "KeyConditionExpression": format!("{PK} = :pk AND begins_with({SK}, :p)"),
                 "ExpressionAttributeValues": {
                     ":pk": {"S": range.pk},
                     ":p": {"S": range.sk_prefix}
@@ -296,14 +297,14 @@ impl<C: HttpClient> Projects for PublishedProjects<C> {
                 "GetItem",
                 json!({
                     "TableName": self.config.table,
-                    "Key": {"pk": {"S": key.pk}, "sk": {"S": key.sk}},
+                    "Key": {PK: {"S": key.pk}, SK: {"S": key.sk}},
                     "ConsistentRead": true
                 }),
             )
             .await?;
         let registered = got
             .get("Item")
-            .and_then(|item| attr_s(item, "data"))
+            .and_then(|item| attr_s(item, DATA))
             .and_then(|d| serde_json::from_str::<ScheduleItem>(d).ok())
             .filter(|s| s.org == project.org && s.runs == 0);
         Ok(registered.map(|s| JobSummary {

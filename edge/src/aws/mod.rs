@@ -18,3 +18,20 @@ mod request;
 
 pub use backend::{HttpClient, HttpResponse, PublishedProjects};
 pub use request::{AwsConfig, SignedRequest};
+
+use std::sync::Arc;
+
+use crate::hooks::Webhooks;
+
+/// The "S3 + DynamoDB" store as both hosts serve it (`ctxgate serve --store` and the Worker with
+/// `CTXGATE_STORE`): what the batch indexer published, read through `client`, and the same as
+/// the push webhooks when a push can start indexing (`config` names the indexer function).
+pub fn published_store<C: HttpClient>(
+    client: C,
+    config: AwsConfig,
+) -> (Arc<PublishedProjects<C>>, Option<Arc<dyn Webhooks>>) {
+    let indexes = config.indexer_function.is_some();
+    let projects = Arc::new(PublishedProjects::new(client, config));
+    let webhooks = indexes.then(|| projects.clone() as Arc<dyn Webhooks>);
+    (projects, webhooks)
+}

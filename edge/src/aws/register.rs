@@ -10,6 +10,7 @@
 
 use ctxgate_core::index::layout::project_id;
 use ctxgate_core::item_key::ItemKey;
+use ctxgate_core::item_key::attr::{CURRENT_VERSION, DATA, PK, REV, SK};
 use ctxgate_core::records::{ProjectItem, ScheduleItem};
 use serde_json::{Value, json};
 
@@ -68,16 +69,16 @@ pub fn registration(
     let update = |key: ItemKey, data: &Value, condition: Option<&str>| {
         let mut u = json!({
             "TableName": table,
-            "Key": {"pk": {"S": key.pk}, "sk": {"S": key.sk}},
+            "Key": {PK: {"S": key.pk}, SK: {"S": key.sk}},
             "UpdateExpression": "SET #d = :d, #r = if_not_exists(#r, :zero) + :one",
-            "ExpressionAttributeNames": {"#d": "data", "#r": "rev"},
+            "ExpressionAttributeNames": {"#d": DATA, "#r": REV},
             "ExpressionAttributeValues": {
                 ":d": {"S": data.to_string()}, ":zero": {"N": "0"}, ":one": {"N": "1"}
             },
         });
         if let Some(c) = condition {
             u["ConditionExpression"] = json!(c);
-            u["ExpressionAttributeNames"]["#cv"] = json!("current_version");
+            u["ExpressionAttributeNames"]["#cv"] = json!(CURRENT_VERSION);
         }
         json!({ "Update": u })
     };

@@ -171,13 +171,7 @@ fn build(env: &Env) -> Result<(Router, BodyLimits), HostError> {
     let state = match aws {
         Some(aws) => {
             // A push can start indexing only through the indexer function.
-            let indexes = aws.indexer_function.is_some();
-            let projects = Arc::new(crate::aws::PublishedProjects::new(
-                aws_fetch::WorkerFetch,
-                aws,
-            ));
-            let webhooks: Option<Arc<dyn crate::hooks::Webhooks>> =
-                indexes.then(|| projects.clone() as Arc<dyn crate::hooks::Webhooks>);
+            let (projects, webhooks) = crate::aws::published_store(aws_fetch::WorkerFetch, aws);
             AppState::new(backend, projects, catalog(env)?, config).with_webhooks(webhooks)
         }
         None => AppState::new(backend.clone(), backend.clone(), catalog(env)?, config)

@@ -14,6 +14,9 @@ use super::{AwsStore, Traffic, now_ms, remote};
 use crate::IndexerError;
 use crate::store::{ProjectGuard, ProjectItem, VersionItem};
 use ctxgate_core::backoff::Backoff;
+use ctxgate_core::item_key::attr::{
+    CURRENT_VERSION, DATA, EXPIRES_MS, HOLDER, PK, REV, SK, WRITER,
+};
 use ctxgate_core::item_key::{self, ItemKey, ItemRange};
 
 type Item = HashMap<String, AttributeValue>;
@@ -166,8 +169,8 @@ impl AwsStore {
                 self.dynamo
                     .get_item()
                     .table_name(&self.table)
-                    .key("pk", s(pk))
-                    .key("sk", s(sk))
+                    .key(PK, s(pk))
+                    .key(SK, s(sk))
                     .consistent_read(true)
                     .send(),
             )
@@ -178,10 +181,10 @@ impl AwsStore {
                 )
             })?;
         Ok(out.item.map(|item| RawItem {
-            data: get_s(&item, "data").unwrap_or_default().to_string(),
-            rev: get_n(&item, "rev").unwrap_or(0),
-            current_version: get_n(&item, "current_version"),
-            writer: get_s(&item, "writer").map(str::to_string),
+            data: get_s(&item, DATA).unwrap_or_default().to_string(),
+            rev: get_n(&item, REV).unwrap_or(0),
+            current_version: get_n(&item, CURRENT_VERSION),
+            writer: get_s(&item, WRITER).map(str::to_string),
         }))
     }
 
@@ -194,11 +197,11 @@ impl AwsStore {
             self.dynamo
                 .update_item()
                 .table_name(&self.table)
-                .key("pk", s(pk))
-                .key("sk", s(sk))
+                .key(PK, s(pk))
+                .key(SK, s(sk))
                 .update_expression("SET #d = :d ADD #r :one")
-                .expression_attribute_names("#d", "data")
-                .expression_attribute_names("#r", "rev")
+                .expression_attribute_names("#d", DATA)
+                .expression_attribute_names("#r", REV)
                 .expression_attribute_values(":d", s(data))
                 .expression_attribute_values(":one", n(1))
                 .send(),
@@ -239,12 +242,12 @@ impl AwsStore {
                 .dynamo
                 .update_item()
                 .table_name(&self.table)
-                .key("pk", s(pk))
-                .key("sk", s(sk))
+                .key(PK, s(pk))
+                .key(SK, s(sk))
                 .update_expression("SET #d = :d, #r = :next, #w = :w")
-                .expression_attribute_names("#d", "data")
-                .expression_attribute_names("#r", "rev")
-                .expression_attribute_names("#w", "writer")
+                .expression_attribute_names("#d", DATA)
+                .expression_attribute_names("#r", REV)
+                .expression_attribute_names("#w", WRITER)
                 .expression_attribute_values(":d", s(&new))
                 .expression_attribute_values(":w", s(&token))
                 .expression_attribute_values(":next", n(rev.map_or(1, |r| r + 1)));
@@ -254,7 +257,7 @@ impl AwsStore {
                 Some(r) => req
                     .condition_expression("#r = :rev")
                     .expression_attribute_values(":rev", n(r)),
-                None => req.condition_expression("attribute_not_exists(pk)"),
+                None => req.condition_expression(format!("attribute_not_exists({PK})")),
             };
             match self.block(req.send()) {
                 Ok(_) => return Ok(()),
@@ -296,7 +299,7 @@ impl AwsStore {
                     self.dynamo
                         .query()
                         .table_name(&self.table)
-                        .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                        .key_condition_expression(format!("{PK} = :pk AND begins_with({SK}, :p)"))
                         .expression_attribute_values(":pk", s(pk))
                         .expression_attribute_values(":p", s(prefix))
                         .scan_index_forward(!newest_first)
@@ -307,7 +310,7 @@ impl AwsStore {
                 )
                 .map_err(|e| remote(format!("DynamoDB Query {pk}"), DisplayErrorContext(e)))?;
             for item in page.items() {
-                out.push(get_s(item, "data").unwrap_or_default().to_string());
+                out.push(get_s(item, DATA).unwrap_or_default().to_string());
             }
             match page.last_evaluated_key {
                 Some(k) if !k.is_empty() => start = Some(k),
@@ -339,7 +342,7 @@ impl AwsStore {
                 )
                 .map_err(|e| remote("DynamoDB Scan projects", DisplayErrorContext(e)))?;
             for item in page.items() {
-                out.push(decode(get_s(item, "data").unwrap_or_default())?);
+                out.push(decode(get_s(item, DATA).unwrap_or_default())?);
             }
             match page.last_evaluated_key {
                 Some(k) if !k.is_empty() => start = Some(k),
@@ -356,8 +359,8 @@ impl AwsStore {
             self.dynamo
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", s(pk))
-                .key("sk", s(sk))
+                .key(PK, s(pk))
+                .key(SK, s(sk))
                 .send(),
         )
         .map(|_| ())
@@ -455,21 +458,21 @@ impl AwsStore {
         check_size(&version_key.pk, &version_key.sk, &version_data)?;
         let put = Put::builder()
             .table_name(&self.table)
-            .item("pk", s(&version_key.pk))
-            .item("sk", s(&version_key.sk))
-            .item("data", s(&version_data))
-            .item("rev", n(1))
-            .condition_expression("attribute_not_exists(pk)")
+            .item(PK, s(&version_key.pk))
+            .item(SK, s(&version_key.sk))
+            .item(DATA, s(&version_data))
+            .item(REV, n(1))
+            .condition_expression(format!("attribute_not_exists({PK})"))
             .build()
             .map_err(|e| remote("build the publish transaction", e))?;
         let mut update = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(&project_key.pk))
-            .key("sk", s(&project_key.sk))
+            .key(PK, s(&project_key.pk))
+            .key(SK, s(&project_key.sk))
             .update_expression("SET #cv = :v, #d = :d ADD #r :one")
-            .expression_attribute_names("#cv", "current_version")
-            .expression_attribute_names("#d", "data")
-            .expression_attribute_names("#r", "rev")
+            .expression_attribute_names("#cv", CURRENT_VERSION)
+            .expression_attribute_names("#d", DATA)
+            .expression_attribute_names("#r", REV)
             .expression_attribute_values(":v", n(version.version))
             .expression_attribute_values(":d", s(&encode(&project)?))
             .expression_attribute_values(":one", n(1))
@@ -479,9 +482,9 @@ impl AwsStore {
             Some(e) => update
                 .condition_expression("#cv = :expected AND #r = :rev")
                 .expression_attribute_values(":expected", n(e)),
-            None => update.condition_expression(
-                "attribute_exists(pk) AND attribute_not_exists(#cv) AND #r = :rev",
-            ),
+            None => update.condition_expression(format!(
+                "attribute_exists({PK}) AND attribute_not_exists(#cv) AND #r = :rev"
+            )),
         };
         let update = update
             .build()
@@ -534,11 +537,11 @@ impl AwsStore {
             self.dynamo
                 .put_item()
                 .table_name(&self.table)
-                .item("pk", s(&key.pk))
-                .item("sk", s(&key.sk))
-                .item("holder", s(&token))
-                .item("expires_ms", n(now + lease))
-                .condition_expression("attribute_not_exists(pk) OR expires_ms < :now")
+                .item(PK, s(&key.pk))
+                .item(SK, s(&key.sk))
+                .item(HOLDER, s(&token))
+                .item(EXPIRES_MS, n(now + lease))
+                .condition_expression(format!("attribute_not_exists({PK}) OR {EXPIRES_MS} < :now"))
                 .expression_attribute_values(":now", n(now))
                 .send(),
         );
@@ -553,14 +556,14 @@ impl AwsStore {
                         self.dynamo
                             .get_item()
                             .table_name(&self.table)
-                            .key("pk", s(&key.pk))
-                            .key("sk", s(&key.sk))
+                            .key(PK, s(&key.pk))
+                            .key(SK, s(&key.sk))
                             .consistent_read(true)
                             .send(),
                     )
                     .ok()
                     .and_then(|o| o.item)
-                    .and_then(|i| get_s(&i, "holder").map(str::to_string))
+                    .and_then(|i| get_s(&i, HOLDER).map(str::to_string))
                     .unwrap_or_else(|| "another indexer".into());
                 // Our own put took effect and its answer was lost: the SDK's retry met it.
                 if holder != token {
@@ -626,10 +629,10 @@ impl Lease {
                         dynamo
                             .update_item()
                             .table_name(&table)
-                            .key("pk", s(&key.pk))
-                            .key("sk", s(&key.sk))
-                            .update_expression("SET expires_ms = :e")
-                            .condition_expression("holder = :me")
+                            .key(PK, s(&key.pk))
+                            .key(SK, s(&key.sk))
+                            .update_expression(format!("SET {EXPIRES_MS} = :e"))
+                            .condition_expression(format!("{HOLDER} = :me"))
                             .expression_attribute_values(":e", n(now_ms() + lease_ms))
                             .expression_attribute_values(":me", s(&token))
                             .send(),
@@ -667,9 +670,9 @@ impl Drop for Lease {
             self.dynamo
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", s(&self.key.pk))
-                .key("sk", s(&self.key.sk))
-                .condition_expression("holder = :me")
+                .key(PK, s(&self.key.pk))
+                .key(SK, s(&self.key.sk))
+                .condition_expression(format!("{HOLDER} = :me"))
                 .expression_attribute_values(":me", s(&self.token))
                 .send(),
         );

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::{AwsStore, remote};
 use crate::IndexerError;
+use ctxgate_core::item_key::attr::{PK, SK};
 
 /// What `init` found and did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -90,10 +91,10 @@ impl AwsStore {
                 .build()
         };
         let (Ok(hash), Ok(range), Ok(pk), Ok(sk)) = (
-            key("pk", KeyType::Hash),
-            key("sk", KeyType::Range),
-            attr("pk"),
-            attr("sk"),
+            key(PK, KeyType::Hash),
+            key(SK, KeyType::Range),
+            attr(PK),
+            attr(SK),
         ) else {
             return Err(remote("build the table schema", "invalid key schema"));
         };

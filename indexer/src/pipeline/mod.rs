@@ -16,6 +16,7 @@ mod scan;
 mod segments;
 mod terms;
 mod vectors;
+mod version;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,9 +24,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ctxgate_core::chunk::{ChunkOptions, FilterOptions};
 use ctxgate_core::hash::Sha256Digest;
-use ctxgate_core::index::build::{Built, build};
-use ctxgate_core::index::summaries::StoredSummaries;
-use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, PackMeta, Recency};
+use ctxgate_core::index::{ChunkRecord, FileEntry, IndexPack, Recency};
 use ctxgate_core::source::Origin;
 use ctxgate_core::source::SourceSpec;
 use ctxgate_core::tokens::Encoding;
@@ -34,6 +33,7 @@ use serde::Serialize;
 pub use crate::progress::{NoProgress, Progress};
 pub use previous::{OpenVersion, open_current, summaries as load_summaries};
 pub use segments::{LISTS_INLINE_MAX, SEGMENT_CAP};
+use version::{Run, Version};
 
 use crate::IndexerError;
 use crate::chat::ChatEndpoint;
@@ -278,17 +278,7 @@ pub fn index_project(
     refuse_data_dir_inside(store, &root)?;
     let org = target.org.as_str();
     let project_id = target.id.as_str();
-    store.upsert_project(&ProjectItem {
-        id: project_id.to_owned(),
-        org: org.into(),
-        name: target.name.clone(),
-        source: target
-            .source
-            .clone()
-            .unwrap_or_else(|| root.to_string_lossy().into_owned()),
-        current_version: None,
-        updated_at_ns: now_ns(),
-    })?;
+    register(store, target, &root)?;
     let _lock = store.lock_project(project_id, &format!("pid {}", std::process::id()))?;
     let indexed_at_ns = now_ns();
     let settings = opts.settings();
@@ -344,175 +334,38 @@ pub fn index_project(
         return Ok(report);
     }
 
-    let merge::Merged {
-        files,
-        mut chunks,
-        texts,
+    let run = Run {
+        store,
+        target,
+        root: &root,
+        opts,
+        indexed_at_ns,
+    };
+    let Version {
+        whole,
+        summaries,
+        previous_summaries,
         skipped,
         files_chunked,
         files_reused,
-        fresh_extracts,
-        reused_from,
-    } = merge::merge(outcomes, reusable)?;
-    warnings.extend(merge::utf8_warnings(&files));
-    if chunks.is_empty() {
-        return Err(IndexerError::RepoEmpty {
-            path: root,
-            seen: files_seen,
-        });
-    }
-    let (segments, stored_bytes) =
-        segments::place_texts(store, org, project_id, reusable, &mut chunks, &texts)?;
-    let reused_texts =
-        segments::reused_segments(store, org, project_id, &segments, &chunks, &texts)?;
-    let terms = terms::chunk_terms(&files, &chunks, &texts, &reused_texts)?;
-    drop(reused_texts);
-    let Built {
-        lexical,
-        references,
-        graph,
-    } = build(&files, &chunks, terms);
-    let text_bytes = files
-        .iter()
-        .filter(|f| f.skipped.is_none())
-        .map(|f| f.stat.size)
-        .sum();
-    // The previous version's summaries with their texts (those of unchanged files are kept);
-    // unreadable ones are rebuilt rather than block the run.
-    let previous_summaries = match &previous {
-        Some(p) => match previous::summaries(store, org, project_id, &p.pack) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                warnings.push(format!(
-                    "previous summaries unreadable, summarizing again: {e}"
-                ));
-                None
-            }
-        },
-        None => None,
-    };
-    let (summaries, summary_report, summary_warnings) =
-        crate::summarize::build(crate::summarize::Inputs {
-            root: &root,
-            name: &target.name,
-            files: &files,
-            chunks: &chunks,
-            encodings: &opts.encodings,
-            fresh: fresh_extracts,
-            reused: reused_from,
-            previous: previous
-                .as_ref()
-                .zip(previous_summaries.as_ref())
-                .map(|(p, s)| (&p.pack, s)),
-            reused_from_previous: reusable.is_some(),
-            llm: opts.summarize_llm.as_ref(),
-        });
-    warnings.extend(summary_warnings);
-    let recency = recency(&root, &files);
-    // A fetched source's folder is new each time: its walk is not kept.
-    let history_cache = store.cache_root().join("cache/history");
-    let history = crate::history::chunk_history(
-        &root,
-        git_dir,
-        &files,
-        &chunks,
-        crate::history::MAX_COMMITS,
-        git_dir.is_none().then_some(history_cache.as_path()),
-    );
-    // The version built whole, its lists and texts still in the pack.
-    let whole = IndexPack {
-        meta: PackMeta {
-            project: target.name.clone(),
-            encodings: opts.encodings.clone(),
-            max_chunk_bytes: opts.chunk.max_bytes as u32,
-            text_bytes,
-            indexed_at_ns,
-            settings,
-        },
-        files,
-        chunks,
-        segments,
-        lexical,
-        summaries: StoredSummaries::store(summaries.clone())
-            .map_err(|e| IndexerError::Corrupt(format!("summaries: {e}")))?,
-        graph,
-        references,
-        recency,
-        history,
-        delta: None,
-        overlay: None,
-        derived: Default::default(),
-    };
-    let embedded = match &embedder {
-        Some(e) => Some(vectors::embed_version(
-            store,
-            org,
-            project_id,
-            &whole,
-            previous.as_ref(),
-            e,
-        )?),
-        None => None,
-    };
-    let counts = Counts {
-        chunks: whole.chunks.len(),
-        unique_chunks: unique(&whole.chunks),
-        tokens: totals(&whole),
-        text_bytes: whole.meta.text_bytes,
-    };
-    // A small change is published as a delta over the previous version's base: the base's
-    // objects stay as they are, and only the changed files' own index is uploaded.
-    let layered = match (&previous, opts.force) {
-        (Some(p), false) => delta::over(
-            store,
-            org,
-            project_id,
-            p,
-            previous_summaries,
-            &whole,
-            &summaries,
-        )?,
-        _ => None,
-    };
-    drop(summaries);
-    let (mut pack, base_manifest) = match layered {
-        Some((delta, base)) => (delta, Some(base)),
-        None => (whole, None),
-    };
-    // A large index's lists go to segments of their own, read by range per query term and
-    // per named symbol (and a large dictionary's keys, in blocks after them); large summary
-    // texts too: a query reads the few it shows.
-    let inline_max = segments::lists_inline_max();
-    let parts = pack
-        .lexical
-        .split_postings(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
-    let parts = pack
-        .references
-        .split(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
-    let parts = pack
-        .summaries
-        .split(SEGMENT_CAP, inline_max, pack.segments.len() as u32);
-    segments::store_segments(store, org, project_id, &parts, &mut pack.segments)?;
-    drop(parts);
-    let base = commit::Base {
-        previous: previous.as_ref().map(|p| p.version),
-        current: current_version,
-        indexed_at_ns,
-        origin: target
-            .origin
-            .clone()
-            .or_else(|| crate::recency::origin(&root)),
-        layered_on: base_manifest,
-    };
-    let version = commit::publish(
-        store,
-        org,
-        project_id,
-        &pack,
-        embedded.as_ref().map(|(t, _)| t),
-        &base,
+        stored_bytes,
+        summary_report,
+    } = version::build_version(
+        &run,
+        previous.as_ref(),
+        reusable,
+        settings,
+        outcomes,
+        &mut warnings,
+    )?;
+    let (version, counts, embeddings) = version::publish_version(
+        &run,
+        previous.as_ref(),
+        current_version,
+        embedder.as_ref().map(|e| e as &dyn crate::embed::Embedder),
+        whole,
+        summaries,
+        previous_summaries,
     )?;
     let project = store
         .project(org, project_id)?
@@ -531,18 +384,29 @@ pub fn index_project(
         tokens: counts.tokens,
         text_bytes: counts.text_bytes,
         summaries: summary_report,
-        embeddings: embedded.map(|(_, r)| r),
+        embeddings,
         warnings,
         elapsed_ms: started.elapsed().as_millis() as u64,
     })
 }
 
-/// What a report says of the version built, whether it is published whole or as a delta.
-struct Counts {
-    chunks: usize,
-    unique_chunks: usize,
-    tokens: BTreeMap<String, u64>,
-    text_bytes: u64,
+/// Records `target` as a project (its source, or the folder `root`) before its lock is taken.
+fn register(
+    store: &dyn IndexStore,
+    target: &ProjectTarget,
+    root: &Path,
+) -> Result<(), IndexerError> {
+    store.upsert_project(&ProjectItem {
+        id: target.id.clone(),
+        org: target.org.clone(),
+        name: target.name.clone(),
+        source: target
+            .source
+            .clone()
+            .unwrap_or_else(|| root.to_string_lossy().into_owned()),
+        current_version: None,
+        updated_at_ns: now_ns(),
+    })
 }
 
 /// ctxgate never writes inside a repository it indexes.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
-use ctxgate_core::chunk::{FileClass, Language, chunk_redacted, chunk_text, classify};
+use ctxgate_core::chunk::{ChunkSpan, FileClass, Language, chunk_redacted, chunk_text, classify};
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::{ChunkRecord, FileEntry, FileStat, IndexPack, chunk_id};
 use ctxgate_core::summary::file::{Extract, extract};
@@ -238,8 +238,27 @@ fn process_file(
         crate::token_tables::install(data_dir, e);
     }
     let extract = extract(rel, language, &text);
+    let chunks = new_chunks(rel, &text, spans, opts);
+    Outcome::Fresh {
+        entry: FileEntry {
+            path: rel.to_string(),
+            sha256: sha,
+            stat,
+            language: label.into(),
+            skipped: None,
+            first_chunk: 0,
+            chunk_count: 0,
+        },
+        chunks,
+        extract,
+    }
+}
+
+/// The chunks of `rel` that `spans` cut from `text`, each with its id (by content and its
+/// ordinal among equal ones) and its token counts.
+fn new_chunks(rel: &str, text: &str, spans: Vec<ChunkSpan>, opts: &IndexOptions) -> Vec<NewChunk> {
     let mut ordinals: HashMap<Sha256Digest, u32> = HashMap::new();
-    let chunks = spans
+    spans
         .into_iter()
         .map(|s| {
             let body = &text[s.byte_start..s.byte_end];
@@ -266,18 +285,5 @@ fn process_file(
                 text: body.to_string(),
             }
         })
-        .collect::<Vec<_>>();
-    Outcome::Fresh {
-        entry: FileEntry {
-            path: rel.to_string(),
-            sha256: sha,
-            stat,
-            language: label.into(),
-            skipped: None,
-            first_chunk: 0,
-            chunk_count: 0,
-        },
-        chunks,
-        extract,
-    }
+        .collect::<Vec<_>>()
 }

@@ -148,129 +148,27 @@ fn brace_bodies(text: &str, family: Family) -> Option<Vec<Body>> {
         family,
         Family::KeywordOnly("func") | Family::Braces(Some("function"))
     );
-    let chars: Vec<char> = text.chars().collect();
+    let mut cur = Cursor {
+        chars: text.chars().collect(),
+        i: 0,
+        line: 0,
+    };
     let mut out = Vec::new();
     // Open braces: (line of the `{`, whether it opens an outermost function body).
     let mut stack: Vec<(usize, bool)> = Vec::new();
     let mut inside_function = 0usize;
     let mut header = String::new();
-    let mut line = 0usize;
-    let mut i = 0;
-    let n = chars.len();
-    // Skips to just past `close` (honouring backslash escapes), counting newlines; a string
-    // that may not span lines also stops at the end of its line.
-    let skip = |i: &mut usize, line: &mut usize, close: &[char], multiline: bool| {
-        while *i < n {
-            let c = chars[*i];
-            if c == '\\' {
-                if chars.get(*i + 1) == Some(&'\n') {
-                    *line += 1;
-                }
-                *i += 2;
-                continue;
-            }
-            if c == '\n' {
-                *line += 1;
-                if !multiline {
-                    *i += 1;
-                    return;
-                }
-            }
-            if chars[*i..].starts_with(close) {
-                *i += close.len();
-                return;
-            }
-            *i += 1;
+    let n = cur.chars.len();
+    while cur.i < n {
+        if let Some(stands_for) = cur.skip_non_code(rust, backticks) {
+            header.push_str(stands_for);
+            continue;
         }
-    };
-    while i < n {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
+        let c = cur.chars[cur.i];
         match c {
             '\n' => {
-                line += 1;
+                cur.line += 1;
                 header.push(' ');
-                i += 1;
-            }
-            '/' if next == Some('/') => {
-                while i < n && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '/' if next == Some('*') => {
-                i += 2;
-                while i < n && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                    if chars[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += 2;
-            }
-            '"' if chars[i..].starts_with(&['"', '"', '"']) => {
-                i += 3;
-                // Triple quotes hold no escapes that matter here.
-                while i < n && !chars[i..].starts_with(&['"', '"', '"']) {
-                    if chars[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += 3;
-                header.push_str("\"\"");
-            }
-            '"' => {
-                i += 1;
-                skip(&mut i, &mut line, &['"'], rust);
-                header.push_str("\"\"");
-            }
-            'r' if rust
-                && (next == Some('"') || next == Some('#'))
-                && !chars
-                    .get(i.wrapping_sub(1))
-                    .is_some_and(|p| p.is_alphanumeric() || *p == '_') =>
-            {
-                // r"..." or r#"..."#: no escapes, ends at `"` and as many `#`.
-                let hashes = chars[i + 1..].iter().take_while(|&&h| h == '#').count();
-                if chars.get(i + 1 + hashes) != Some(&'"') {
-                    header.push(c);
-                    i += 1;
-                    continue;
-                }
-                let close: Vec<char> = std::iter::once('"')
-                    .chain(std::iter::repeat_n('#', hashes))
-                    .collect();
-                i += 2 + hashes;
-                while i < n && !chars[i..].starts_with(&close) {
-                    if chars[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += close.len();
-                header.push_str("\"\"");
-            }
-            '`' if backticks => {
-                i += 1;
-                skip(&mut i, &mut line, &['`'], true);
-                header.push_str("\"\"");
-            }
-            '\'' if rust => {
-                // A char literal ('x', '\n', '\u{1F600}') or a lifetime ('a), which has no close.
-                if next == Some('\\') {
-                    i += 1;
-                    skip(&mut i, &mut line, &['\''], false);
-                } else if chars.get(i + 2) == Some(&'\'') {
-                    i += 3;
-                } else {
-                    i += 1;
-                }
-                header.push_str("''");
-            }
-            '\'' => {
-                i += 1;
-                skip(&mut i, &mut line, &['\''], false);
-                header.push_str("''");
             }
             '{' => {
                 let opens = inside_function == 0 && is_function_header(&header, family);
@@ -278,35 +176,154 @@ fn brace_bodies(text: &str, family: Family) -> Option<Vec<Body>> {
                 if opens || inside_function > 0 {
                     inside_function += 1;
                 }
-                stack.push((line, opens));
+                stack.push((cur.line, opens));
                 header.clear();
-                i += 1;
             }
             '}' => {
                 if let Some((open, was_function)) = stack.pop() {
                     inside_function = inside_function.saturating_sub(1);
-                    if was_function && line > open + 1 {
+                    if was_function && cur.line > open + 1 {
                         out.push(Body {
                             start: open + 1,
-                            end: line,
+                            end: cur.line,
                         });
                     }
                 }
                 header.clear();
-                i += 1;
             }
-            ';' => {
-                header.clear();
-                i += 1;
-            }
-            _ => {
-                header.push(c);
-                i += 1;
-            }
+            ';' => header.clear(),
+            _ => header.push(c),
         }
+        cur.i += 1;
     }
     out.sort_by_key(|b| b.start);
     Some(out)
+}
+
+/// A position in a brace language's text, and its line.
+struct Cursor {
+    chars: Vec<char>,
+    i: usize,
+    line: usize,
+}
+
+impl Cursor {
+    /// Skips the comment, string or character literal that starts here, if one does, and says
+    /// what stands for it in a header (nothing for a comment, empty quotes for a literal).
+    fn skip_non_code(&mut self, rust: bool, backticks: bool) -> Option<&'static str> {
+        let (i, n) = (self.i, self.chars.len());
+        let c = self.chars[i];
+        let next = self.chars.get(i + 1).copied();
+        match c {
+            '/' if next == Some('/') => {
+                while self.i < n && self.chars[self.i] != '\n' {
+                    self.i += 1;
+                }
+                Some("")
+            }
+            '/' if next == Some('*') => {
+                self.i += 2;
+                self.skip_raw(&['*', '/']);
+                Some("")
+            }
+            '"' if self.chars[i..].starts_with(&['"', '"', '"']) => {
+                self.i += 3;
+                // Triple quotes hold no escapes that matter here.
+                self.skip_raw(&['"', '"', '"']);
+                Some("\"\"")
+            }
+            '"' => {
+                self.i += 1;
+                self.skip(&['"'], rust);
+                Some("\"\"")
+            }
+            'r' if rust
+                && (next == Some('"') || next == Some('#'))
+                && !self
+                    .chars
+                    .get(i.wrapping_sub(1))
+                    .is_some_and(|p| p.is_alphanumeric() || *p == '_') =>
+            {
+                // r"..." or r#"..."#: no escapes, ends at `"` and as many `#`.
+                let hashes = self.chars[i + 1..]
+                    .iter()
+                    .take_while(|&&h| h == '#')
+                    .count();
+                if self.chars.get(i + 1 + hashes) != Some(&'"') {
+                    return None;
+                }
+                let close: Vec<char> = std::iter::once('"')
+                    .chain(std::iter::repeat_n('#', hashes))
+                    .collect();
+                self.i += 2 + hashes;
+                self.skip_raw(&close);
+                Some("\"\"")
+            }
+            '`' if backticks => {
+                self.i += 1;
+                self.skip(&['`'], true);
+                Some("\"\"")
+            }
+            '\'' if rust => {
+                // A char literal ('x', '\n', '\u{1F600}') or a lifetime ('a), which has no close.
+                if next == Some('\\') {
+                    self.i += 1;
+                    self.skip(&['\''], false);
+                } else if self.chars.get(i + 2) == Some(&'\'') {
+                    self.i += 3;
+                } else {
+                    self.i += 1;
+                }
+                Some("''")
+            }
+            '\'' => {
+                self.i += 1;
+                self.skip(&['\''], false);
+                Some("''")
+            }
+            _ => None,
+        }
+    }
+
+    /// Skips to just past `close` (honouring backslash escapes), counting newlines; a string
+    /// that may not span lines also stops at the end of its line.
+    fn skip(&mut self, close: &[char], multiline: bool) {
+        let n = self.chars.len();
+        while self.i < n {
+            let c = self.chars[self.i];
+            if c == '\\' {
+                if self.chars.get(self.i + 1) == Some(&'\n') {
+                    self.line += 1;
+                }
+                self.i += 2;
+                continue;
+            }
+            if c == '\n' {
+                self.line += 1;
+                if !multiline {
+                    self.i += 1;
+                    return;
+                }
+            }
+            if self.chars[self.i..].starts_with(close) {
+                self.i += close.len();
+                return;
+            }
+            self.i += 1;
+        }
+    }
+
+    /// Skips to just past `close`, with no escapes, counting newlines.
+    fn skip_raw(&mut self, close: &[char]) {
+        let n = self.chars.len();
+        while self.i < n && !self.chars[self.i..].starts_with(close) {
+            if self.chars[self.i] == '\n' {
+                self.line += 1;
+            }
+            self.i += 1;
+        }
+        self.i += close.len();
+    }
 }
 
 /// The code of a Python line without its trailing comment (quotes on the line honoured).

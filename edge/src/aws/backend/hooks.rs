@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use ctxgate_core::host_wire::{IndexRequest, IndexerEvent};
 use ctxgate_core::item_key::ItemKey;
+use ctxgate_core::item_key::attr::{DATA, PK, SK};
 use ctxgate_core::records::ScheduleItem;
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ use crate::backend::{BackendError, JobGate, ProjectInfo, SourceSpec};
 use crate::hooks::{HookRecord, Webhooks};
 
 fn key(table: &str, key: &ItemKey) -> Value {
-    json!({"TableName": table, "Key": {"pk": {"S": key.pk}, "sk": {"S": key.sk}}})
+    json!({"TableName": table, "Key": {PK: {"S": key.pk}, SK: {"S": key.sk}}})
 }
 
 impl<C: HttpClient> PublishedProjects<C> {
@@ -23,7 +24,7 @@ impl<C: HttpClient> PublishedProjects<C> {
         let mut body = key(&self.config.table, k);
         body["ConsistentRead"] = json!(true);
         let got = self.dynamodb("GetItem", body).await?;
-        Ok(attr_s(&got["Item"], "data").map(str::to_owned))
+        Ok(attr_s(&got["Item"], DATA).map(str::to_owned))
     }
 
     async fn delete(&self, k: &ItemKey) -> Result<(), BackendError> {
@@ -51,7 +52,7 @@ impl<C: HttpClient> Webhooks for PublishedProjects<C> {
         let data = serde_json::to_string(hook).map_err(|e| corrupt("webhook item", e))?;
         let body = json!({
             "TableName": self.config.table,
-            "Item": {"pk": {"S": k.pk}, "sk": {"S": k.sk}, "data": {"S": data}}
+            "Item": {PK: {"S": k.pk}, SK: {"S": k.sk}, DATA: {"S": data}}
         });
         self.dynamodb("PutItem", body).await.map(|_| ())
     }
@@ -72,10 +73,10 @@ impl<C: HttpClient> Webhooks for PublishedProjects<C> {
         let body = json!({"TransactItems": [{"Put": {
             "TableName": self.config.table,
             "Item": {
-                "pk": {"S": k.pk}, "sk": {"S": k.sk},
-                "data": {"S": json!({"at_ms": at_ms}).to_string()}
+                PK: {"S": k.pk}, SK: {"S": k.sk},
+                DATA: {"S": json!({"at_ms": at_ms}).to_string()}
             },
-            "ConditionExpression": "attribute_not_exists(pk)"
+            "ConditionExpression": format!("attribute_not_exists({PK})")
         }}]});
         match self.dynamodb("TransactWriteItems", body).await {
             Ok(_) => Ok(true),
