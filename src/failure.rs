@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use ctxgate_core::catalog::{BudgetError, CatalogError};
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_indexer::IndexerError;
 
 use crate::args::Format;
@@ -24,6 +25,16 @@ impl Failure {
             code,
             message: message.into(),
             user_error: true,
+        }
+    }
+
+    /// A failure with a registry code: exit code 2 when the registry says the caller can fix
+    /// it, 1 otherwise.
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code: code.as_str(),
+            message: message.into(),
+            user_error: code.caller_can_fix(),
         }
     }
 
@@ -50,9 +61,8 @@ impl Failure {
 
 impl From<IndexerError> for Failure {
     fn from(e: IndexerError) -> Self {
-        let code = e.code();
         Self {
-            code,
+            code: e.code().as_str(),
             user_error: e.is_user_error(),
             message: e.to_string(),
         }
@@ -61,15 +71,15 @@ impl From<IndexerError> for Failure {
 
 impl From<CatalogError> for Failure {
     fn from(e: CatalogError) -> Self {
-        Failure::input(e.code(), e.to_string())
+        Failure::coded(e.code(), e.to_string())
     }
 }
 
 impl From<ctxgate_edge::error::ApiError> for Failure {
     fn from(e: ctxgate_edge::error::ApiError) -> Self {
         Self {
-            code: e.code,
-            user_error: e.status.is_client_error(),
+            code: e.code.as_str(),
+            user_error: e.code.caller_can_fix_at(e.status.as_u16()),
             message: e.message,
         }
     }
@@ -77,18 +87,18 @@ impl From<ctxgate_edge::error::ApiError> for Failure {
 
 impl From<ctxgate_core::history::ParseError> for Failure {
     fn from(e: ctxgate_core::history::ParseError) -> Self {
-        Failure::input(e.code(), e.to_string())
+        Failure::coded(e.code(), e.to_string())
     }
 }
 
 impl From<ctxgate_core::history::CompactError> for Failure {
     fn from(e: ctxgate_core::history::CompactError) -> Self {
-        Failure::input(e.code(), e.to_string())
+        Failure::coded(e.code(), e.to_string())
     }
 }
 
 impl From<BudgetError> for Failure {
     fn from(e: BudgetError) -> Self {
-        Failure::input(e.code(), e.to_string())
+        Failure::coded(e.code(), e.to_string())
     }
 }

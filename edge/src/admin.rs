@@ -1,6 +1,7 @@
 //! Administration shared by the admin endpoints and the CLI (`ctxgate org|key|quota`), so that
 //! both go through the same checks.
 
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::quota::Limits;
 
 use crate::backend::{KeyRecord, OrgRecord};
@@ -20,8 +21,8 @@ fn valid_org_name(name: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::bad_request(
-            "invalid_name",
+        Err(ApiError::new(
+            ErrorCode::InvalidName,
             "an organisation name is 1-64 letters, digits, `-` or `_`",
         ))
     }
@@ -58,7 +59,7 @@ async fn existing(state: &AppState, name: &str) -> Result<OrgRecord, ApiError> {
         .accounts
         .org(name)
         .await?
-        .ok_or_else(|| ApiError::not_found("org_not_found", format!("no organisation `{name}`")))
+        .ok_or_else(|| ApiError::new(ErrorCode::OrgNotFound, format!("no organisation `{name}`")))
 }
 
 /// Creates a key for `org` and returns it: the only time it is ever visible.

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::quota::{Lease, Ledger, Limits, Refusal};
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +34,7 @@ pub enum BackendError {
     #[error("{message}")]
     Source {
         /// Machine-readable code (`source_not_allowed`, `source_unreachable`, ...).
-        code: &'static str,
+        code: ErrorCode,
         /// Whose fault it is, which decides the status.
         fault: SourceFault,
         /// What happened.
@@ -67,7 +68,7 @@ pub enum BackendError {
     #[error("{message}")]
     Embedding {
         /// Machine-readable code (`embed_unauthorized`, `embed_unreachable`, ...).
-        code: &'static str,
+        code: ErrorCode,
         /// What happened.
         message: String,
     },

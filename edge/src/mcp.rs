@@ -10,6 +10,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use ctxgate_core::catalog::DEFAULT_BUDGET;
+use ctxgate_core::error_code::ErrorCode;
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
@@ -229,7 +230,7 @@ pub fn rpc_error(id: &Value, code: i64, message: impl Into<String>) -> Value {
 
 fn args<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ApiError> {
     serde_json::from_value(v)
-        .map_err(|e| ApiError::bad_request("invalid_request", format!("tool arguments: {e}")))
+        .map_err(|e| ApiError::new(ErrorCode::InvalidRequest, format!("tool arguments: {e}")))
 }
 
 /// A tool's answer: text for the model plus the structured JSON, or the API error as a tool
@@ -364,7 +365,7 @@ async fn call_tool(
         }
     }
     let to_value = |v: Result<Value, serde_json::Error>| {
-        v.map_err(|e| ApiError::bad_request("internal_error", e.to_string()))
+        v.map_err(|e| ApiError::new(ErrorCode::InternalError, e.to_string()))
     };
     Some(match name {
         "get_context" => get_context(state, caller, a).await,

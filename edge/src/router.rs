@@ -6,6 +6,7 @@
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post, put};
+use ctxgate_core::error_code::ErrorCode;
 
 use crate::error::ApiError;
 use crate::extract::limits::{MAX_OBJECT_BYTES, refuse_declared_oversize};
@@ -71,8 +72,8 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::not_found(
-        "route_not_found",
+    ApiError::new(
+        ErrorCode::RouteNotFound,
         "no such endpoint; GET /openapi.json lists them",
     )
 }

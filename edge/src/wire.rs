@@ -1,5 +1,6 @@
 //! Wire types shared by every endpoint.
 
+use ctxgate_core::error_code::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,8 @@ pub struct ErrorBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorDetail {
     /// Machine-readable code (`budget_exceeds_window`, `unknown_model`...).
+    // One of the registry's (`ctxgate_core::error_code`), as docs/api.md lists them.
+    #[schemars(schema_with = "api_codes")]
     pub code: String,
     /// For people.
     pub message: String,
@@ -22,6 +25,16 @@ pub struct ErrorDetail {
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub details: serde_json::Value,
+}
+
+/// Every code the API answers with ([`ErrorCode::ALL`] less the command line's own).
+fn api_codes(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let codes: Vec<&str> = ErrorCode::ALL
+        .iter()
+        .filter(|c| c.status().is_some())
+        .map(|c| c.as_str())
+        .collect();
+    schemars::json_schema!({ "type": "string", "enum": codes })
 }
 
 impl ErrorBody {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use ctxgate_core::assemble::AssembleError;
 use ctxgate_core::catalog::{BudgetError, CatalogError};
 use ctxgate_core::compose::ComposeError;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::index::PackError;
 use ctxgate_core::index::open::OpenError;
 
@@ -141,25 +142,25 @@ impl IndexerError {
     }
 
     /// The machine-readable code the CLI, the Lambda function and the API report.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            IndexerError::RepoMissing(_) => "repo_not_found",
-            IndexerError::RepoNotDir(_) => "repo_not_a_directory",
-            IndexerError::RepoEmpty { .. } => "repo_empty",
-            IndexerError::DataDirInsideRepo { .. } => "data_dir_inside_repo",
-            IndexerError::Io { .. } => "io_error",
-            IndexerError::Db(_) => "store_error",
-            IndexerError::Corrupt(_) => "store_corrupt",
+            IndexerError::RepoMissing(_) => ErrorCode::RepoNotFound,
+            IndexerError::RepoNotDir(_) => ErrorCode::RepoNotADirectory,
+            IndexerError::RepoEmpty { .. } => ErrorCode::RepoEmpty,
+            IndexerError::DataDirInsideRepo { .. } => ErrorCode::DataDirInsideRepo,
+            IndexerError::Io { .. } => ErrorCode::IoError,
+            IndexerError::Db(_) => ErrorCode::StoreError,
+            IndexerError::Corrupt(_) => ErrorCode::StoreCorrupt,
             IndexerError::Pack(p) => p.code(),
             IndexerError::Catalog(c) => c.code(),
             IndexerError::Budget(b) => b.code(),
             IndexerError::Compose(c) => c.code(),
             IndexerError::EmptyQuery => AssembleError::EmptyQuery.code(),
             IndexerError::ErrorOutputMissing => AssembleError::ErrorOutputMissing.code(),
-            IndexerError::InvalidStore(_) => "invalid_store",
-            IndexerError::Remote { .. } => "remote_store_error",
-            IndexerError::Busy { .. } => "project_busy",
-            IndexerError::InvalidRequest(_) => "invalid_request",
+            IndexerError::InvalidStore(_) => ErrorCode::InvalidStore,
+            IndexerError::Remote { .. } => ErrorCode::RemoteStoreError,
+            IndexerError::Busy { .. } => ErrorCode::ProjectBusy,
+            IndexerError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             IndexerError::Source(e) => source_code(e),
             IndexerError::Embed(e) => e.code(),
         }
@@ -187,28 +188,28 @@ impl IndexerError {
 }
 
 /// The code of a source error.
-pub fn source_code(e: &crate::source::SourceError) -> &'static str {
+pub fn source_code(e: &crate::source::SourceError) -> ErrorCode {
     use crate::source::SourceError as S;
     match e {
-        S::TooLarge { .. } => "source_too_large",
-        S::TooManyFiles { .. } => "source_too_many_files",
-        S::UnsafeEntry { .. } => "source_unsafe_entry",
-        S::Http { .. } => "source_http_error",
-        S::Network { .. } => "source_unreachable",
-        S::Git(_) => "source_git_error",
-        S::NotFound { .. } => "source_rev_not_found",
-        S::BadRev { .. } => "source_bad_rev",
-        S::BadUrl { .. } => "source_bad_url",
-        S::Unsupported { .. } => "source_unsupported",
-        S::NotAllowed { .. } => "source_not_allowed",
-        S::BadArchive(_) => "source_bad_archive",
-        S::Missing(_) => "repo_not_found",
-        S::NotADirectory(_) => "repo_not_a_directory",
-        S::BadPath(_) => "source_bad_path",
-        S::Io { .. } => "io_error",
-        S::AuthRequired { .. } => "source_auth_required",
-        S::CredentialRejected { .. } => "source_credential_rejected",
-        S::CredentialNotFound { .. } => "credential_not_found",
-        S::CredentialStore { .. } => "credential_store_error",
+        S::TooLarge { .. } => ErrorCode::SourceTooLarge,
+        S::TooManyFiles { .. } => ErrorCode::SourceTooManyFiles,
+        S::UnsafeEntry { .. } => ErrorCode::SourceUnsafeEntry,
+        S::Http { .. } => ErrorCode::SourceHttpError,
+        S::Network { .. } => ErrorCode::SourceUnreachable,
+        S::Git(_) => ErrorCode::SourceGitError,
+        S::NotFound { .. } => ErrorCode::SourceRevNotFound,
+        S::BadRev { .. } => ErrorCode::SourceBadRev,
+        S::BadUrl { .. } => ErrorCode::SourceBadUrl,
+        S::Unsupported { .. } => ErrorCode::SourceUnsupported,
+        S::NotAllowed { .. } => ErrorCode::SourceNotAllowed,
+        S::BadArchive(_) => ErrorCode::SourceBadArchive,
+        S::Missing(_) => ErrorCode::RepoNotFound,
+        S::NotADirectory(_) => ErrorCode::RepoNotADirectory,
+        S::BadPath(_) => ErrorCode::SourceBadPath,
+        S::Io { .. } => ErrorCode::IoError,
+        S::AuthRequired { .. } => ErrorCode::SourceAuthRequired,
+        S::CredentialRejected { .. } => ErrorCode::SourceCredentialRejected,
+        S::CredentialNotFound { .. } => ErrorCode::CredentialNotFound,
+        S::CredentialStore { .. } => ErrorCode::CredentialStoreError,
     }
 }

@@ -98,7 +98,7 @@ fn failure(code: &str, message: impl Into<String>) -> Diagnostic {
 
 impl From<IndexerError> for Diagnostic {
     fn from(e: IndexerError) -> Self {
-        failure(e.code(), e.to_string())
+        failure(e.code().as_str(), e.to_string())
     }
 }
 

@@ -95,7 +95,7 @@ pub fn index_now(
         );
         job.state = JobState::Failed;
         job.stage = "probe".into();
-        job.error_code = Some(e.code().into());
+        job.error_code = Some(e.code().as_str().into());
         job.error = Some(e.to_string());
         jobs::start(store, &mut job)?;
         jobs::save(store, &job)?;
@@ -149,7 +149,7 @@ fn run_job(
         }
         Err(e) => {
             job.state = JobState::Failed;
-            job.error_code = Some(e.code().into());
+            job.error_code = Some(e.code().as_str().into());
             job.error = Some(e.to_string());
             tracing::warn!(job = %job.id, project = %target.id, "index job failed: {e}");
         }

@@ -24,6 +24,7 @@
 use serde::Serialize;
 
 use crate::catalog::TokenizerSpec;
+use crate::error_code::ErrorCode;
 
 /// A chunk with everything needed to quote and cite it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -190,9 +191,9 @@ pub enum ComposeError {
 
 impl ComposeError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ComposeError::QueryTooLarge { .. } => "query_too_large",
+            ComposeError::QueryTooLarge { .. } => ErrorCode::QueryTooLarge,
         }
     }
 }

@@ -11,6 +11,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use crate::error_code::ErrorCode;
+
 /// What a continuation token vouches for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
@@ -50,12 +52,12 @@ pub enum TokenError {
 
 impl TokenError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            TokenError::Malformed => "continuation_malformed",
-            TokenError::BadSignature => "continuation_invalid",
-            TokenError::Expired => "continuation_expired",
-            TokenError::Mismatch(_) => "continuation_mismatch",
+            TokenError::Malformed => ErrorCode::ContinuationMalformed,
+            TokenError::BadSignature => ErrorCode::ContinuationInvalid,
+            TokenError::Expired => ErrorCode::ContinuationExpired,
+            TokenError::Mismatch(_) => ErrorCode::ContinuationMismatch,
         }
     }
 }

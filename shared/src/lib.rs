@@ -24,7 +24,8 @@
 //! items are keyed ([`item_key`]), the records they hold ([`records`]), where a project's files
 //! come from ([`source`]) and which folders of its machine a server may read for a caller
 //! ([`local_roots`]), the bodies the hosts send each other ([`host_wire`]), and how a published
-//! version is opened and checked ([`index::open`]).
+//! version is opened and checked ([`index::open`]); and every error code with its HTTP status
+//! ([`error_code`]).
 //!
 //! Must never depend on: `ctxgate-edge`, `ctxgate-indexer`, an async runtime, a socket, a
 //! database or a cloud SDK (`scripts/architecture-check.sh` fails the tests if it does).
@@ -40,6 +41,7 @@ pub mod compress;
 pub mod continuation;
 pub mod credential;
 pub mod dense;
+pub mod error_code;
 mod exact_vec;
 pub mod graph;
 pub mod hash;

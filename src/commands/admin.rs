@@ -1,6 +1,7 @@
 //! `ctxgate org|key|quota|project`: administration of the embedded store, through the same
 //! functions as the API's admin endpoints.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use crate::host::embedded::{EmbeddedBackend, SourceAccess};
@@ -91,8 +92,8 @@ pub fn org(global: &Global, cmd: &OrgCommand) -> CmdResult {
 
 /// The answer for an organisation that does not exist, with the command that creates it.
 fn org_missing(org: &str) -> ctxgate_edge::error::ApiError {
-    ctxgate_edge::error::ApiError::not_found(
-        "org_not_found",
+    ctxgate_edge::error::ApiError::new(
+        ErrorCode::OrgNotFound,
         format!("no organisation `{org}` (create it with `ctxgate org create {org}`)"),
     )
 }

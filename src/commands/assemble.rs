@@ -53,7 +53,7 @@ fn ask_failure(e: AskError) -> Failure {
         ),
         other => other.to_string(),
     };
-    Failure::input(e.code(), message)
+    Failure::coded(e.code(), message)
 }
 
 /// A UTF-8 file, or stdin for `-`; `what` names it in errors.

@@ -27,7 +27,7 @@ impl QueryEmbedder for NativeQueryEmbedder {
             .map_err(super::embedded::dense::embed_error)?
             .pop()
             .ok_or_else(|| BackendError::Embedding {
-                code: "embed_bad_answer",
+                code: ctxgate_core::error_code::ErrorCode::EmbedBadAnswer,
                 message: "no vector for the query".into(),
             })
     }

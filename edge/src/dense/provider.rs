@@ -10,6 +10,7 @@
 
 use async_trait::async_trait;
 use ctxgate_core::dense::wire;
+use ctxgate_core::error_code::ErrorCode;
 
 use super::QueryEmbedder;
 use crate::aws::{HttpClient, SignedRequest};
@@ -86,7 +87,7 @@ impl<C: HttpClient> EmbeddingsApi<C> {
     /// The tenant's error for a failed request (`public`), with the operator's `detail` logged.
     fn failed(
         &self,
-        code: &'static str,
+        code: ErrorCode,
         public: &str,
         detail: impl std::fmt::Display,
     ) -> BackendError {
@@ -102,11 +103,11 @@ impl<C: HttpClient> EmbeddingsApi<C> {
 }
 
 /// The code of an embeddings API's refusal, by its status (the indexer's codes).
-fn status_code(status: u16) -> &'static str {
+fn status_code(status: u16) -> ErrorCode {
     match status {
-        401 | 403 => "embed_unauthorized",
-        429 => "embed_rate_limited",
-        _ => "embed_http_error",
+        401 | 403 => ErrorCode::EmbedUnauthorized,
+        429 => ErrorCode::EmbedRateLimited,
+        _ => ErrorCode::EmbedHttpError,
     }
 }
 
@@ -137,7 +138,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
         };
         let res = self.client.send(req).await.map_err(|e| {
             self.failed(
-                "embed_unreachable",
+                ErrorCode::EmbedUnreachable,
                 "the embeddings provider could not be reached",
                 e,
             )
@@ -155,7 +156,7 @@ impl<C: HttpClient> QueryEmbedder for EmbeddingsApi<C> {
         }
         vector_of(&res.body, self.settings.dims).map_err(|e| {
             self.failed(
-                "embed_bad_answer",
+                ErrorCode::EmbedBadAnswer,
                 "the embeddings provider's answer is not a valid embeddings response",
                 e,
             )

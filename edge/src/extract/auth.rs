@@ -2,8 +2,8 @@
 //! the admin secret ([`Admin`]).
 
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::hash::Sha256Digest;
 
 use crate::backend::OrgRecord;
@@ -49,30 +49,27 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
         .filter(|k| !k.is_empty())
 }
 
-fn unauthorized(code: &'static str, message: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, code, message)
-}
-
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let key = bearer(parts).ok_or_else(|| {
-            unauthorized(
-                "missing_api_key",
+            ApiError::new(
+                ErrorCode::MissingApiKey,
                 "send your API key as `Authorization: Bearer <key>`",
             )
         })?;
         let hash = hash_key(key);
-        let record = state
-            .accounts
-            .key(&hash)
-            .await?
-            .ok_or_else(|| unauthorized("invalid_api_key", "the API key is not valid"))?;
-        let org =
-            state.accounts.org(&record.org).await?.ok_or_else(|| {
-                unauthorized("invalid_api_key", "the API key's organisation is gone")
+        let record =
+            state.accounts.key(&hash).await?.ok_or_else(|| {
+                ApiError::new(ErrorCode::InvalidApiKey, "the API key is not valid")
             })?;
+        let org = state.accounts.org(&record.org).await?.ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidApiKey,
+                "the API key's organisation is gone",
+            )
+        })?;
         let note = parts
             .extensions
             .get::<RequestNote>()
@@ -120,15 +117,13 @@ impl FromRequestParts<AppState> for Admin {
 pub fn admin_refusal(admin_secret: Option<&str>, parts: &Parts) -> Option<ApiError> {
     let Some(secret) = admin_secret else {
         return Some(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "admin_disabled",
+            ErrorCode::AdminDisabled,
             "this server has no admin secret; admin endpoints are off",
         ));
     };
     (!carries_secret(parts, secret)).then(|| {
         ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_admin_secret",
+            ErrorCode::InvalidAdminSecret,
             "send the admin secret as `Authorization: Bearer <secret>`",
         )
     })

@@ -1,6 +1,7 @@
 //! The JSON body of a request, with the API's error shape for every way it can be wrong.
 
 use crate::error::ApiError;
+use ctxgate_core::error_code::ErrorCode;
 
 /// A JSON body, with the API's error shape for every way it can be wrong.
 pub struct JsonBody<T>(pub T);
@@ -18,16 +19,15 @@ where
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(v)) => Ok(JsonBody(v)),
             Err(R::MissingJsonContentType(_)) => Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                ErrorCode::UnsupportedMediaType,
                 "send the body as JSON with `Content-Type: application/json`",
             )),
-            Err(R::JsonSyntaxError(e)) => Err(ApiError::bad_request(
-                "malformed_json",
+            Err(R::JsonSyntaxError(e)) => Err(ApiError::new(
+                ErrorCode::MalformedJson,
                 format!("the body is not valid JSON: {}", e.body_text()),
             )),
-            Err(R::JsonDataError(e)) => Err(ApiError::bad_request(
-                "invalid_request",
+            Err(R::JsonDataError(e)) => Err(ApiError::new(
+                ErrorCode::InvalidRequest,
                 format!(
                     "the body does not match the request schema: {}",
                     e.body_text()
@@ -35,12 +35,11 @@ where
             )),
             Err(R::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "body_too_large",
+                    ErrorCode::BodyTooLarge,
                     "the request body is over this server's limit",
                 ))
             }
-            Err(e) => Err(ApiError::bad_request("invalid_body", e.body_text())),
+            Err(e) => Err(ApiError::new(ErrorCode::InvalidBody, e.body_text())),
         }
     }
 }

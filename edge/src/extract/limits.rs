@@ -48,8 +48,7 @@ pub fn declared_length(headers: &axum::http::HeaderMap) -> Option<u64> {
 /// The API's answer to a body over `limit`.
 pub fn too_large(limit: usize) -> ApiError {
     ApiError::new(
-        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-        "body_too_large",
+        ctxgate_core::error_code::ErrorCode::BodyTooLarge,
         format!("the request body is over this server's limit of {limit} bytes"),
     )
     .with_details(serde_json::json!({ "limit_bytes": limit }))

@@ -12,6 +12,8 @@
 use axum::http::header;
 use axum::response::IntoResponse;
 
+#[cfg(test)]
+mod codes;
 mod document;
 mod errors;
 mod operation;

@@ -1,6 +1,7 @@
 //! What one operation of the API is: who may call it, what it takes, what it answers
 //! ([`super::operations`] lists them, [`super::errors`] adds the codes of their kinds).
 
+use ctxgate_core::error_code::ErrorCode;
 use schemars::{Schema, SchemaGenerator};
 
 /// How a type's schema is written into the document: a `$ref` to `components/schemas`.
@@ -62,8 +63,8 @@ pub(super) struct Operation {
     pub reads_index: bool,
     /// Its successful answers.
     pub answers: Vec<Answer>,
-    /// The error codes its handler adds, by status.
-    pub own_errors: Vec<(u16, Vec<&'static str>)>,
+    /// The error codes its handler adds (each under the statuses the registry gives it).
+    pub own_errors: Vec<ErrorCode>,
     /// Request headers it reads (name, what it is), all optional: a missing one has its code.
     pub headers: Vec<(&'static str, &'static str)>,
 }

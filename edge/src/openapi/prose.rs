@@ -67,6 +67,31 @@ than `grace_seconds` ago; deletes every other version's manifest and pack and th
 kept version names. A host reading the indexer's S3 answers 501 `not_supported` (collect it with \
 `ctxgate gc --store`). `ctxgate gc --to URL --org ORG` calls this.";
 
+pub(super) const STATUS: &str = "What the console's projects page shows: the current version's commit, remote, \
+file, chunk and token counts, and the newest indexing job with its state and \
+error code (hosts that keep no job records answer `last_job: null`).";
+
+pub(super) const REINDEX: &str = "Publishes a new version when the project's files changed (an unchanged folder \
+costs a stat walk); requests made meanwhile are answered from the previous \
+version. Hosts that do not index sources (the Worker over R2) answer 403 \
+`source_refused`. The job counts against the org's `index_jobs_per_hour` \
+(429 `quota_exceeded` with `Retry-After` past it).";
+
+pub(super) const MCP: &str = "Tools `get_context`, `search_code`, `count_tokens` and `list_projects`, each \
+under the caller's org and quota. Protocol and tool errors are JSON-RPC \
+answers (200): a tool's API error is its result with `isError: true`.";
+
+pub(super) const SET_DENSE: &str = "With dense on, `/v1/context` embeds each query through the host's embeddings \
+provider and ranks with the version's published vectors (the `dense` signal); \
+off (the default) makes no provider call.";
+
+pub(super) const PUT_OBJECT: &str = "`key` is the object's store key below `org/{org}/` (segments, packs, \
+manifests; `ctxgate project publish` sends them, manifest last). Up to 96 MiB \
+natively, 32 MiB in the Worker.";
+
+pub(super) const HAS_OBJECT: &str = "204 when stored, 404 `object_not_found` when not: a publisher skips \
+content-addressed segments an earlier version uploaded.";
+
 /// What a path parameter is.
 pub(super) fn parameter(name: &str) -> &'static str {
     match name {

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::host_wire::{GcAnswer, GcRequest, PublishedProject};
 use ctxgate_core::quota::Limits;
 use schemars::JsonSchema;
@@ -102,8 +103,8 @@ pub async fn put_project(
     super::projects::valid_name(&name)?;
     super::projects::valid_name(&req.id)?;
     if state.accounts.org(&org).await?.is_none() {
-        return Err(ApiError::not_found(
-            "org_not_found",
+        return Err(ApiError::new(
+            ErrorCode::OrgNotFound,
             format!("no organisation `{org}`"),
         ));
     }
@@ -129,8 +130,8 @@ pub async fn collect_garbage(
     JsonBody(req): JsonBody<GcRequest>,
 ) -> Result<Json<GcAnswer>, ApiError> {
     if state.accounts.org(&org).await?.is_none() {
-        return Err(ApiError::not_found(
-            "org_not_found",
+        return Err(ApiError::new(
+            ErrorCode::OrgNotFound,
             format!("no organisation `{org}`"),
         ));
     }
@@ -155,8 +156,8 @@ fn object_key(org: &str, rest: &str) -> Result<String, ApiError> {
     if rest.starts_with("project/") && rest.split('/').all(plain) {
         Ok(format!("org/{org}/{rest}"))
     } else {
-        Err(ApiError::bad_request(
-            "invalid_object_key",
+        Err(ApiError::new(
+            ErrorCode::InvalidObjectKey,
             "an object key is `project/{id}/...` of names made of letters, digits, `-`, `_`, `.`",
         ))
     }
@@ -176,12 +177,12 @@ pub async fn put_object(
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             too_large(MAX_OBJECT_BYTES)
         } else {
-            ApiError::bad_request("invalid_body", e.body_text())
+            ApiError::new(ErrorCode::InvalidBody, e.body_text())
         }
     })?;
     if state.accounts.org(&org).await?.is_none() {
-        return Err(ApiError::not_found(
-            "org_not_found",
+        return Err(ApiError::new(
+            ErrorCode::OrgNotFound,
             format!("no organisation `{org}`"),
         ));
     }
@@ -200,8 +201,8 @@ pub async fn has_object(
     if state.projects.has_object(&key).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found(
-            "object_not_found",
+        Err(ApiError::new(
+            ErrorCode::ObjectNotFound,
             format!("no object `{rest}`"),
         ))
     }

@@ -1,8 +1,8 @@
 //! The model and budget a caller asked for, checked against what its organisation may use:
 //! shared by the context, search and history handlers.
 
-use axum::http::StatusCode;
 use ctxgate_core::catalog::{BudgetPolicy, ResolvedBudget, resolve_budget};
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::tokens::Encoding;
 use serde_json::json;
 
@@ -23,8 +23,7 @@ pub(super) fn resolve(
         let allowed = &caller.org.allowed_models;
         if !allowed.is_empty() && !allowed.contains(&m.id) {
             return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "model_not_allowed",
+                ErrorCode::ModelNotAllowed,
                 format!("the organisation may not use `{}`", m.id),
             )
             .with_details(json!({ "allowed_models": allowed })));

@@ -3,6 +3,7 @@
 //! module of its own so that neither handler imports the other.
 
 use ctxgate_core::catalog::TokenizerSpec;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::history::{
     BudgetSplit, CompactError, CompactOptions, Compacted, DEFAULT_KEEP_ROUNDS, Message, NoCache,
     compact, message::messages_from_values,
@@ -17,8 +18,8 @@ pub(super) const MAX_KEEP_ROUNDS: usize = 10_000;
 /// The chat messages of a request's `messages`, which must be a JSON array.
 pub(super) fn messages(messages: Value) -> Result<Vec<Message>, ApiError> {
     let Value::Array(list) = messages else {
-        return Err(ApiError::bad_request(
-            "invalid_conversation",
+        return Err(ApiError::new(
+            ErrorCode::InvalidConversation,
             "`messages` must be an array of chat messages",
         ));
     };
@@ -48,8 +49,8 @@ pub(super) fn compact_for_context(
     compact(&messages, tok, &opts, &mut NoCache).map_err(|e| match e {
         CompactError::BudgetTooSmall { needed, .. } => {
             let raise_to = BudgetSplit::budget_needed(needed);
-            ApiError::bad_request(
-                "budget_too_small",
+            ApiError::new(
+                ErrorCode::BudgetTooSmall,
                 format!(
                     "the history's protected part (system prompt, pinned messages and the last {keep_rounds} rounds) needs {needed} tokens, more than half of the budget ({budget}); raise the budget to at least {raise_to} or keep fewer rounds",
                 ),

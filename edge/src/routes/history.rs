@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use ctxgate_core::assemble::ask::{self, Limits};
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::history::{
     CompactOptions, CompactReport, DEFAULT_KEEP_ROUNDS, Message, NoCache, compact,
 };
@@ -47,8 +48,8 @@ pub async fn compact_history(
     let messages = conversation::messages(req.messages)?;
     let keep_rounds = req.keep_rounds.unwrap_or(DEFAULT_KEEP_ROUNDS);
     if keep_rounds > MAX_KEEP_ROUNDS {
-        return Err(ApiError::bad_request(
-            "invalid_request",
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
             format!("keep_rounds is at most {MAX_KEEP_ROUNDS}"),
         ));
     }

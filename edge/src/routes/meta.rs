@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use ctxgate_core::catalog::{BudgetPolicy, TokenizerSpec};
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::tokens::Encoding;
 use serde::{Deserialize, Serialize};
 
@@ -86,8 +87,8 @@ pub async fn count(
 ) -> Result<Json<CountAnswer>, ApiError> {
     let (spec, model) = match (&req.model, &req.encoding) {
         (Some(_), Some(_)) => {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
                 "give `model` or `encoding`, not both",
             ));
         }
@@ -97,8 +98,8 @@ pub async fn count(
         }
         (None, Some(e)) => {
             let enc = Encoding::from_name(e).ok_or_else(|| {
-                ApiError::bad_request(
-                    "unknown_encoding",
+                ApiError::new(
+                    ErrorCode::UnknownEncoding,
                     format!(
                         "unknown encoding `{e}`; known: o200k_base, o200k_harmony, cl100k_base, p50k_base, r50k_base"
                     ),
@@ -112,14 +113,14 @@ pub async fn count(
         (Some(t), None) => vec![t],
         (None, Some(ts)) if ts.len() <= MAX_TEXTS => ts,
         (None, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "too_many_texts",
+            return Err(ApiError::new(
+                ErrorCode::TooManyTexts,
                 format!("at most {MAX_TEXTS} texts per request"),
             ));
         }
         _ => {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
                 "give `text` (a string) or `texts` (an array of strings)",
             ));
         }

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use ctxgate_core::error_code::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{JobSummary, ProjectInfo, SourceSpec, pick_project};
@@ -33,8 +34,8 @@ pub async fn find_project(state: &AppState, org: &str, key: &str) -> Result<Proj
 
 /// The answer to a project id or name the caller's org does not have.
 pub fn no_project(key: &str) -> ApiError {
-    ApiError::not_found(
-        "project_not_found",
+    ApiError::new(
+        ErrorCode::ProjectNotFound,
         format!("no project `{key}` in this organisation"),
     )
 }
@@ -50,8 +51,8 @@ pub fn valid_name(name: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::bad_request(
-            "invalid_name",
+        Err(ApiError::new(
+            ErrorCode::InvalidName,
             "a name is 1-100 characters of letters, digits, `-`, `_` and `.`, not starting with `.`",
         ))
     }

@@ -13,6 +13,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::webhook::push::{Event, Push};
 use ctxgate_core::webhook::signature::SignatureError;
 use ctxgate_core::webhook::watch::{Verdict, same_repository, verdict};
@@ -82,8 +83,7 @@ pub struct QueuedJob {
 
 fn unsupported() -> ApiError {
     ApiError::new(
-        StatusCode::FORBIDDEN,
-        "webhooks_unsupported",
+        ErrorCode::WebhooksUnsupported,
         "this deployment does not index on push (the Worker over R2, or AWS without \
          CTXGATE_INDEXER_FUNCTION); its projects are re-indexed where they are published",
     )
@@ -95,8 +95,7 @@ fn hooks(state: &AppState) -> Result<&dyn Webhooks, ApiError> {
 
 fn source_unsupported(project: &ProjectInfo) -> ApiError {
     ApiError::new(
-        StatusCode::CONFLICT,
-        "webhook_source_unsupported",
+        ErrorCode::WebhookSourceUnsupported,
         format!(
             "project `{}` is not indexed from a git repository registered here, so no push \
              concerns it (register it with a git source: POST /v1/projects)",
@@ -179,10 +178,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn unauthorized(code: &'static str, message: String) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, code, message)
-}
-
 /// A path segment that could be a project id: anything else has no webhook.
 fn plausible_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric())
@@ -200,8 +195,8 @@ async fn authenticate(
     body: &[u8],
 ) -> Result<HookRecord, ApiError> {
     let Some(signed) = header(headers, forge.signature_header()) else {
-        return Err(unauthorized(
-            "webhook_signature_missing",
+        return Err(ApiError::new(
+            ErrorCode::WebhookSignatureMissing,
             format!(
                 "no `{}` header: set the webhook's secret to the one POST \
                  /v1/projects/{{id}}/webhook answered",
@@ -222,7 +217,7 @@ async fn authenticate(
         Forge::GitLab => signature::verify_gitlab(key, signed),
     };
     let refused =
-        |e: SignatureError| unauthorized(e.code(), format!("{e}, or the project has no webhook"));
+        |e: SignatureError| ApiError::new(e.code(), format!("{e}, or the project has no webhook"));
     match (record, checked) {
         (Some(record), Ok(())) => Ok(record),
         (_, Err(e)) => Err(refused(e)),
@@ -230,10 +225,6 @@ async fn authenticate(
         // no answer tells a project without a webhook from one with it.
         (None, Ok(())) => Err(refused(SignatureError::Mismatch)),
     }
-}
-
-fn bad_request(code: &'static str, message: String) -> ApiError {
-    ApiError::bad_request(code, message)
 }
 
 async fn deliver(
@@ -250,13 +241,13 @@ async fn deliver(
         header(headers, forge.delivery_header()),
         body,
     )
-    .map_err(|e| bad_request(e.code(), e.to_string()))?;
+    .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
     let event_name = header(headers, forge.event_header())
         .unwrap_or("")
         .trim()
         .to_owned();
     let event = push::parse(forge, Some(&event_name), body)
-        .map_err(|e| bad_request(e.code(), e.to_string()))?;
+        .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
     let project = pick_project(state.projects.projects(&record.org).await?, &record.project)
         .filter(|p| p.id == record.project)
         .ok_or_else(|| crate::routes::projects::no_project(&record.project))?;
@@ -332,8 +323,7 @@ async fn deliver(
 
 fn mismatch(project: &ProjectInfo, url: &str) -> ApiError {
     ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "webhook_repository_mismatch",
+        ErrorCode::WebhookRepositoryMismatch,
         format!(
             "the push is about another repository than project `{}` indexes ({url}): set the \
              webhook on that repository",
@@ -355,8 +345,7 @@ async fn mark(
                 let _ = hooks.forget_delivery(project, earlier).await;
             }
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "webhook_replayed",
+                ErrorCode::WebhookReplayed,
                 "this delivery was received before (the same delivery id or the same body): \
                  nothing was done",
             ));
@@ -447,7 +436,7 @@ mod tests {
             let e = block(mark(&items, 2, "p1", &replay)).unwrap_err();
             assert_eq!(
                 (e.status, e.code),
-                (StatusCode::CONFLICT, "webhook_replayed")
+                (StatusCode::CONFLICT, ErrorCode::WebhookReplayed)
             );
             // The new mark of a half-new delivery was taken back.
             assert_eq!(items.0.lock().unwrap().len(), 2, "{replay:?}");

@@ -22,10 +22,10 @@ mod org_object;
 mod random;
 mod scheduled;
 
+use ctxgate_core::error_code::ErrorCode;
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use ctxgate_core::catalog::{Catalog, CatalogError};
 use ctxgate_core::tokens::{Encoding, RankTable};
@@ -237,12 +237,7 @@ fn router(env: &Env) -> Result<(Router, BodyLimits), axum::response::Response> {
         Ok(r) => Ok(ROUTER.get_or_init(|| r).clone()),
         Err(e) => {
             worker::console_error!("ctxgate cannot start: {e}");
-            Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_misconfigured",
-                e.to_string(),
-            )
-            .into_response())
+            Err(ApiError::new(ErrorCode::ServerMisconfigured, e.to_string()).into_response())
         }
     }
 }
@@ -357,8 +352,8 @@ async fn buffered(
             axum::body::Body::from(bytes),
         )),
         Ok(None) => Err(crate::extract::limits::too_large(limit)),
-        Err(()) => Err(ApiError::bad_request(
-            "invalid_body",
+        Err(()) => Err(ApiError::new(
+            ErrorCode::InvalidBody,
             "the request body could not be read to its end",
         )),
     }

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use ctxgate_core::assemble::ChunkSource;
 use ctxgate_core::dense::VectorTable;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::hash::Sha256Digest;
 use ctxgate_core::index::IndexPack;
 
@@ -76,24 +77,24 @@ pub enum EmbedError {
 
 impl EmbedError {
     /// The machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            EmbedError::Model(_) => "embed_model_unavailable",
-            EmbedError::Inference(_) => "embed_failed",
+            EmbedError::Model(_) => ErrorCode::EmbedModelUnavailable,
+            EmbedError::Inference(_) => ErrorCode::EmbedFailed,
             EmbedError::Http {
                 status: Some(401 | 403),
                 ..
-            } => "embed_unauthorized",
+            } => ErrorCode::EmbedUnauthorized,
             EmbedError::Http {
                 status: Some(429), ..
-            } => "embed_rate_limited",
+            } => ErrorCode::EmbedRateLimited,
             EmbedError::Http {
                 status: Some(_), ..
-            } => "embed_http_error",
-            EmbedError::Http { status: None, .. } => "embed_unreachable",
-            EmbedError::Answer { .. } => "embed_bad_answer",
-            EmbedError::Cache(_) => "embed_cache_error",
-            EmbedError::Text(_) => "store_corrupt",
+            } => ErrorCode::EmbedHttpError,
+            EmbedError::Http { status: None, .. } => ErrorCode::EmbedUnreachable,
+            EmbedError::Answer { .. } => ErrorCode::EmbedBadAnswer,
+            EmbedError::Cache(_) => ErrorCode::EmbedCacheError,
+            EmbedError::Text(_) => ErrorCode::StoreCorrupt,
         }
     }
 

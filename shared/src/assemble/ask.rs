@@ -8,6 +8,7 @@
 //! clients already match on.
 
 use crate::compress::Compression;
+use crate::error_code::ErrorCode;
 use crate::profile::Profile;
 
 /// Longest query the served API accepts, in bytes.
@@ -85,14 +86,14 @@ pub enum AskError {
 
 impl AskError {
     /// The machine-readable code (the API's `error.code`, the CLI's JSON error code).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::QueryEmpty => "query_empty",
-            Self::QueryTooLarge { .. } => "query_too_large",
-            Self::UnsupportedOption { .. } => "unsupported_option",
-            Self::ErrorOutputTooLarge { .. } => "error_output_too_large",
-            Self::ErrorOutputMissing => "error_output_missing",
-            Self::ErrorOutputUnused { .. } => "error_output_unused",
+            Self::QueryEmpty => ErrorCode::QueryEmpty,
+            Self::QueryTooLarge { .. } => ErrorCode::QueryTooLarge,
+            Self::UnsupportedOption { .. } => ErrorCode::UnsupportedOption,
+            Self::ErrorOutputTooLarge { .. } => ErrorCode::ErrorOutputTooLarge,
+            Self::ErrorOutputMissing => ErrorCode::ErrorOutputMissing,
+            Self::ErrorOutputUnused { .. } => ErrorCode::ErrorOutputUnused,
         }
     }
 }

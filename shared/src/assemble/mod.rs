@@ -27,6 +27,7 @@ use serde::Serialize;
 use crate::catalog::{BudgetError, ResolvedBudget};
 use crate::compose::{ComposeError, Piece};
 use crate::compress::Compression;
+use crate::error_code::ErrorCode;
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
 use crate::lexical::Bm25Params;
@@ -94,15 +95,17 @@ pub enum AssembleError {
 
 impl AssembleError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            AssembleError::EmptyQuery => "query_empty",
+            AssembleError::EmptyQuery => ErrorCode::QueryEmpty,
             AssembleError::Compose(c) => c.code(),
-            AssembleError::ErrorOutputMissing => "error_output_missing",
+            AssembleError::ErrorOutputMissing => ErrorCode::ErrorOutputMissing,
             AssembleError::Budget(b) => b.code(),
-            AssembleError::Source(_) => "index_corrupt",
+            AssembleError::Source(_) => ErrorCode::IndexCorrupt,
             // A host's read loop gave up on texts or postings it could not keep.
-            AssembleError::TextsNeeded(_) | AssembleError::ListsNeeded(_) => "storage_unavailable",
+            AssembleError::TextsNeeded(_) | AssembleError::ListsNeeded(_) => {
+                ErrorCode::StorageUnavailable
+            }
         }
     }
 }

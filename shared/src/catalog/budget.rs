@@ -14,6 +14,7 @@
 use serde::Serialize;
 
 use super::model::{Model, TokenizerSpec};
+use crate::error_code::ErrorCode;
 use crate::tokens::Encoding;
 
 /// The budget of a request that names neither a budget nor a model. It stays well under what an
@@ -151,12 +152,12 @@ pub enum BudgetError {
 
 impl BudgetError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            BudgetError::Zero => "budget_zero",
-            BudgetError::ExceedsWindow { .. } => "budget_exceeds_window",
-            BudgetError::NothingUsable { .. } => "budget_nothing_usable",
-            BudgetError::TooSmall { .. } => "budget_too_small",
+            BudgetError::Zero => ErrorCode::BudgetZero,
+            BudgetError::ExceedsWindow { .. } => ErrorCode::BudgetExceedsWindow,
+            BudgetError::NothingUsable { .. } => ErrorCode::BudgetNothingUsable,
+            BudgetError::TooSmall { .. } => ErrorCode::BudgetTooSmall,
         }
     }
 }

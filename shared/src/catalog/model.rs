@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error_code::ErrorCode;
 use crate::tokens::Encoding;
 
 /// Capability tier, ordered from weakest to strongest.
@@ -218,10 +219,10 @@ pub enum CatalogError {
 
 impl CatalogError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            CatalogError::UnknownModel { .. } => "unknown_model",
-            _ => "invalid_catalog",
+            CatalogError::UnknownModel { .. } => ErrorCode::UnknownModel,
+            _ => ErrorCode::InvalidCatalog,
         }
     }
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::catalog::TokenizerSpec;
+use crate::error_code::ErrorCode;
 
 /// Who wrote a message.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -217,14 +218,14 @@ pub enum ParseError {
 
 impl ParseError {
     /// The stable machine-readable code the CLI and the API report.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ParseError::NotUtf8 { .. } => "invalid_utf8",
-            ParseError::Json(_) => "malformed_json",
-            ParseError::Shape { .. } => "invalid_conversation",
-            ParseError::Empty => "conversation_empty",
-            ParseError::Malformed { .. } => "malformed_message",
-            ParseError::UnknownRole { .. } => "unknown_role",
+            ParseError::NotUtf8 { .. } => ErrorCode::InvalidUtf8,
+            ParseError::Json(_) => ErrorCode::MalformedJson,
+            ParseError::Shape { .. } => ErrorCode::InvalidConversation,
+            ParseError::Empty => ErrorCode::ConversationEmpty,
+            ParseError::Malformed { .. } => ErrorCode::MalformedMessage,
+            ParseError::UnknownRole { .. } => ErrorCode::UnknownRole,
         }
     }
 }

@@ -70,6 +70,7 @@ pub use sections::PackReader;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkKind;
+use crate::error_code::ErrorCode;
 use crate::graph::ImportGraph;
 use crate::hash::Sha256Digest;
 use crate::lexical::Bm25Index;
@@ -239,10 +240,10 @@ pub enum PackError {
 
 impl PackError {
     /// The machine-readable code every host reports for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            PackError::Version { .. } => "index_version_mismatch",
-            _ => "index_corrupt",
+            PackError::Version { .. } => ErrorCode::IndexVersionMismatch,
+            _ => ErrorCode::IndexCorrupt,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! delivery leaves two marks, its name and its body's digest, and is a replay when either was
 //! seen before. Two genuine pushes never share a body (each names the commits it moved).
 
+use crate::error_code::ErrorCode;
 use crate::hash::Sha256Digest;
 
 /// Longest delivery id taken (GitHub's and GitLab's are 36-character UUIDs).
@@ -24,10 +25,10 @@ pub enum DeliveryError {
 
 impl DeliveryError {
     /// The API's machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            DeliveryError::Missing(_) => "webhook_delivery_missing",
-            DeliveryError::Invalid(_) => "webhook_delivery_invalid",
+            DeliveryError::Missing(_) => ErrorCode::WebhookDeliveryMissing,
+            DeliveryError::Invalid(_) => ErrorCode::WebhookDeliveryInvalid,
         }
     }
 }

@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use super::Forge;
 
+use crate::error_code::ErrorCode;
+
 /// What a delivery is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -55,10 +57,10 @@ pub enum PayloadError {
 
 impl PayloadError {
     /// The API's machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            PayloadError::EventMissing(_) => "webhook_event_missing",
-            PayloadError::NotJson(_) | PayloadError::Missing(_) => "webhook_payload_invalid",
+            PayloadError::EventMissing(_) => ErrorCode::WebhookEventMissing,
+            PayloadError::NotJson(_) | PayloadError::Missing(_) => ErrorCode::WebhookPayloadInvalid,
         }
     }
 }

@@ -8,6 +8,8 @@
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+use crate::error_code::ErrorCode;
+
 /// Why a delivery is not authentic.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
@@ -22,8 +24,8 @@ pub enum SignatureError {
 impl SignatureError {
     /// The API's machine-readable code (both are `webhook_signature_invalid`: a caller that
     /// cannot sign learns nothing from which one it was).
-    pub fn code(&self) -> &'static str {
-        "webhook_signature_invalid"
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::WebhookSignatureInvalid
     }
 }
 

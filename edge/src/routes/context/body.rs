@@ -1,11 +1,12 @@
 //! The answers of `/v1/context` and `/v1/search` (whose field docs are the OpenAPI and MCP
 //! output schema), built from a run, and the context answer's JSON writer.
 
-use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use ctxgate_core::assemble::BudgetBar;
 use ctxgate_core::assemble::summaries::SizeClass;
 use ctxgate_core::catalog::ModelBudget;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::history::{CompactReport, Compacted, Message};
 use ctxgate_core::route::RouteDecision;
 use ctxgate_core::source::Origin;
@@ -243,8 +244,7 @@ pub(super) fn json_response(mut a: ContextAnswer<'_>) -> Response {
     });
     if let Err(e) = written {
         return ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
+            ErrorCode::InternalError,
             format!("the answer could not be written: {e}"),
         )
         .into_response();

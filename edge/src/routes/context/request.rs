@@ -3,6 +3,7 @@
 
 use ctxgate_core::assemble::ask::{self, Limits};
 use ctxgate_core::compress::Compression;
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::profile::Profile;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -134,8 +135,8 @@ impl SearchRequest {
 /// A session id has 1 to [`MAX_SESSION_BYTES`] bytes: it is stored with every audit record.
 fn check_session(session: Option<&str>) -> Result<(), ApiError> {
     match session {
-        Some(s) if s.is_empty() || s.len() > MAX_SESSION_BYTES => Err(ApiError::bad_request(
-            "invalid_session",
+        Some(s) if s.is_empty() || s.len() > MAX_SESSION_BYTES => Err(ApiError::new(
+            ErrorCode::InvalidSession,
             format!("a session id has 1 to {MAX_SESSION_BYTES} bytes"),
         )),
         _ => Ok(()),

@@ -3,9 +3,9 @@
 //! core's answer read through the snapshot and text caches, the call settled and audited, and
 //! the next page's token issued.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::collections::HashSet;
 
-use axum::http::StatusCode;
 use ctxgate_core::assemble::{Assembled, QueryOptions};
 use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::compose::Piece;
@@ -195,8 +195,7 @@ async fn reserve(
     match found {
         ProjectAdmission::NotFound => Err(no_project(project)),
         ProjectAdmission::NotIndexed { project } => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "project_not_indexed",
+            ErrorCode::ProjectNotIndexed,
             format!("project `{}` has no published index yet", project.name),
         )),
         ProjectAdmission::Reserved {

@@ -1,6 +1,8 @@
 //! What a caller asks of a compaction, and why it can refuse: kept apart so the request and its
 //! failure read as one contract, whatever the walk behind them does.
 
+use crate::error_code::ErrorCode;
+
 /// Rounds kept whole unless the caller says otherwise.
 pub const DEFAULT_KEEP_ROUNDS: usize = 3;
 
@@ -53,10 +55,10 @@ pub enum CompactError {
 
 impl CompactError {
     /// The stable machine-readable code the CLI and the API report.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            CompactError::BudgetZero => "budget_zero",
-            CompactError::BudgetTooSmall { .. } => "budget_too_small",
+            CompactError::BudgetZero => ErrorCode::BudgetZero,
+            CompactError::BudgetTooSmall { .. } => ErrorCode::BudgetTooSmall,
         }
     }
 }
