@@ -169,6 +169,37 @@ fn is_test_module(kind: ChunkKind, symbol: Option<&str>) -> bool {
     (kind == ChunkKind::Module || s.contains("::")) && matches!(head, "tests" | "test")
 }
 
+/// How many unnamed blocks back [`in_test_module`] looks for the test module they are in.
+const UNNAMED_BACK: usize = 4;
+
+/// Whether chunk `c` of `chunks` is part of a test module inside a source file: named as one
+/// ([`is_test_module`]), or an unnamed block (a macro of property tests, a table of cases) that
+/// follows such a chunk in the same file, with at most [`UNNAMED_BACK`] unnamed blocks between.
+fn in_test_module(chunks: &[crate::index::ChunkRecord], c: usize) -> bool {
+    let Some(r) = chunks.get(c) else {
+        return false;
+    };
+    if is_test_module(r.kind, r.symbol.as_deref()) {
+        return true;
+    }
+    if r.kind != ChunkKind::Block || r.symbol.is_some() {
+        return false;
+    }
+    for back in 1..=UNNAMED_BACK.min(c) {
+        let p = &chunks[c - back];
+        if p.file != r.file {
+            return false;
+        }
+        if is_test_module(p.kind, p.symbol.as_deref()) {
+            return true;
+        }
+        if p.kind != ChunkKind::Block || p.symbol.is_some() {
+            return false;
+        }
+    }
+    false
+}
+
 /// Sets each candidate's file-kind prior: tests and docs count less unless asked for or named;
 /// a test module inside a source file counts as [`Weights::inline_test_prior`] says.
 pub(super) fn set_priors(
@@ -207,10 +238,7 @@ pub(super) fn set_priors(
         let mut p = prior(f as usize);
         if inline_tests
             && !derived.test_file[f as usize]
-            && pack
-                .chunks
-                .get(c as usize)
-                .is_some_and(|r| is_test_module(r.kind, r.symbol.as_deref()))
+            && in_test_module(&pack.chunks, c as usize)
         {
             p *= weights.inline_test_prior;
         }
