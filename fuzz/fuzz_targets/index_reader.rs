@@ -108,6 +108,7 @@ fn read(pack: &IndexPack) {
     }
     let resolved = ResolvedBudget {
         budget: 2_000,
+        history: 0,
         tokenizer: TokenizerSpec::Exact(Encoding::O200kBase),
         model: None,
         window: None,

@@ -2,11 +2,11 @@
 //! `/v1/history/compact`, and compacted into its share of the budget for `/v1/context`. A
 //! module of its own so that neither handler imports the other.
 
-use ctxgate_core::catalog::TokenizerSpec;
+use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::history::{
-    BudgetSplit, CompactError, CompactOptions, Compacted, DEFAULT_KEEP_ROUNDS, Message, NoCache,
-    compact, message::messages_from_values,
+    CompactError, CompactOptions, Compacted, DEFAULT_KEEP_ROUNDS, Message, NoCache, budget_needed,
+    compact, history_room, message::messages_from_values,
 };
 use serde_json::{Value, json};
 
@@ -26,13 +26,12 @@ pub(super) fn messages(messages: Value) -> Result<Vec<Message>, ApiError> {
     Ok(messages_from_values(list)?)
 }
 
-/// Compacts a `/v1/context` request's `messages` into the history's share of `budget`
-/// ([`BudgetSplit::history_room`]): whole if the conversation fits in it, else compacted to it
-/// (the code gets the rest).
+/// Compacts a `/v1/context` request's `messages` into the history's share of `resolved`, a
+/// budget not split yet ([`history_room`]): whole if the conversation fits in it, else
+/// compacted to it (the code gets the rest, [`ResolvedBudget::after_history`]).
 pub(super) fn compact_for_context(
     messages: Value,
-    tok: &TokenizerSpec,
-    budget: u32,
+    resolved: &ResolvedBudget,
     keep_rounds: Option<usize>,
     query: &str,
 ) -> Result<Compacted, ApiError> {
@@ -40,15 +39,16 @@ pub(super) fn compact_for_context(
     let keep_rounds = keep_rounds
         .unwrap_or(DEFAULT_KEEP_ROUNDS)
         .min(MAX_KEEP_ROUNDS);
+    let budget = resolved.budget;
     let opts = CompactOptions {
-        budget: BudgetSplit::history_room(budget),
+        budget: history_room(budget),
         keep_rounds,
         query: Some(query.to_string()),
         exact_stats: true,
     };
-    compact(&messages, tok, &opts, &mut NoCache).map_err(|e| match e {
+    compact(&messages, &resolved.tokenizer, &opts, &mut NoCache).map_err(|e| match e {
         CompactError::BudgetTooSmall { needed, .. } => {
-            let raise_to = BudgetSplit::budget_needed(needed);
+            let raise_to = budget_needed(needed);
             ApiError::new(
                 ErrorCode::BudgetTooSmall,
                 format!(

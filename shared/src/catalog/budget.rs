@@ -92,11 +92,19 @@ impl BudgetPolicy {
     }
 }
 
-/// The budget a request will be held to, and how its tokens are counted.
+/// The budget a request will be held to, in its parts, and how its tokens are counted.
+///
+/// A context request that brings a conversation spends one budget on two things: the compacted
+/// history first, then the composed prompt (its framing and code) in what is left
+/// ([`Self::after_history`]). The parts travel together from the host's route to the composer,
+/// which reads only [`Self::budget`], and back to the answer, which reports [`Self::whole`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResolvedBudget {
-    /// The hard limit on the composed prompt, in the model's tokens.
+    /// The hard limit on the composed prompt, in the model's tokens: the request's budget less
+    /// [`Self::history`].
     pub budget: u32,
+    /// Tokens of the request's budget the compacted conversation took (0 without one).
+    pub history: u32,
     /// How tokens are counted.
     pub tokenizer: TokenizerSpec,
     /// The model, when one was named.
@@ -105,6 +113,25 @@ pub struct ResolvedBudget {
     pub window: Option<ModelBudget>,
     /// Things the caller should know (over the usable share, estimated counts).
     pub warnings: Vec<String>,
+}
+
+impl ResolvedBudget {
+    /// This budget once a conversation took `history` tokens of it: the prompt is held to the
+    /// rest, so history room left unused goes to the code. Compaction holds the history to its
+    /// share ([`crate::history::history_room`]), so [`Self::whole`] stays the budget resolved.
+    pub fn after_history(self, history: u32) -> Self {
+        Self {
+            budget: self.budget.saturating_sub(history),
+            history,
+            ..self
+        }
+    }
+
+    /// The request's whole budget, conversation and prompt together: what the call is held to
+    /// and metered against.
+    pub fn whole(&self) -> u32 {
+        self.budget.saturating_add(self.history)
+    }
 }
 
 /// Why a budget cannot be used.
@@ -182,6 +209,7 @@ pub fn resolve_budget(
         };
         return Ok(ResolvedBudget {
             budget,
+            history: 0,
             tokenizer: TokenizerSpec::Exact(default_encoding),
             model: None,
             window: None,
@@ -228,6 +256,7 @@ pub fn resolve_budget(
     }
     Ok(ResolvedBudget {
         budget,
+        history: 0,
         tokenizer: model.tokenizer,
         model: Some(model.id.clone()),
         window: Some(divided),
@@ -317,6 +346,24 @@ mod tests {
         .unwrap();
         assert_eq!(r.budget, 500);
         assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn history_takes_its_part_and_the_prompt_the_rest() {
+        let r = resolve_budget(
+            None,
+            Some(8_000),
+            &BudgetPolicy::default(),
+            Encoding::O200kBase,
+        )
+        .unwrap();
+        assert_eq!((r.budget, r.history, r.whole()), (8_000, 0, 8_000));
+        let r = r.after_history(1_200);
+        assert_eq!((r.budget, r.history, r.whole()), (6_800, 1_200, 8_000));
+        let r = resolve_budget(None, Some(1), &BudgetPolicy::default(), Encoding::O200kBase)
+            .unwrap()
+            .after_history(1);
+        assert_eq!((r.budget, r.history, r.whole()), (0, 1, 1));
     }
 
     #[test]

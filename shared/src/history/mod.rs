@@ -38,5 +38,5 @@ pub use message::{
     Content, Conversation, Message, ParseError, Role, conversation_tokens, message_tokens, parse,
     parse_bytes,
 };
-pub use share::{BudgetSplit, CONTEXT_HISTORY_SHARE};
+pub use share::{CONTEXT_HISTORY_SHARE, budget_needed, history_room};
 pub use summarize::SUMMARIZER_VERSION;

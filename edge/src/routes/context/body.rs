@@ -96,18 +96,18 @@ pub struct ContextAnswer<'a> {
 }
 
 impl<'a> ContextAnswer<'a> {
-    /// The answer of a context run held to `budget` (history and code), with the compacted
-    /// `history`, the `routing` and `savings` reported beside it, and the `session` it was
-    /// asked for.
+    /// The answer of a context run, held to its whole budget (history and prompt), with the
+    /// compacted `history`, the `routing` and `savings` reported beside it, and the `session` it
+    /// was asked for.
     pub(super) fn new(
         run: &'a Run,
-        budget: u32,
         history: Option<Compacted>,
         routing: Option<RouteDecision>,
         savings: Savings,
         session: Option<&'a str>,
     ) -> Self {
         let d = &run.done;
+        let budget = run.resolved.whole();
         Self {
             project: ProjectRef::of(run),
             pieces: PieceList {
@@ -124,11 +124,7 @@ impl<'a> ContextAnswer<'a> {
             warnings: &d.warnings,
             intent: &d.intent,
             analysis: Analysis {
-                bar: BudgetBar::of(
-                    d,
-                    budget,
-                    history.as_ref().map_or(0, |h| h.report.tokens_total),
-                ),
+                bar: BudgetBar::of(d, budget, run.resolved.history),
                 window: run.resolved.window,
                 repo_tokens: d.repo_tokens,
                 frame_tokens: d.frame_tokens,

@@ -17,7 +17,6 @@ pub use request::{ContextRequest, SearchRequest};
 use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
-use ctxgate_core::history::BudgetSplit;
 use serde_json::Value;
 
 use self::body::json_response;
@@ -60,21 +59,18 @@ async fn answer<T>(
     finish: impl FnOnce(ContextAnswer<'_>) -> T,
 ) -> Result<T, ApiError> {
     let shape = req.check()?;
-    let mut resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
-    let budget = resolved.budget;
+    let resolved = resolve(&state, &caller, req.model.as_deref(), req.budget)?;
     let history = req
         .messages
         .take()
-        .map(|m| compact_for_context(m, &resolved.tokenizer, budget, req.keep_rounds, &req.query))
+        .map(|m| compact_for_context(m, &resolved, req.keep_rounds, &req.query))
         .transpose()?;
-    let history_tokens = history.as_ref().map_or(0, |h| h.report.tokens_total);
-    let split = BudgetSplit::after_history(budget, history_tokens);
-    resolved.budget = split.code;
+    // The one budget, in its parts, from here to the composer and back to the answer.
+    let resolved = resolved.after_history(history.as_ref().map_or(0, |h| h.report.tokens_total));
     let asked = Asked {
         hot_paths: std::mem::take(&mut req.hot_paths),
         continuation: req.continuation.as_deref(),
         session: req.session.as_deref(),
-        history_tokens: split.history,
         compression: shape.compression,
         profile: shape.profile,
         error_output: shape.error_output,
@@ -96,7 +92,7 @@ async fn answer<T>(
     let savings = Savings::of(&run.done, priced);
     let session = req.session.as_deref();
     Ok(finish(ContextAnswer::new(
-        &run, budget, history, routing, savings, session,
+        &run, history, routing, savings, session,
     )))
 }
 

@@ -11,7 +11,6 @@ use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::compose::Piece;
 use ctxgate_core::compress::Compression;
 use ctxgate_core::continuation::{self, Claims, Sent, query_fingerprint};
-use ctxgate_core::history::BudgetSplit;
 use ctxgate_core::index::IndexPack;
 use ctxgate_core::profile::Profile;
 use ctxgate_core::quota::Refusal;
@@ -32,7 +31,8 @@ pub(super) struct Run {
     pub(super) project: ProjectInfo,
     /// Its version read.
     pub(super) version: u64,
-    /// The model, tokenizer and (code) budget the answer was held to.
+    /// The model, tokenizer and budget (the history's part and the prompt's) the answer was
+    /// held to.
     pub(super) resolved: ResolvedBudget,
     /// The core's answer.
     pub(super) done: Assembled,
@@ -63,8 +63,6 @@ pub(super) struct Asked<'a> {
     pub(super) continuation: Option<&'a str>,
     /// The client's session: chunks delivered in its earlier calls are named, not sent again.
     pub(super) session: Option<&'a str>,
-    /// Tokens the compacted history took from the same budget.
-    pub(super) history_tokens: u32,
     /// How much each piece may be reduced.
     pub(super) compression: Compression,
     /// How the budget is spent.
@@ -99,14 +97,10 @@ pub(super) async fn run(
         .map(|token| continuation::verify(token, secret, now))
         .transpose()?;
     // History was compacted before: its tokens are part of the same reservation and settlement.
-    let history = u64::from(asked.history_tokens);
-    let tokens = BudgetSplit {
-        history: asked.history_tokens,
-        code: resolved.budget,
-    }
-    .total();
+    let history = u64::from(resolved.history);
+    let tokens = u64::from(resolved.whole());
     let audited = Audited {
-        budget: resolved.budget.saturating_add(asked.history_tokens),
+        budget: resolved.whole(),
         model: resolved.model.clone(),
         profile: (!asked.pieces_only).then(|| asked.profile.name()),
         session: asked.session,
