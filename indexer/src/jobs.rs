@@ -151,6 +151,20 @@ impl JobRecord {
         }
     }
 
+    /// Takes what indexing reported: the state it ended in, the version and the counts. The
+    /// stage, the clock and the saving are the caller's.
+    pub fn record(&mut self, report: &crate::pipeline::IndexReport) {
+        use crate::pipeline::IndexStatus;
+        self.state = match report.status {
+            IndexStatus::Published => JobState::Published,
+            IndexStatus::UpToDate => JobState::UpToDate,
+        };
+        self.version = Some(report.version);
+        self.files_seen = report.files_seen as u64;
+        self.files_chunked = report.files_chunked as u64;
+        self.bytes_stored = report.stored_bytes;
+    }
+
     fn key(&self) -> ItemKey {
         ItemKey::job(&self.id)
     }

@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::IndexerError;
 use crate::credentials::{self, CredentialStore};
 use crate::jobs::{self, JobRecord, JobState, Trigger, now_ms};
-use crate::pipeline::{IndexOptions, IndexStatus, NoProgress, ProjectTarget, index_project};
+use crate::pipeline::{IndexOptions, NoProgress, ProjectTarget, index_project};
 use crate::source::{SourceLimits, SourceSpec, fetch, probe_revision};
 use crate::store::IndexStore;
 
@@ -183,14 +183,7 @@ fn fetch_and_index(
         ..target.clone()
     };
     let report = index_project(store, &target, &fetched.root, options, &NoProgress)?;
-    job.state = match report.status {
-        IndexStatus::Published => JobState::Published,
-        IndexStatus::UpToDate => JobState::UpToDate,
-    };
-    job.version = Some(report.version);
-    job.files_seen = report.files_seen as u64;
-    job.files_chunked = report.files_chunked as u64;
-    job.bytes_stored = report.stored_bytes;
+    job.record(&report);
     Ok(probe.or(fetched.probe_token))
 }
 

@@ -8,9 +8,7 @@ use ctxgate_edge::backend::{BackendError, ProjectInfo};
 use ctxgate_indexer::credentials::{self, DataDirCredentials};
 use ctxgate_indexer::error::source_code;
 use ctxgate_indexer::jobs::{self, JobRecord, JobState, Trigger};
-use ctxgate_indexer::pipeline::{
-    IndexStatus, NoProgress, ProjectTarget, fetched_origin, index_project,
-};
+use ctxgate_indexer::pipeline::{NoProgress, ProjectTarget, fetched_origin, index_project};
 use ctxgate_indexer::source::{SourceError, SourceLimits, SourceSpec, fetch};
 use ctxgate_indexer::store::Store;
 
@@ -123,14 +121,7 @@ impl EmbeddedBackend {
             match &outcome {
                 Ok(report) => {
                     job.stage = "done".into();
-                    job.state = match report.status {
-                        IndexStatus::Published => JobState::Published,
-                        IndexStatus::UpToDate => JobState::UpToDate,
-                    };
-                    job.version = Some(report.version);
-                    job.files_seen = report.files_seen as u64;
-                    job.files_chunked = report.files_chunked as u64;
-                    job.bytes_stored = report.stored_bytes;
+                    job.record(report);
                 }
                 Err((code, e)) => {
                     job.state = JobState::Failed;
