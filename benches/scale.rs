@@ -212,6 +212,10 @@ fn measure(name: &str, home: &Path) -> String {
         &[("CTXGATE_ADMIN_SECRET", host::ADMIN_SECRET)],
     );
     let mut cold_read: Option<u64> = None;
+    // Every workerd thread's warm median, and the busiest thread's for an org with limits
+    // (CTXGATE_SCALE_LIMITED), when measured.
+    let mut warm_all: Option<f64> = None;
+    let mut warm_limited: Option<f64> = None;
     let (publish, memory, warm, cold) = match published {
         Err(code) => (code, None, None, None),
         Ok(_) => {
@@ -262,9 +266,10 @@ fn measure(name: &str, home: &Path) -> String {
                 }
                 // Beside the busiest thread, every workerd thread: the org's Durable Object
                 // runs in the same process, on the request's thread or another one.
+                let all_ms = median(all_threads);
+                warm_all = Some(all_ms);
                 eprintln!(
-                    "{name}: warm /v1/context at 32k, every workerd thread: median {:.1} ms",
-                    median(all_threads)
+                    "{name}: warm /v1/context at 32k, every workerd thread: median {all_ms:.1} ms"
                 );
                 let mem = probe.wasm_memory().map(|b| b as f64 / 1048576.0);
                 // CTXGATE_SCALE_SOAK=N: N more warm calls, the busiest thread's median per block
@@ -324,20 +329,21 @@ fn measure(name: &str, home: &Path) -> String {
                         pids: workerd_pids(w.process_group()),
                         last_read: Default::default(),
                     };
-                    let mut busiest = Vec::new();
+                    let mut limited_busiest = Vec::new();
                     for i in 0..21 {
                         let b = body(QUERIES[i % QUERIES.len()]).to_string();
                         let (s, _, (_, busy)) =
                             limited.send("POST", "/v1/context", Some(&key), Some(&b));
                         assert_eq!(s, 200);
                         if i > 0 {
-                            busiest.push(busy);
+                            limited_busiest.push(busy);
                         }
                     }
+                    let limited_ms = median(limited_busiest);
+                    warm_limited = Some(limited_ms);
                     eprintln!(
                         "{name}: warm /v1/context at 32k for an org with limits (a reservation \
-                         per call): busiest thread median {:.1} ms",
-                        median(busiest)
+                         per call): busiest thread median {limited_ms:.1} ms"
                     );
                 }
                 ("ok".to_string(), mem, Some(median(busiest)), Some(cold_ms))
@@ -345,12 +351,23 @@ fn measure(name: &str, home: &Path) -> String {
         }
     };
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    // The warm figures as multiples of this run's native warm call, so that a line from one
+    // machine can be read on another (a slower machine is slower at both).
+    let ratio = |v: Option<f64>| {
+        v.filter(|_| native_ms > 0.0)
+            .map_or("-".to_string(), |v| format!("{:.2}", v / native_ms))
+    };
     format!(
-        "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} cold_ms={} cold_read_mib={} native_ms={native_ms:.1}",
+        "scale: corpus={name} tokens={tokens} publish={publish} memory_mib={} warm_cpu_ms={} warm_all_threads_ms={} warm_limits_cpu_ms={} cold_ms={} cold_read_mib={} native_ms={native_ms:.1} warm_x_native={} warm_all_x_native={} warm_limits_x_native={}",
         show(memory),
         show(warm),
+        show(warm_all),
+        show(warm_limited),
         show(cold),
         show(cold_read.map(|b| b as f64 / 1048576.0)),
+        ratio(warm),
+        ratio(warm_all),
+        ratio(warm_limited),
     )
 }
 
