@@ -95,9 +95,11 @@ pub fn plan(
         return Err(AssembleError::EmptyQuery);
     }
     if resolved.budget < MIN_BUDGET {
+        // Named as the caller sent it: the whole budget, and what it needs beside the
+        // conversation that took its share ([`ResolvedBudget::history`]).
         return Err(AssembleError::Budget(BudgetError::TooSmall {
-            budget: resolved.budget,
-            needed: MIN_BUDGET,
+            budget: resolved.whole(),
+            needed: MIN_BUDGET.saturating_add(resolved.history),
         }));
     }
     let spec = &resolved.tokenizer;
@@ -535,6 +537,51 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A source with no text: the refusals below come before any read.
+    struct Nothing;
+
+    impl ChunkSource for Nothing {
+        fn text(&self, _: &IndexPack, _: usize) -> Result<String, AssembleError> {
+            Err(AssembleError::Source("no text".into()))
+        }
+        fn list(
+            &self,
+            _: &IndexPack,
+            _: crate::lists::ListId,
+        ) -> Result<std::borrow::Cow<'_, [u8]>, AssembleError> {
+            Err(AssembleError::Source("no list".into()))
+        }
+    }
+
+    #[test]
+    fn a_budget_too_small_is_named_as_sent_with_the_conversation_it_shares() {
+        let resolved = ResolvedBudget {
+            budget: 100,
+            history: 0,
+            tokenizer: TokenizerSpec::Exact(crate::tokens::Encoding::O200kBase),
+            model: None,
+            window: None,
+            warnings: Vec::new(),
+        };
+        let pack = crate::index::tests::tiny();
+        let refused =
+            |r: &ResolvedBudget| match plan(&pack, &Nothing, "x", r, &QueryOptions::default()) {
+                Err(AssembleError::Budget(BudgetError::TooSmall { budget, needed })) => {
+                    (budget, needed)
+                }
+                other => panic!("{:?}", other.map(|_| ())),
+            };
+        // Alone, 40 tokens is too small for any code.
+        let alone = ResolvedBudget {
+            budget: 40,
+            ..resolved.clone()
+        };
+        assert_eq!(refused(&alone), (40, MIN_BUDGET));
+        // 100 tokens of which a conversation took 60: the caller sent 100 and needs 64 beside
+        // the conversation.
+        assert_eq!(refused(&resolved.after_history(60)), (100, MIN_BUDGET + 60));
+    }
 
     #[test]
     fn outlines_count_as_delivered_only_where_every_piece_is_a_signature() {
