@@ -19,84 +19,7 @@ import os
 import re
 import sys
 
-IDENT = r"[A-Za-z_][A-Za-z_0-9]*"
-
-
-def code_only(text):
-    """`text` without comments, and with every string and char literal emptied."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            depth, i = 1, i + 2
-            while i < n and depth:
-                if text.startswith("/*", i):
-                    depth, i = depth + 1, i + 2
-                elif text.startswith("*/", i):
-                    depth, i = depth - 1, i + 2
-                else:
-                    i += 1
-        elif (m := re.match(r'b?r(#*)"', text[i:i + 300])) and (i == 0 or not re.match(r"\w", text[i - 1])):
-            end = text.find('"' + m.group(1), i + m.end())
-            out.append('""')
-            i = n if end < 0 else end + 1 + len(m.group(1))
-        elif c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            out.append('""')
-            i += 1
-        elif c == "'" and (m := re.match(r"'(\\(x..|u\{[0-9a-fA-F]*\}|.)|[^\\'])'", text[i:i + 12])):
-            out.append("' '")
-            i += m.end()
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def matching_brace(text, open_at):
-    """The index just past the `}` that closes the `{` at `open_at` (in code-only text)."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
-
-
-TEST_ITEM = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?")
-
-
-def without_tests(text):
-    """Code-only `text` without its `#[cfg(test)]` items; the names of its test-only child
-    modules declared as files (`#[cfg(test)] mod tests;`)."""
-    test_children, out, i = set(), [], 0
-    for m in TEST_ITEM.finditer(text):
-        if m.start() < i:
-            continue
-        out.append(text[i:m.start()])
-        rest = text[m.end():]
-        declared = re.match(rf"mod\s+({IDENT})\s*;", rest)
-        if declared:
-            test_children.add(declared.group(1))
-            i = m.end() + declared.end()
-            continue
-        # Any other item: up to its `;` or through its braced body, whichever comes first.
-        semi, brace = rest.find(";"), rest.find("{")
-        if brace >= 0 and (semi < 0 or brace < semi):
-            i = matching_brace(text, m.end() + brace)
-        else:
-            i = m.end() + (semi + 1 if semi >= 0 else len(rest))
-    out.append(text[i:])
-    return "".join(out), test_children
-
+from rust_code import IDENT, masked, without_tests
 
 def use_paths(tree):
     """The paths a `use` tree names: `a::{b, c::{d as e, *}}` -> [a::b, a::c::d, a::c]."""
@@ -156,7 +79,7 @@ def modules(crate):
                 continue
             if parts[-1] == "mod" or parts in (["lib"], ["main"]):
                 parts = parts[:-1]
-            text, test_children = without_tests(code_only(open(path, encoding="utf-8").read()))
+            text, test_children = without_tests(masked(open(path, encoding="utf-8").read()))
             found[tuple(parts)] = (named_paths(text), test_children)
     # Test-only modules (and everything under them) are not part of the crate's design.
     tests = {m + (c,) for m, (_, cs) in found.items() for c in cs}

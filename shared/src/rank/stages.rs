@@ -69,80 +69,56 @@ impl fmt::Debug for Rerankers {
     }
 }
 
-/// Raises the code that sets defaults for a question about a default ([`boost_defaults`]).
-struct Defaults;
+/// A built-in stage: one of the rank module's steps under its name.
+struct Builtin(&'static str, fn(&StageInput<'_>, &mut Vec<Ranked>));
 
-impl Rerank for Defaults {
+impl Rerank for Builtin {
     fn name(&self) -> &'static str {
-        "defaults"
+        self.0
     }
     fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        boost_defaults(input.pack, ranked, input.query, input.weights.defaults);
+        (self.1)(input, ranked);
     }
 }
 
-/// The project's commit messages as evidence ([`rerank_by_history`]).
-struct History;
+/// The stages that score: the code that sets a default raised for a question about a default
+/// ([`boost_defaults`]), the project's commit messages as evidence ([`rerank_by_history`]).
+const SCORING: [Builtin; 2] = [
+    Builtin("defaults", |i, r| {
+        boost_defaults(i.pack, r, i.query, i.weights.defaults)
+    }),
+    Builtin("history", |i, r| {
+        rerank_by_history(i.pack, r, i.search_text, i.weights.history)
+    }),
+];
 
-impl Rerank for History {
-    fn name(&self) -> &'static str {
-        "history"
-    }
-    fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        rerank_by_history(input.pack, ranked, input.search_text, input.weights.history);
-    }
-}
-
-/// The code next to strong chunks ([`spread_to_neighbours`]).
-struct Neighbours;
-
-impl Rerank for Neighbours {
-    fn name(&self) -> &'static str {
-        "neighbours"
-    }
-    fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        spread_to_neighbours(input.pack, ranked, input.weights, input.budget);
-    }
-}
-
-/// More files under small budgets ([`diversify`]).
-struct Diversity;
-
-impl Rerank for Diversity {
-    fn name(&self) -> &'static str {
-        "diversity"
-    }
-    fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        let w = input.weights;
+/// The stages that shape the list for the budget: the code next to strong chunks
+/// ([`spread_to_neighbours`]), more files under small budgets ([`diversify`]), the code around
+/// the strongest chunks first ([`deepen_around_strong_chunks`]).
+const SHAPING: [Builtin; 3] = [
+    Builtin("neighbours", |i, r| {
+        spread_to_neighbours(i.pack, r, i.weights, i.budget)
+    }),
+    Builtin("diversity", |i, r| {
         diversify(
-            input.pack,
-            ranked,
-            w.file_decay,
-            w.decay_exempt,
-            input.budget,
-        );
-    }
-}
-
-/// The code around the strongest chunks first ([`deepen_around_strong_chunks`]).
-struct Depth;
-
-impl Rerank for Depth {
-    fn name(&self) -> &'static str {
-        "depth"
-    }
-    fn rerank(&self, input: &StageInput<'_>, ranked: &mut Vec<Ranked>) {
-        deepen_around_strong_chunks(input.pack, ranked, input.weights, input.budget);
-    }
-}
+            i.pack,
+            r,
+            i.weights.file_decay,
+            i.weights.decay_exempt,
+            i.budget,
+        )
+    }),
+    Builtin("depth", |i, r| {
+        deepen_around_strong_chunks(i.pack, r, i.weights, i.budget)
+    }),
+];
 
 /// Runs the built-in stages and the plugged-in ones (`plugged`) on `ranked`, in their order:
 /// defaults, history, the plugged-in stages, neighbours, diversity, depth.
 pub fn run_stages(input: &StageInput<'_>, plugged: &Rerankers, ranked: &mut Vec<Ranked>) {
-    let scoring: [&dyn Rerank; 2] = [&Defaults, &History];
-    let shaping: [&dyn Rerank; 3] = [&Neighbours, &Diversity, &Depth];
+    let scoring = SCORING.iter().map(|s| s as &dyn Rerank);
+    let shaping = SHAPING.iter().map(|s| s as &dyn Rerank);
     for stage in scoring
-        .into_iter()
         .chain(plugged.0.iter().map(|s| s.as_ref()))
         .chain(shaping)
     {
