@@ -51,10 +51,29 @@ const MIN_ROOM: u32 = 32;
 
 /// The windows of `text` to quote for a request with `terms` (its terms with their inverse
 /// document frequency, as the lexical index reads them): line ranges (0-based, end exclusive),
-/// in order, around the lines whose distinct terms weigh most; none when no line matches.
+/// in order, around the matching lines whose distinct terms, on the line and within
+/// [`CONTEXT`] lines of it, weigh most; none when no line matches. The neighbours count
+/// because an answer is often spread over adjacent lines, each naming one of the question's
+/// words (`inst.strict = …` above `inst.loose = …`), where a line elsewhere names two common
+/// ones.
 pub(super) fn windows(text: &str, terms: &[(String, f32)]) -> Vec<Range<usize>> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let weights: Vec<f32> = lines.iter().map(|l| line_weight(l, terms)).collect();
+    let line_terms: Vec<Vec<bool>> = lines.iter().map(|l| line_terms(l, terms)).collect();
+    let weights: Vec<f32> = (0..lines.len())
+        .map(|k| {
+            if !line_terms[k].iter().any(|&s| s) {
+                return 0.0;
+            }
+            let around = k.saturating_sub(CONTEXT)..(k + CONTEXT + 1).min(lines.len());
+            let mut seen = vec![false; terms.len()];
+            for j in around {
+                for (t, &s) in line_terms[j].iter().enumerate() {
+                    seen[t] |= s;
+                }
+            }
+            weight(&line_terms[k], terms) + weight(&seen, terms)
+        })
+        .collect();
     let mut order: Vec<usize> = (0..lines.len()).filter(|&k| weights[k] > 0.0).collect();
     // Strongest first; an earlier line first among equals (a definition precedes its uses).
     order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]).then(a.cmp(&b)));
@@ -117,17 +136,22 @@ fn is_comment(line: &str) -> bool {
             .any(|c| t.starts_with(c))
 }
 
-/// The summed weight of the request's distinct terms on `line`.
-fn line_weight(line: &str, terms: &[(String, f32)]) -> f32 {
-    if line.len() > MAX_LINE_BYTES {
-        return 0.0;
-    }
+/// Which of the request's terms `line` holds (none for a line too long to quote).
+fn line_terms(line: &str, terms: &[(String, f32)]) -> Vec<bool> {
     let mut seen = vec![false; terms.len()];
+    if line.len() > MAX_LINE_BYTES {
+        return seen;
+    }
     for_each_term(line, |t| {
         if let Some(k) = terms.iter().position(|(q, _)| q == t) {
             seen[k] = true;
         }
     });
+    seen
+}
+
+/// The summed weight of the terms `seen` marks.
+fn weight(seen: &[bool], terms: &[(String, f32)]) -> f32 {
     seen.iter()
         .zip(terms)
         .filter(|(s, _)| **s)
@@ -241,6 +265,26 @@ mod tests {
         // The line naming both terms leads; the one naming only the common one is weaker than
         // half of it, so it gets no window of its own.
         assert_eq!(w, vec![18..23]);
+    }
+
+    #[test]
+    fn neighbouring_lines_that_share_the_question_weigh_together() {
+        let mut lines: Vec<String> = (0..40).map(|k| format!("x{k} = {k}\n")).collect();
+        lines[5] = "inst.strict = () => clone(never())\n".into();
+        lines[6] = "inst.loose = () => clone(unknown())\n".into();
+        lines[20] = "const object = make()\n".into();
+        lines[30] = "schema.extra = []\n".into();
+        let text: String = lines.concat();
+        let t = terms(&[
+            ("strict", 2.0),
+            ("loos", 2.0),
+            ("object", 2.5),
+            ("schema", 1.5),
+            ("extra", 1.5),
+        ]);
+        // Each of lines 5 and 6 weighs less than line 20 or line 30 alone; their window holds
+        // both, and it comes first.
+        assert_eq!(windows(&text, &t), vec![3..8, 28..33]);
     }
 
     #[test]

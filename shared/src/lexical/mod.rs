@@ -6,6 +6,7 @@
 //! contributes its components the same way.
 
 mod bm25;
+mod derive;
 mod synonyms;
 mod terms;
 

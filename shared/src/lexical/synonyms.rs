@@ -47,7 +47,7 @@ const LEXICON: &[(&str, &[&str])] = &[
     ("utility", &["util"]),
     // Code words for English ones.
     ("wait", &["delay", "timeout", "backoff", "sleep"]),
-    ("enforce", &["limit", "exceed"]),
+    ("enforce", &["limit", "exceed", "fit"]),
     ("wide", &["width"]),
     ("big", &["size", "max"]),
     ("large", &["size", "max"]),
@@ -95,6 +95,13 @@ pub fn widen_question(terms: &[(String, u16)]) -> Vec<(String, u16)> {
             let c = stem(c);
             if !out.iter().any(|(t, _)| t == c) {
                 out.push((c.to_string(), 1));
+            }
+        }
+    }
+    for (t, _) in terms {
+        for b in super::derive::bases(t) {
+            if !out.iter().any(|(x, _)| *x == b) {
+                out.push((b, 1));
             }
         }
     }
