@@ -54,6 +54,46 @@ mod tests {
         );
     }
 
+    /// `n` as the prose writes it: thousands separated by commas (16,000).
+    fn written(n: u32) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (k, c) in digits.chars().enumerate() {
+            if k > 0 && (digits.len() - k) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    /// The schemas' doc comments name the default and the smallest budget in words (schemars
+    /// takes them as written); they must be the core's numbers, in every schema that names one.
+    #[test]
+    fn budget_prose_states_the_cores_numbers() {
+        use ctxgate_core::catalog::{DEFAULT_BUDGET, MIN_BUDGET};
+        let text = serde_json::to_string(&document()).unwrap();
+        let default = format!(
+            "or {} tokens (with a warning) when no model is named",
+            written(DEFAULT_BUDGET)
+        );
+        let defaults = text
+            .matches("tokens (with a warning) when no model is named")
+            .count();
+        assert!(
+            defaults >= 2,
+            "the default budget is described in {defaults} schemas"
+        );
+        assert_eq!(text.matches(&default).count(), defaults, "{default}");
+        assert!(
+            text.contains(&format!("at least {MIN_BUDGET} (`budget_too_small`")),
+            "at least {MIN_BUDGET}"
+        );
+        assert_eq!(written(16_000), "16,000");
+        assert_eq!(written(64), "64");
+        assert_eq!(written(1_234_567), "1,234,567");
+    }
+
     #[test]
     fn every_response_has_a_real_schema() {
         let doc = document();
