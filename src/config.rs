@@ -2,6 +2,7 @@
 //! commands that work on a folder (`assemble`, `index`, `mcp`). A flag given on the command
 //! line wins over the file.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -62,8 +63,8 @@ pub fn load(repo: &Path) -> Result<Option<(PathBuf, ProjectConfig)>, Failure> {
         [] => return Ok(None),
         [one] => one.clone(),
         _ => {
-            return Err(Failure::input(
-                "ambiguous_config",
+            return Err(Failure::coded(
+                ErrorCode::AmbiguousConfig,
                 format!(
                     "`{}` has both {} and {}: keep one",
                     repo.display(),
@@ -74,14 +75,14 @@ pub fn load(repo: &Path) -> Result<Option<(PathBuf, ProjectConfig)>, Failure> {
         }
     };
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        Failure::input(
-            "config_unreadable",
+        Failure::coded(
+            ErrorCode::ConfigUnreadable,
             format!("cannot read `{}`: {e}", path.display()),
         )
     })?;
     let config = parse(&text).map_err(|e| {
-        Failure::input(
-            "invalid_config",
+        Failure::coded(
+            ErrorCode::InvalidConfig,
             format!("{}: {}", path.display(), e.trim_end()),
         )
     })?;

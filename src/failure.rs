@@ -11,16 +11,30 @@ use crate::args::Format;
 /// What every command returns: nothing on success, or how it failed.
 pub type CmdResult = Result<(), Failure>;
 
-/// A command's failure: a machine-readable code, a message, and whether the input was at fault.
+/// A command's failure: a code of the registry ([`ErrorCode`]), a message, and whether the input
+/// was at fault (exit code 2 rather than 1).
 #[derive(Debug)]
 pub struct Failure {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub user_error: bool,
 }
 
 impl Failure {
-    pub fn input(code: &'static str, message: impl Into<String>) -> Self {
+    /// A failure with a registry code: exit code 2 when the registry says the caller can fix
+    /// it, 1 otherwise.
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            user_error: code.caller_can_fix(),
+        }
+    }
+
+    /// A failure the user's flags caused, whatever the code means to the API: the API answers
+    /// `embed_url_missing` as its operator's misconfiguration (502), the command line as a
+    /// flag its user left out.
+    pub fn flag(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -28,29 +42,10 @@ impl Failure {
         }
     }
 
-    /// A failure with a registry code: exit code 2 when the registry says the caller can fix
-    /// it, 1 otherwise.
-    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code: code.as_str(),
-            message: message.into(),
-            user_error: code.caller_can_fix(),
-        }
-    }
-
-    pub fn internal(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            user_error: false,
-        }
-    }
-
     pub fn report(self, format: Format) -> ExitCode {
         match format {
             Format::Json => {
-                let doc =
-                    serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+                let doc = serde_json::json!({ "error": { "code": self.code.as_str(), "message": self.message } });
                 println!("{doc}");
             }
             Format::Text => eprintln!("error: {}", self.message),
@@ -62,7 +57,7 @@ impl Failure {
 impl From<IndexerError> for Failure {
     fn from(e: IndexerError) -> Self {
         Self {
-            code: e.code().as_str(),
+            code: e.code(),
             user_error: e.is_user_error(),
             message: e.to_string(),
         }
@@ -78,7 +73,7 @@ impl From<CatalogError> for Failure {
 impl From<ctxgate_edge::error::ApiError> for Failure {
     fn from(e: ctxgate_edge::error::ApiError) -> Self {
         Self {
-            code: e.code.as_str(),
+            code: e.code,
             user_error: e.code.caller_can_fix_at(e.status.as_u16()),
             message: e.message,
         }

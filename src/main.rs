@@ -8,6 +8,7 @@ mod failure;
 mod host;
 mod progress;
 
+use ctxgate_core::error_code::ErrorCode;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -69,13 +70,16 @@ fn usage_error(e: clap::Error) -> ExitCode {
         e.exit()
     }
     let code = match e.kind() {
-        ErrorKind::UnknownArgument => "unknown_argument",
-        ErrorKind::InvalidSubcommand => "unknown_command",
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation => "invalid_value",
-        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => "missing_argument",
-        ErrorKind::ArgumentConflict => "argument_conflict",
-        _ => "invalid_usage",
-    };
+        ErrorKind::UnknownArgument => ErrorCode::UnknownArgument,
+        ErrorKind::InvalidSubcommand => ErrorCode::UnknownCommand,
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => ErrorCode::InvalidValue,
+        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => {
+            ErrorCode::MissingArgument
+        }
+        ErrorKind::ArgumentConflict => ErrorCode::ArgumentConflict,
+        _ => ErrorCode::InvalidUsage,
+    }
+    .as_str();
     let text = e.render().to_string();
     let message = text
         .lines()

@@ -79,7 +79,7 @@ registry! {
     ErrorOutputUnused = "error_output_unused", [400], true, "Error output given to a profile that does not read it.";
     ErrorOutputTooLarge = "error_output_too_large", [400], true, "Error output over its limit.";
     // Conversations.
-    InvalidUtf8 = "invalid_utf8", [400], true, "A conversation that is not UTF-8.";
+    InvalidUtf8 = "invalid_utf8", [400], true, "A conversation (or, on the command line, a file to count) that is not UTF-8.";
     InvalidConversation = "invalid_conversation", [400], true, "A conversation that is not a list of messages.";
     ConversationEmpty = "conversation_empty", [400], true, "A conversation with no message.";
     MalformedMessage = "malformed_message", [400], true, "A message without a role or content (`details.message_index`).";
@@ -156,6 +156,35 @@ registry! {
     StoreCorrupt = "store_corrupt", [], false, "Stored metadata is not what this build expects.";
     RemoteStoreError = "remote_store_error", [], false, "S3 or DynamoDB refused or failed a request.";
     CredentialStoreError = "credential_store_error", [], false, "The credential store failed.";
+    // The command line only: its flags, files and server start.
+    QueryMissing = "query_missing", [], true, "`assemble` without `--query` or `--query-file`.";
+    FileUnreadable = "file_unreadable", [], true, "A file named on the command line cannot be read.";
+    QueryFileUnreadable = "query_file_unreadable", [], true, "The `--query-file` cannot be read or is not UTF-8.";
+    ErrorFileUnreadable = "error_file_unreadable", [], true, "The error output cannot be read (or both it and the query come from stdin).";
+    OutputUnwritable = "output_unwritable", [], true, "The `-o` file cannot be written.";
+    InvalidContextShare = "invalid_context_share", [], true, "`--context-share` outside (0, 1].";
+    InvalidGlob = "invalid_glob", [], true, "An `--include` or `--exclude` pattern that is not a glob.";
+    ConfigUnreadable = "config_unreadable", [], true, "The project config file cannot be read.";
+    InvalidConfig = "invalid_config", [], true, "The project config file is not valid.";
+    AmbiguousConfig = "ambiguous_config", [], true, "A folder with two project config files.";
+    CatalogUnreadable = "catalog_unreadable", [], true, "The model catalog file cannot be read.";
+    UnknownProvider = "unknown_provider", [], true, "`models --provider` names a provider with no model.";
+    NoDataDir = "no_data_dir", [], true, "No data directory given and no home folder to put one in.";
+    DenseNeedsLocalStore = "dense_needs_local_store", [], true, "`--dense` with `--store`: vectors are kept locally.";
+    InvalidCredential = "invalid_credential", [], true, "A credential that cannot be stored as given.";
+    AdminSecretMissing = "admin_secret_missing", [], true, "A command for the Worker's admin routes without `CTXGATE_ADMIN_SECRET`.";
+    WeakSecret = "weak_secret", [], true, "A token secret shorter than 16 characters.";
+    InvalidLocalRoot = "invalid_local_root", [], true, "A `--local-root` that is not an existing folder.";
+    WatchWithoutRoots = "watch_without_roots", [], true, "`serve --watch` without any `--local-root`.";
+    FlagRemoved = "flag_removed", [], true, "A flag that no longer exists; the message names its successor.";
+    BindFailed = "bind_failed", [], true, "The address to listen on cannot be bound.";
+    ServeFailed = "serve_failed", [], false, "The server stopped with an error.";
+    UnknownArgument = "unknown_argument", [], true, "A command-line flag that does not exist.";
+    UnknownCommand = "unknown_command", [], true, "A subcommand that does not exist.";
+    InvalidValue = "invalid_value", [], true, "A flag's value that is not allowed.";
+    MissingArgument = "missing_argument", [], true, "A required flag or subcommand is missing.";
+    ArgumentConflict = "argument_conflict", [], true, "Two flags that cannot be used together.";
+    InvalidUsage = "invalid_usage", [], true, "A command line that cannot be parsed.";
 }
 
 impl ErrorCode {

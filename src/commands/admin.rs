@@ -40,7 +40,7 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+        .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
     Ok(rt.block_on(f))
 }
 
@@ -205,8 +205,7 @@ fn project_reindex(global: &Global, a: &ProjectReindexArgs) -> CmdResult {
 fn project_publish(global: &Global, a: &ProjectPublishArgs) -> CmdResult {
     ctxgate_edge::routes::valid_project_name(&a.name)?;
     let admin_secret = std::env::var(&a.admin_secret_env).map_err(|_| {
-        Failure::input(
-            "admin_secret_missing",
+        Failure::coded(ErrorCode::AdminSecretMissing,
             format!(
                 "set {} to the Worker's ADMIN_SECRET (or name another variable with --admin-secret-env)",
                 a.admin_secret_env
@@ -252,8 +251,8 @@ fn project_add(global: &Global, a: &ProjectAddArgs) -> CmdResult {
     let st = state(global)?;
     ctxgate_edge::routes::valid_project_name(&a.name)?;
     let dir = a.dir.canonicalize().map_err(|e| {
-        Failure::input(
-            "repo_not_found",
+        Failure::coded(
+            ErrorCode::RepoNotFound,
             format!("cannot open `{}`: {e}", a.dir.display()),
         )
     })?;

@@ -1,5 +1,6 @@
 //! `ctxgate assemble`.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read};
 use std::path::Path;
@@ -28,10 +29,10 @@ macro_rules! push_line {
 fn read_query(args: &AssembleArgs) -> Result<String, Failure> {
     let query = match (&args.query, &args.query_file) {
         (Some(q), _) => q.clone(),
-        (None, Some(path)) => read_text(path, "query", "query_file_unreadable")?,
+        (None, Some(path)) => read_text(path, "query", ErrorCode::QueryFileUnreadable)?,
         (None, None) => {
-            return Err(Failure::input(
-                "query_missing",
+            return Err(Failure::coded(
+                ErrorCode::QueryMissing,
                 "give --query TEXT or --query-file FILE",
             ));
         }
@@ -57,23 +58,23 @@ fn ask_failure(e: AskError) -> Failure {
 }
 
 /// A UTF-8 file, or stdin for `-`; `what` names it in errors.
-fn read_text(path: &Path, what: &str, code: &'static str) -> Result<String, Failure> {
+fn read_text(path: &Path, what: &str, code: ErrorCode) -> Result<String, Failure> {
     let bytes = if path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
             .read_to_end(&mut buf)
-            .map_err(|e| Failure::input(code, format!("cannot read the {what} from stdin: {e}")))?;
+            .map_err(|e| Failure::coded(code, format!("cannot read the {what} from stdin: {e}")))?;
         buf
     } else {
         std::fs::read(path).map_err(|e| {
-            Failure::input(
+            Failure::coded(
                 code,
                 format!("cannot read {what} file `{}`: {e}", path.display()),
             )
         })?
     };
     String::from_utf8(bytes).map_err(|_| {
-        Failure::input(
+        Failure::coded(
             code,
             format!("{what} file `{}` is not valid UTF-8", path.display()),
         )
@@ -95,12 +96,12 @@ fn read_profile(
         return Ok((profile, None));
     };
     if path.as_os_str() == "-" && args.query_file.as_deref() == Some(Path::new("-")) {
-        return Err(Failure::input(
-            "error_file_unreadable",
+        return Err(Failure::coded(
+            ErrorCode::ErrorFileUnreadable,
             "the query and the error output cannot both come from stdin",
         ));
     }
-    let text = read_text(path, "error output", "error_file_unreadable")?;
+    let text = read_text(path, "error output", ErrorCode::ErrorFileUnreadable)?;
     ask::check_error_output(&text, &Limits::LOCAL).map_err(ask_failure)?;
     Ok((profile, Some(text)))
 }
@@ -115,8 +116,8 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
     let query = read_query(args)?;
     let (profile, error_output) = read_profile(args, config)?;
     if !(args.context_share > 0.0 && args.context_share <= 1.0) {
-        return Err(Failure::input(
-            "invalid_context_share",
+        return Err(Failure::coded(
+            ErrorCode::InvalidContextShare,
             "--context-share must be in (0, 1]",
         ));
     }
@@ -160,7 +161,7 @@ pub fn run(global: &Global, args: &AssembleArgs) -> CmdResult {
     if let Some(path) = &args.output {
         let bytes = match args.format {
             Format::Json => serde_json::to_vec_pretty(&report)
-                .map_err(|e| Failure::internal("json", e.to_string()))?,
+                .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?,
             Format::Text => report.prompt.clone().into_bytes(),
         };
         write_output(path, &bytes)?;
@@ -232,8 +233,8 @@ fn words_for_folder(args: &AssembleArgs) -> Option<Failure> {
             meant.push(shell_quote(a));
         }
     }
-    Some(Failure::input(
-        "query_missing",
+    Some(Failure::coded(
+        ErrorCode::QueryMissing,
         format!(
             "`{words}` is not a folder, and no --query was given; to ask it as a query, run:\n  {}",
             meant.join(" ")
@@ -257,8 +258,8 @@ fn shell_quote(arg: &str) -> String {
 /// Writes `-o FILE` whole or not at all: a temporary file beside it, renamed over it.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     let fail = |e: std::io::Error| {
-        Failure::input(
-            "output_unwritable",
+        Failure::coded(
+            ErrorCode::OutputUnwritable,
             format!("cannot write `{}`: {e}", path.display()),
         )
     };

@@ -1,5 +1,6 @@
 //! `ctxgate compact`: a conversation in, the same conversation within a token budget out.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -135,8 +136,8 @@ fn clear(data: &Path) -> Result<u64, Failure> {
     match std::fs::remove_dir_all(&dir) {
         Ok(()) => Ok(removed),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(Failure::internal(
-            "io_error",
+        Err(e) => Err(Failure::coded(
+            ErrorCode::IoError,
             format!("cannot clear {}: {e}", dir.display()),
         )),
     }
@@ -174,16 +175,16 @@ pub fn run(global: &Global, args: &CompactArgs) -> CmdResult {
     )?;
     let bytes = match &args.file {
         Some(f) => std::fs::read(f).map_err(|e| {
-            Failure::input(
-                "file_unreadable",
+            Failure::coded(
+                ErrorCode::FileUnreadable,
                 format!("cannot read `{}`: {e}", f.display()),
             )
         })?,
         None => {
             let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
+            std::io::stdin().read_to_end(&mut buf).map_err(|e| {
+                Failure::coded(ErrorCode::IoError, format!("cannot read stdin: {e}"))
+            })?;
             buf
         }
     };

@@ -1,5 +1,6 @@
 //! `ctxgate count`.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::io::Read;
 
 use ctxgate_core::catalog::TokenizerSpec;
@@ -117,8 +118,7 @@ fn targets(global: &Global, args: &CountArgs) -> Result<Vec<(String, TokenizerSp
     }
     for e in &args.encodings {
         let enc = Encoding::from_name(e).ok_or_else(|| {
-            Failure::input(
-                "unknown_encoding",
+            Failure::coded(ErrorCode::UnknownEncoding,
                 format!("unknown encoding `{e}` (use o200k_base, o200k_harmony, cl100k_base, p50k_base or r50k_base)"),
             )
         })?;
@@ -145,22 +145,22 @@ fn read_inputs(args: &CountArgs) -> Result<Vec<(String, String)>, Failure> {
     for f in files {
         let (name, bytes) = if f == stdin {
             let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| Failure::internal("io_error", format!("cannot read stdin: {e}")))?;
+            std::io::stdin().read_to_end(&mut buf).map_err(|e| {
+                Failure::coded(ErrorCode::IoError, format!("cannot read stdin: {e}"))
+            })?;
             ("stdin".to_string(), buf)
         } else {
             let bytes = std::fs::read(f).map_err(|e| {
-                Failure::input(
-                    "file_unreadable",
+                Failure::coded(
+                    ErrorCode::FileUnreadable,
                     format!("cannot read `{}`: {e}", f.display()),
                 )
             })?;
             (format!("`{}`", f.display()), bytes)
         };
         let text = String::from_utf8(bytes).map_err(|e| {
-            Failure::input(
-                "invalid_utf8",
+            Failure::coded(
+                ErrorCode::InvalidUtf8,
                 format!(
                     "{name} is not valid UTF-8 (byte {})",
                     e.utf8_error().valid_up_to()

@@ -2,6 +2,7 @@
 //! directory per organisation (`ctxgate_indexer::credentials::DataDirCredentials`). A token is
 //! read from stdin or a file, never from an argument, and never printed back.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::io::Read;
 
 use ctxgate_core::credential::{Credential, valid_name};
@@ -24,18 +25,18 @@ pub fn run(global: &Global, cmd: &CredentialCommand) -> CmdResult {
         CredentialCommand::Delete(a) => (&a.org, a.format),
     };
     known_org(&dir, org)?;
-    let store_error = |e: String| Failure::internal("credential_store_error", e);
+    let store_error = |e: String| Failure::coded(ErrorCode::CredentialStoreError, e);
     match cmd {
         CredentialCommand::Set(a) => {
             if !valid_name(&a.name) {
-                return Err(Failure::input(
-                    "invalid_name",
+                return Err(Failure::coded(
+                    ErrorCode::InvalidName,
                     "a credential name is 1-64 letters, digits, `-`, `_` or `.`, not starting with `.`",
                 ));
             }
             let token = read_token(a.token_file.as_deref())?;
             let credential = Credential::new(Some(&a.username), &token)
-                .map_err(|why| Failure::input("invalid_credential", why))?;
+                .map_err(|why| Failure::coded(ErrorCode::InvalidCredential, why))?;
             store.set(org, &a.name, &credential).map_err(store_error)?;
             match format {
                 Format::Json => {
@@ -62,8 +63,8 @@ pub fn run(global: &Global, cmd: &CredentialCommand) -> CmdResult {
         CredentialCommand::Delete(a) => {
             let deleted = store.delete(org, &a.name).map_err(store_error)?;
             if !deleted {
-                return Err(Failure::input(
-                    "credential_not_found",
+                return Err(Failure::coded(
+                    ErrorCode::CredentialNotFound,
                     format!("no credential `{}` in organisation `{org}`", a.name),
                 ));
             }
@@ -87,8 +88,8 @@ fn known_org(dir: &std::path::Path, org: &str) -> Result<(), Failure> {
     let key = ItemKey::org(org);
     match store.item(&key.pk, &key.sk)? {
         Some(_) => Ok(()),
-        None => Err(Failure::input(
-            "org_not_found",
+        None => Err(Failure::coded(
+            ErrorCode::OrgNotFound,
             format!("no organisation `{org}` (create it with `ctxgate org create {org}`)"),
         )),
     }
@@ -100,13 +101,16 @@ fn read_token(file: Option<&std::path::Path>) -> Result<String, Failure> {
     match file {
         Some(path) => {
             token = std::fs::read_to_string(path).map_err(|e| {
-                Failure::input("io_error", format!("reading `{}`: {e}", path.display()))
+                Failure::coded(
+                    ErrorCode::FileUnreadable,
+                    format!("reading `{}`: {e}", path.display()),
+                )
             })?;
         }
         None => {
-            std::io::stdin()
-                .read_to_string(&mut token)
-                .map_err(|e| Failure::input("io_error", format!("reading stdin: {e}")))?;
+            std::io::stdin().read_to_string(&mut token).map_err(|e| {
+                Failure::coded(ErrorCode::FileUnreadable, format!("reading stdin: {e}"))
+            })?;
         }
     }
     Ok(token)

@@ -1,6 +1,7 @@
 //! `ctxgate gc`: old versions out of the data directory, out of S3 + DynamoDB with
 //! `--store`/`--table`, or out of a Worker's R2 with `--to`, by the core's policy.
 
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::index::gc::GcPolicy;
 use ctxgate_indexer::gc::collect;
 use ctxgate_indexer::publish::{WorkerTarget, collect_on_worker};
@@ -25,8 +26,8 @@ pub fn run(global: &Global, args: &GcArgs) -> CmdResult {
         // A Worker collects its own R2, through its admin API.
         (Some(url), Some(org)) => {
             let admin_secret = std::env::var("CTXGATE_ADMIN_SECRET").map_err(|_| {
-                Failure::input(
-                    "admin_secret_missing",
+                Failure::coded(
+                    ErrorCode::AdminSecretMissing,
                     "set CTXGATE_ADMIN_SECRET to the Worker's ADMIN_SECRET",
                 )
             })?;
@@ -40,7 +41,7 @@ pub fn run(global: &Global, args: &GcArgs) -> CmdResult {
             let store = index_store(global, &args.store)?;
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_err(|e| Failure::internal("clock", e.to_string()))?
+                .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?
                 .as_millis() as u64;
             collect(
                 store.as_ref(),

@@ -1,5 +1,6 @@
 //! `ctxgate index DIR`.
 
+use ctxgate_core::error_code::ErrorCode;
 use ctxgate_indexer::IndexerError;
 use ctxgate_indexer::assemble::StoreChunks;
 use ctxgate_indexer::embed::{DenseConfig, EmbedReport, pack_vectors};
@@ -38,8 +39,8 @@ fn embed(global: &Global, project: &str, dense: &DenseConfig) -> Result<EmbedRep
 
 pub fn run(global: &Global, args: &IndexArgs) -> CmdResult {
     if args.dense.dense != DenseArg::Off && args.store.store.is_some() {
-        return Err(Failure::input(
-            "dense_needs_local_store",
+        return Err(Failure::coded(
+            ErrorCode::DenseNeedsLocalStore,
             "--dense keeps vectors in the local data directory; it cannot be combined with --store",
         ));
     }

@@ -8,6 +8,7 @@
 //! ([`ToolScope::project`]). The folder is re-indexed before each call that reads it, so an agent
 //! editing files sees its edits.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -132,12 +133,12 @@ pub fn run(global: &Global, args: &McpArgs) -> CmdResult {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+        .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
 
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lines() {
-        let line = line.map_err(|e| Failure::internal("stdin", e.to_string()))?;
+        let line = line.map_err(|e| Failure::coded(ErrorCode::IoError, e.to_string()))?;
         if line.trim().is_empty() {
             continue;
         }

@@ -15,6 +15,7 @@ pub mod models;
 pub mod serve;
 pub mod watch;
 
+use ctxgate_core::error_code::ErrorCode;
 use std::path::PathBuf;
 
 use ctxgate_core::catalog::Catalog;
@@ -36,8 +37,8 @@ pub fn data_dir(global: &Global) -> Result<PathBuf, Failure> {
     directories::ProjectDirs::from("dev", "ctxgate", "ctxgate")
         .map(|p| p.data_dir().to_path_buf())
         .ok_or_else(|| {
-            Failure::input(
-                "no_data_dir",
+            Failure::coded(
+                ErrorCode::NoDataDir,
                 "cannot find a home folder; set --data-dir or CTXGATE_HOME",
             )
         })
@@ -72,13 +73,17 @@ pub fn catalog(global: &Global) -> Result<Catalog, Failure> {
     };
     let Some(path) = path else { return Ok(builtin) };
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        Failure::input(
-            "catalog_unreadable",
+        Failure::coded(
+            ErrorCode::CatalogUnreadable,
             format!("cannot read catalog `{}`: {e}", path.display()),
         )
     })?;
-    let user = Catalog::from_toml(&text)
-        .map_err(|e| Failure::input("invalid_catalog", format!("{}: {e}", path.display())))?;
+    let user = Catalog::from_toml(&text).map_err(|e| {
+        Failure::coded(
+            ErrorCode::InvalidCatalog,
+            format!("{}: {e}", path.display()),
+        )
+    })?;
     Ok(builtin.merge(user)?)
 }
 
@@ -101,7 +106,7 @@ pub fn index_options(
     };
     globs
         .compile()
-        .map_err(|e| Failure::input("invalid_glob", e.to_string()))?;
+        .map_err(|e| Failure::coded(ErrorCode::InvalidGlob, e.to_string()))?;
     Ok(IndexOptions {
         filter: FilterOptions {
             include_lock: flags.include_lock,
@@ -138,7 +143,10 @@ pub fn dense_config(
         crate::args::DenseArg::Local => Ok(Some(ctxgate_indexer::embed::DenseConfig::Local)),
         crate::args::DenseArg::Api => {
             let url = args.embed_url.clone().ok_or_else(|| {
-                Failure::input("embed_url_missing", "--dense api needs --embed-url URL")
+                Failure::flag(
+                    ErrorCode::EmbedUrlMissing,
+                    "--dense api needs --embed-url URL",
+                )
             })?;
             Ok(Some(ctxgate_indexer::embed::DenseConfig::Api(
                 ctxgate_indexer::embed::openai::EmbeddingsEndpoint {
@@ -162,7 +170,7 @@ pub fn completions(args: &crate::args::CompletionsArgs) -> crate::failure::CmdRe
 
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Failure::internal("json", e.to_string()))?;
+        .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
     println!("{text}");
     Ok(())
 }

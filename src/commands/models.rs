@@ -1,6 +1,7 @@
 //! `ctxgate models`.
 
 use ctxgate_core::catalog::BudgetPolicy;
+use ctxgate_core::error_code::ErrorCode;
 use serde::Serialize;
 
 use super::{catalog, print_json, thousands};
@@ -42,8 +43,8 @@ pub fn run(global: &Global, args: &ModelsArgs) -> CmdResult {
             .collect();
         known.sort_unstable();
         known.dedup();
-        return Err(crate::failure::Failure::input(
-            "unknown_provider",
+        return Err(crate::failure::Failure::coded(
+            ErrorCode::UnknownProvider,
             format!("no model of provider `{p}`; known: {}", known.join(", ")),
         ));
     }

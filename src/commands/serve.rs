@@ -1,5 +1,6 @@
 //! `ctxgate serve`: the API's router on a local socket, over the embedded store.
 
+use ctxgate_core::error_code::ErrorCode;
 use std::sync::Arc;
 
 use std::path::{Path, PathBuf};
@@ -33,9 +34,13 @@ pub(crate) fn stored_secret(dir: &std::path::Path) -> Result<Vec<u8>, Failure> {
         return Ok(bytes);
     }
     let mut secret = vec![0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| Failure::internal("random", e.to_string()))?;
+    getrandom::fill(&mut secret)
+        .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
     let io = |e: std::io::Error| {
-        Failure::internal("io_error", format!("write `{}`: {e}", path.display()))
+        Failure::coded(
+            ErrorCode::IoError,
+            format!("write `{}`: {e}", path.display()),
+        )
     };
     std::fs::create_dir_all(path.parent().unwrap_or(dir)).map_err(io)?;
     let tmp = path.with_extension("tmp");
@@ -59,7 +64,7 @@ fn aws_config(store: &StoreArgs) -> Result<Option<AwsConfig>, Failure> {
         "CTXGATE_TABLE" => Some(table.clone()),
         name => std::env::var(name).ok().filter(|v| !v.is_empty()),
     })
-    .map_err(|e| Failure::input("invalid_store", e))
+    .map_err(|e| Failure::coded(ErrorCode::InvalidStore, e))
 }
 
 /// The largest published vector table the server keeps (a 1M-chunk index of 384 dimensions).
@@ -74,8 +79,8 @@ fn local_access(dirs: &[PathBuf], data_dir: &Path) -> Result<LocalAccess, Failur
     let mut roots = Vec::new();
     for dir in dirs {
         let bad = |why: String| {
-            Failure::input(
-                "invalid_local_root",
+            Failure::coded(
+                ErrorCode::InvalidLocalRoot,
                 format!("--local-root `{}`: {why}", dir.display()),
             )
         };
@@ -130,8 +135,8 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let token_secret = match &args.token_secret {
         Some(s) if s.len() >= 16 => s.as_bytes().to_vec(),
         Some(_) => {
-            return Err(Failure::input(
-                "weak_secret",
+            return Err(Failure::coded(
+                ErrorCode::WeakSecret,
                 "the token secret must have at least 16 characters",
             ));
         }
@@ -158,7 +163,7 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
         Some(aws) => {
             tracing::info!(bucket = %aws.bucket, table = %aws.table, "serving what is published to S3 + DynamoDB");
             let http = super::aws_http::NativeHttp::new()
-                .map_err(|e| Failure::internal("http_client", e.to_string()))?;
+                .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
             let (published, hooks) = published_store(http, aws);
             webhooks = hooks;
             published
@@ -180,19 +185,19 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::internal("runtime", e.to_string()))?;
+        .map_err(|e| Failure::coded(ErrorCode::InternalError, e.to_string()))?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .map_err(|e| {
-                Failure::input(
-                    "bind_failed",
+                Failure::coded(
+                    ErrorCode::BindFailed,
                     format!("cannot listen on {}: {e}", args.addr),
                 )
             })?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Failure::internal("bind_failed", e.to_string()))?;
+            .map_err(|e| Failure::coded(ErrorCode::BindFailed, e.to_string()))?;
         print_listening(args.format, addr, state_admin);
         tracing::info!(%addr, "serving");
         if let (true, Some(backend)) = (args.watch, watched) {
@@ -205,22 +210,22 @@ pub fn run(global: &Global, args: &ServeArgs) -> CmdResult {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await
-            .map_err(|e| Failure::internal("serve_failed", e.to_string()))
+            .map_err(|e| Failure::coded(ErrorCode::ServeFailed, e.to_string()))
     })
 }
 
 /// Refuses flags that are gone or that do nothing without another.
 fn check_flags(args: &ServeArgs) -> CmdResult {
     if args.allow_local_paths {
-        return Err(Failure::input(
-            "flag_removed",
+        return Err(Failure::coded(
+            ErrorCode::FlagRemoved,
             "--allow-local-paths is gone (it let every API key read any folder of this machine): \
              name the folders callers may index with --local-root DIR (repeatable)",
         ));
     }
     if args.watch && args.local_roots.is_empty() {
-        return Err(Failure::input(
-            "watch_without_roots",
+        return Err(Failure::coded(
+            ErrorCode::WatchWithoutRoots,
             "--watch re-indexes folder projects under --local-root only, and none is given: add \
              --local-root DIR for the folders callers may register (repeatable)",
         ));
