@@ -206,7 +206,7 @@ impl From<ctxgate_core::assemble::AssembleError> for ApiError {
             }
             // The fetch loop gives up after a bounded number of rounds (texts evicted as fast
             // as they are read, a source that never holds them).
-            A::TextsNeeded(_) | A::ListsNeeded(_) => ApiError::new(
+            A::Unread(_) => ApiError::new(
                 code,
                 format!("{e} after several rounds of reading; retry the request"),
             ),

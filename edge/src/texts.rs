@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ctxgate_core::assemble::{
-    AssembleError, Assembled, ChunkSource, QueryOptions, plan as plan_query,
+    AssembleError, Assembled, ChunkSource, QueryOptions, Step, plan as plan_query,
 };
 use ctxgate_core::catalog::ResolvedBudget;
 use ctxgate_core::hash::Sha256Digest;
@@ -52,25 +52,23 @@ pub struct RequestTexts<'a> {
 }
 
 impl ChunkSource for RequestTexts<'_> {
-    fn text(&self, _pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+    fn text(&self, _pack: &IndexPack, i: usize) -> Result<Option<String>, AssembleError> {
         let i = i as u32;
         if let Some(t) = self.local.get(&i) {
-            return Ok(t.to_string());
+            return Ok(Some(t.to_string()));
         }
-        match self.snap.texts.get(&self.snap.id, i) {
-            Some(t) => Ok(t.to_string()),
-            None => Err(AssembleError::TextsNeeded(vec![i])),
-        }
+        Ok(self.snap.texts.get(&self.snap.id, i).map(|t| t.to_string()))
     }
 
-    fn list(&self, _pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+    fn list(&self, _pack: &IndexPack, id: ListId) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
         if let Some(p) = self.lists.get(&id) {
-            return Ok(Cow::Borrowed(p));
+            return Ok(Some(Cow::Borrowed(p)));
         }
-        match self.snap.texts.get_list(&self.snap.id, id) {
-            Some(p) => Ok(Cow::Owned(p.to_vec())),
-            None => Err(AssembleError::ListsNeeded(vec![id])),
-        }
+        Ok(self
+            .snap
+            .texts
+            .get_list(&self.snap.id, id)
+            .map(|p| Cow::Owned(p.to_vec())))
     }
 }
 
@@ -101,6 +99,24 @@ impl<'a> RequestTexts<'a> {
         backend: &dyn Projects,
         chunks: &[u32],
     ) -> Result<(), BackendError> {
+        self.fetch_both(backend, chunks, &[]).await
+    }
+
+    /// Reads the texts of `chunks` and the list values `ids` this request does not hold yet,
+    /// in one batch of range reads.
+    pub async fn fetch_both(
+        &mut self,
+        backend: &dyn Projects,
+        chunks: &[u32],
+        ids: &[ListId],
+    ) -> Result<(), BackendError> {
+        let mut wanted = self.texts_wanted(chunks);
+        wanted.extend(self.lists_wanted(ids)?);
+        self.read(backend, wanted).await
+    }
+
+    /// The reads the texts of `chunks` take: those the process's cache holds are taken from it.
+    fn texts_wanted(&mut self, chunks: &[u32]) -> Vec<Want> {
         let snap = self.snap;
         let pack = &snap.pack;
         let mut wanted: Vec<Want> = Vec::new();
@@ -123,15 +139,11 @@ impl<'a> RequestTexts<'a> {
                 }
             }
         }
-        self.read(backend, wanted).await
+        wanted
     }
 
-    /// Reads the list values `ids` this request does not hold yet.
-    pub async fn fetch_lists(
-        &mut self,
-        backend: &dyn Projects,
-        ids: &[ListId],
-    ) -> Result<(), BackendError> {
+    /// The reads the list values `ids` take: those the process's cache holds are taken from it.
+    fn lists_wanted(&mut self, ids: &[ListId]) -> Result<Vec<Want>, BackendError> {
         let snap = self.snap;
         let mut wanted: Vec<Want> = Vec::new();
         for &id in ids {
@@ -152,7 +164,7 @@ impl<'a> RequestTexts<'a> {
                 len: r.len,
             });
         }
-        self.read(backend, wanted).await
+        Ok(wanted)
     }
 
     /// Reads `wanted` in as few ranges as the layout allows, all at once; checks each item and
@@ -374,38 +386,32 @@ pub async fn answer(
     let pack = &snap.pack;
     let mut rounds = 0;
     let planned = loop {
-        match plan_query(pack, &texts, query, resolved, options) {
-            Err(AssembleError::TextsNeeded(more)) if rounds < MAX_ROUNDS => {
+        match plan_query(pack, &texts, query, resolved, options)? {
+            Step::Needs(needs) if rounds < MAX_ROUNDS => {
                 rounds += 1;
-                texts.fetch(backend, &more).await?;
+                texts
+                    .fetch_both(backend, &needs.texts, &needs.lists)
+                    .await?;
             }
-            Err(AssembleError::ListsNeeded(ids)) if rounds < MAX_ROUNDS => {
-                rounds += 1;
-                texts.fetch_lists(backend, &ids).await?;
-            }
-            other => break other?,
+            step => break step.ready()?,
         }
     };
     // Cached texts are taken into the request too, so later reads cannot evict them from it.
     texts.fetch(backend, &planned.wanted_texts(pack)).await?;
     let mut rounds = 0;
     loop {
-        match planned.compose(pack, &texts) {
-            Err(AssembleError::TextsNeeded(more)) if rounds < MAX_ROUNDS => {
+        match planned.compose(pack, &texts)? {
+            Step::Needs(needs) if rounds < MAX_ROUNDS => {
                 rounds += 1;
-                // Composing stops at its first missing text: read what it will ask next along.
-                let mut batch = more.clone();
-                for &i in &more {
+                // Composing stops at its first missing text: read what it will ask next along
+                // (and the chosen summaries' texts, all at once).
+                let mut batch = needs.texts.clone();
+                for &i in &needs.texts {
                     batch.extend(planned.following(i, MISS_BATCH));
                 }
-                texts.fetch(backend, &batch).await?;
+                texts.fetch_both(backend, &batch, &needs.lists).await?;
             }
-            // The chosen summaries' texts, all at once.
-            Err(AssembleError::ListsNeeded(ids)) if rounds < MAX_ROUNDS => {
-                rounds += 1;
-                texts.fetch_lists(backend, &ids).await?;
-            }
-            other => return Ok((other?, texts.read_bytes)),
+            step => return Ok((step.ready()?, texts.read_bytes)),
         }
     }
 }

@@ -278,7 +278,7 @@ pub struct StoreChunks<'a> {
 }
 
 impl ChunkSource for StoreChunks<'_> {
-    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<Option<String>, AssembleError> {
         let c = &pack.chunks[i];
         let key = keys::segment(self.org, self.project, &pack.segments[c.segment as usize]);
         let bytes = self
@@ -286,15 +286,17 @@ impl ChunkSource for StoreChunks<'_> {
             .get_range(&key, u64::from(c.segment_offset), c.len() as usize)
             .map_err(|e| AssembleError::Source(e.to_string()))?;
         String::from_utf8(bytes)
+            .map(Some)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
 
-    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
         stored_list(pack, id, self.org, self.project, |key, start, len| {
             self.store
                 .get_range(key, start, len)
                 .map_err(|e| e.to_string())
         })
+        .map(Some)
     }
 }
 
@@ -311,7 +313,7 @@ pub struct SegmentFiles {
 }
 
 impl ChunkSource for SegmentFiles {
-    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<Option<String>, AssembleError> {
         let c = &pack.chunks[i];
         let key = keys::segment(&self.org, &self.project, &pack.segments[c.segment as usize]);
         let path = self.objects.join(&key);
@@ -319,15 +321,17 @@ impl ChunkSource for SegmentFiles {
             crate::store::read_file_range(&path, u64::from(c.segment_offset), c.len() as usize)
                 .map_err(|e| AssembleError::Source(format!("{}: {e}", path.display())))?;
         String::from_utf8(buf)
+            .map(Some)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
 
-    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
         stored_list(pack, id, &self.org, &self.project, |key, start, len| {
             let path = self.objects.join(key);
             crate::store::read_file_range(&path, start, len)
                 .map_err(|e| format!("{}: {e}", path.display()))
         })
+        .map(Some)
     }
 }
 

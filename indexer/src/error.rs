@@ -120,7 +120,7 @@ impl From<AssembleError> for IndexerError {
             A::Compose(c) => IndexerError::Compose(c),
             A::Source(s) => IndexerError::Corrupt(s),
             // Local sources read every text; a miss means the store lost it.
-            e @ (A::TextsNeeded(_) | A::ListsNeeded(_)) => IndexerError::Corrupt(e.to_string()),
+            e @ A::Unread(_) => IndexerError::Corrupt(e.to_string()),
             A::ErrorOutputMissing => IndexerError::ErrorOutputMissing,
             A::Budget(b) => IndexerError::Budget(b),
         }

@@ -17,7 +17,7 @@ pub mod openai;
 
 use std::collections::HashMap;
 
-use ctxgate_core::assemble::ChunkSource;
+use ctxgate_core::assemble::{AssembleError, ChunkSource, Needs};
 use ctxgate_core::dense::VectorTable;
 use ctxgate_core::error_code::ErrorCode;
 use ctxgate_core::hash::Sha256Digest;
@@ -284,8 +284,17 @@ pub fn vectors_for(
         let mut texts = Vec::with_capacity(batch.len());
         for &i in batch {
             let c = &pack.chunks[i];
+            // The sources embedding reads hold every text: one they lack is a failure.
             let code = source
                 .text(pack, i)
+                .and_then(|t| {
+                    t.ok_or_else(|| {
+                        AssembleError::Unread(Needs {
+                            texts: vec![i as u32],
+                            lists: Vec::new(),
+                        })
+                    })
+                })
                 .map_err(|e| EmbedError::Text(e.to_string()))?;
             texts.push(chunk_text(
                 &pack.files[c.file as usize].path,

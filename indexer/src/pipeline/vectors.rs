@@ -105,7 +105,7 @@ struct StoredSegments<'a> {
 }
 
 impl ChunkSource for StoredSegments<'_> {
-    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError> {
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<Option<String>, AssembleError> {
         let c = &pack.chunks[i];
         let mut read = self.read.borrow_mut();
         if let std::collections::hash_map::Entry::Vacant(slot) = read.entry(c.segment) {
@@ -127,10 +127,11 @@ impl ChunkSource for StoredSegments<'_> {
                 AssembleError::Source(format!("chunk {} is outside its segment", c.id))
             })?;
         String::from_utf8(bytes.to_vec())
+            .map(Some)
             .map_err(|_| AssembleError::Source(format!("chunk {} is not UTF-8", c.id)))
     }
 
-    fn list(&self, _: &IndexPack, _: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+    fn list(&self, _: &IndexPack, _: ListId) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
         Err(AssembleError::Source(
             "embedding reads chunk texts only".into(),
         ))

@@ -11,7 +11,7 @@ use crate::rank::{Ranked, Signals, Weights};
 use crate::select::{Candidate, select_greedy};
 
 use super::estimate::{declares_its_symbol, header_cost};
-use super::{AssembleError, ChunkSource, SIGNATURES_BELOW};
+use super::{AssembleError, ChunkSource, Halt, SIGNATURES_BELOW};
 
 /// How many definitions the signatures-only mode (budgets under [`SIGNATURES_BELOW`]) reads.
 const SIGNATURE_CANDIDATES: usize = 300;
@@ -33,14 +33,11 @@ fn read(
     i: u32,
     missing: &mut Vec<u32>,
 ) -> Result<Option<String>, AssembleError> {
-    match source.text(pack, i as usize) {
-        Ok(t) => Ok(Some(t)),
-        Err(AssembleError::TextsNeeded(more)) => {
-            missing.extend(more);
-            Ok(None)
-        }
-        Err(e) => Err(e),
+    let text = source.text(pack, i as usize)?;
+    if text.is_none() {
+        missing.push(i);
     }
+    Ok(text)
 }
 
 /// Small budgets (under [`SIGNATURES_BELOW`]) get signatures of the best definitions instead of
@@ -53,7 +50,7 @@ pub(super) fn signatures_only(
     scores: &mut Vec<(u32, f32)>,
     texts: &mut HashMap<u32, String>,
     strategy: &mut String,
-) -> Result<HashMap<u32, usize>, AssembleError> {
+) -> Result<HashMap<u32, usize>, Halt> {
     let mut signatures: HashMap<u32, usize> = HashMap::default();
     if budget >= SIGNATURES_BELOW || scores.is_empty() {
         return Ok(signatures);
@@ -80,7 +77,7 @@ pub(super) fn signatures_only(
         kept.push((i, score));
     }
     if !missing.is_empty() {
-        return Err(AssembleError::TextsNeeded(missing));
+        return Err(Halt::texts(missing));
     }
     if !kept.is_empty() {
         *scores = kept;
@@ -142,7 +139,7 @@ impl<'a> Counting<'a> {
         scores: &[(u32, f32)],
         signatures: &HashMap<u32, usize>,
         texts: &mut HashMap<u32, String>,
-    ) -> Result<Candidates, AssembleError> {
+    ) -> Result<Candidates, Halt> {
         let Counting {
             pack,
             source,
@@ -204,7 +201,7 @@ impl<'a> Counting<'a> {
             depth += u64::from(tokens);
         }
         if !missing.is_empty() {
-            return Err(AssembleError::TextsNeeded(missing));
+            return Err(Halt::texts(missing));
         }
         Ok(Candidates {
             cands,

@@ -19,7 +19,7 @@ use crate::lexical::for_each_term;
 use super::estimate::header_cost;
 use super::pieces::{Draft, piece};
 use super::plan::Plan;
-use super::{AssembleError, ChunkSource};
+use super::{ChunkSource, Halt, text_of};
 
 /// Candidates looked at for excerpts, best first: further down, a match is rarely the answer.
 const MAX_EXCERPTED: usize = 8;
@@ -196,7 +196,7 @@ impl Plan {
         pack: &IndexPack,
         source: &dyn ChunkSource,
         draft: &mut Draft,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         if self.excerpt_room == 0 || self.excerpt_terms.is_empty() {
             return Ok(());
         }
@@ -220,7 +220,7 @@ impl Plan {
             }
             let i = c.key as usize;
             let header = header_cost(pack, i);
-            let text = source.text(pack, i)?;
+            let text = text_of(pack, source, i)?;
             let score = self.original.get(&c.key).copied().unwrap_or(c.score);
             let why = self.reasons.get(&c.key).copied().unwrap_or_default();
             let cuts: Vec<Piece> = windows(&text, &self.excerpt_terms)

@@ -6,7 +6,7 @@ use crate::intent::Intent;
 use crate::rank::{Signals, learned_features, rank};
 
 use super::retrieve::{add_hot_paths, retrieve, search_terms, understood};
-use super::{AssembleError, ChunkSource, QueryOptions};
+use super::{AssembleError, ChunkSource, Halt, QueryOptions};
 use crate::index::IndexPack;
 
 /// One candidate as ranking saw it, before file diversity.
@@ -43,7 +43,8 @@ pub struct QueryFeatures {
 /// Ranks `query` as [`super::plan`] does (the `repair` profile's error output aside) and
 /// returns every candidate instead of a selection. The steps of `plan` that depend on the
 /// budget — the regions of strong files and file diversity — are not applied (a dump serves
-/// every budget): their signals read 0 here, and a fit simulates them itself.
+/// every budget): their signals read 0 here, and a fit simulates them itself. The source holds
+/// every list (offline, local files): one it lacks is [`AssembleError::Unread`].
 pub fn candidate_features(
     pack: &IndexPack,
     source: &dyn ChunkSource,
@@ -56,7 +57,7 @@ pub fn candidate_features(
     }
     let (mut intent, search_text) = understood(query, None);
     let terms = search_terms(query, &search_text);
-    let retrieved = retrieve(pack, source, &terms, &intent, options)?;
+    let retrieved = Halt::step(retrieve(pack, source, &terms, &intent, options))?.ready()?;
     add_hot_paths(&mut intent, options);
     let ranked = rank(
         pack,

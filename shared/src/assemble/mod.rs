@@ -52,17 +52,149 @@ pub(crate) const SHRINK_TRIES: usize = 64;
 pub(crate) const MIN_ALTERNATIVE_TOKENS: u32 = 12;
 
 /// Reads what the pack being answered from does not hold: chunk texts, and the postings of a
-/// large index's terms.
+/// large index's terms. `Ok(None)` is not a failure: a source that holds only what it fetched
+/// so far says it lacks this one, and the phase asking ends with a [`Step::Needs`] naming every
+/// read it lacked.
 pub trait ChunkSource {
-    /// The chunk's exact text, or [`AssembleError::TextsNeeded`] when this source holds only
-    /// the texts fetched so far and not this one.
-    fn text(&self, pack: &IndexPack, i: usize) -> Result<String, AssembleError>;
+    /// The chunk's exact text, or `None` when this source holds only the texts fetched so far
+    /// and not this one.
+    fn text(&self, pack: &IndexPack, i: usize) -> Result<Option<String>, AssembleError>;
 
     /// The value of list key `id` (a term's postings, a name's users, a block of a large
-    /// dictionary's keys) that the pack keeps in segments, checked against the pack ([`crate::lists::KeyedLists::verify`]), or
-    /// [`AssembleError::ListsNeeded`] when this source holds only what it fetched so far and
-    /// not this.
-    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError>;
+    /// dictionary's keys) that the pack keeps in segments, checked against the pack
+    /// ([`crate::lists::KeyedLists::verify`]), or `None` when this source holds only what it
+    /// fetched so far and not this.
+    fn list(&self, pack: &IndexPack, id: ListId) -> Result<Option<Cow<'_, [u8]>>, AssembleError>;
+}
+
+/// What a phase must have read before it can go on: pack indices of chunk texts, and lists
+/// (postings, references, blocks of their keys, summary texts). A phase names all it lacks at
+/// once, so a host reads them in one round.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Chunks whose texts the source has not fetched (pack indices).
+    pub texts: Vec<u32>,
+    /// Lists the source has not fetched.
+    pub lists: Vec<ListId>,
+}
+
+impl Needs {
+    /// Nothing to read.
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty() && self.lists.is_empty()
+    }
+
+    /// Adds what `other` needs, so two lookups that both lack reads ask for them together.
+    pub(crate) fn add(&mut self, other: Needs) {
+        self.texts.extend(other.texts);
+        self.lists.extend(other.lists);
+    }
+}
+
+/// Worded as hosts have reported a read loop that gave up.
+impl std::fmt::Display for Needs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.texts.len(), self.lists.len()) {
+            (t, 0) => write!(f, "the texts of {t} chunks are not fetched yet"),
+            (0, l) => write!(f, "{l} lists of the index are not fetched yet"),
+            (t, l) => write!(
+                f,
+                "the texts of {t} chunks and {l} lists of the index are not fetched yet"
+            ),
+        }
+    }
+}
+
+/// A phase's outcome ([`plan`], [`Plan::compose`]): done, or the reads it needs first. A host
+/// that reads from remote storage fetches them and runs the phase again; a source that holds
+/// every read never gets a [`Step::Needs`].
+#[derive(Debug)]
+#[must_use]
+pub enum Step<T> {
+    /// The phase is done.
+    Ready(T),
+    /// The source lacked these reads; nothing else went wrong.
+    Needs(Needs),
+}
+
+impl<T> Step<T> {
+    /// The outcome, or [`AssembleError::Unread`] when reads are still needed: for a source that
+    /// should have held them, or a host that stopped reading.
+    pub fn ready(self) -> Result<T, AssembleError> {
+        match self {
+            Step::Ready(t) => Ok(t),
+            Step::Needs(n) => Err(AssembleError::Unread(n)),
+        }
+    }
+}
+
+/// Why a phase stopped inside the core: it needs reads first, or it failed. `?` carries both
+/// out of every step; the public phases turn it into a [`Step`] or an [`AssembleError`].
+#[derive(Debug)]
+pub(crate) enum Halt {
+    /// Reads the source lacked.
+    Needs(Needs),
+    /// A failure the host reports.
+    Failed(AssembleError),
+}
+
+impl Halt {
+    /// Chunk texts the source lacked.
+    pub(crate) fn texts(texts: Vec<u32>) -> Self {
+        Halt::Needs(Needs {
+            texts,
+            lists: Vec::new(),
+        })
+    }
+
+    /// Lists the source lacked.
+    pub(crate) fn lists(lists: Vec<ListId>) -> Self {
+        Halt::Needs(Needs {
+            texts: Vec::new(),
+            lists,
+        })
+    }
+
+    /// A phase's result at the public boundary: needed reads are a step, not an error.
+    pub(crate) fn step<T>(r: Result<T, Halt>) -> Result<Step<T>, AssembleError> {
+        match r {
+            Ok(t) => Ok(Step::Ready(t)),
+            Err(Halt::Needs(n)) => Ok(Step::Needs(n)),
+            Err(Halt::Failed(e)) => Err(e),
+        }
+    }
+}
+
+impl From<AssembleError> for Halt {
+    fn from(e: AssembleError) -> Self {
+        Halt::Failed(e)
+    }
+}
+
+impl From<ComposeError> for Halt {
+    fn from(e: ComposeError) -> Self {
+        Halt::Failed(e.into())
+    }
+}
+
+/// Chunk `i`'s text through `source`, or a halt naming it when the source lacks it.
+pub(crate) fn text_of(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    i: usize,
+) -> Result<String, Halt> {
+    source
+        .text(pack, i)?
+        .ok_or_else(|| Halt::texts(vec![i as u32]))
+}
+
+/// List `id` through `source`, or a halt naming it when the source lacks it.
+pub(crate) fn list_of<'s>(
+    pack: &IndexPack,
+    source: &'s dyn ChunkSource,
+    id: ListId,
+) -> Result<Cow<'s, [u8]>, Halt> {
+    source.list(pack, id)?.ok_or_else(|| Halt::lists(vec![id]))
 }
 
 /// Why a query could not be answered.
@@ -74,14 +206,10 @@ pub enum AssembleError {
     /// A chunk's text could not be read.
     #[error("chunk text unavailable: {0}")]
     Source(String),
-    /// The source has not fetched these chunks' texts yet (pack indices): a host that reads
-    /// texts from remote storage fetches them and composes the plan again.
-    #[error("the texts of {} chunks are not fetched yet", .0.len())]
-    TextsNeeded(Vec<u32>),
-    /// The source has not fetched these lists yet (postings, references, blocks of their
-    /// keys): a host that reads them from remote storage fetches them and plans again.
-    #[error("{} lists of the index are not fetched yet", .0.len())]
-    ListsNeeded(Vec<ListId>),
+    /// Reads a phase needed that its source never held ([`Step::ready`]): a source that holds
+    /// every text lost one, or a host's read loop gave up after its rounds.
+    #[error("{0}")]
+    Unread(Needs),
     /// The prompt could not be held to the budget.
     #[error(transparent)]
     Compose(#[from] ComposeError),
@@ -103,9 +231,7 @@ impl AssembleError {
             AssembleError::Budget(b) => b.code(),
             AssembleError::Source(_) => ErrorCode::IndexCorrupt,
             // A host's read loop gave up on texts or postings it could not keep.
-            AssembleError::TextsNeeded(_) | AssembleError::ListsNeeded(_) => {
-                ErrorCode::StorageUnavailable
-            }
+            AssembleError::Unread(_) => ErrorCode::StorageUnavailable,
         }
     }
 }
@@ -191,7 +317,8 @@ pub struct Assembled {
 }
 
 /// Answers `query` from `pack` within `resolved.budget`, counted by `resolved.tokenizer`: a
-/// [`plan`] composed at once, for sources that hold every text (local files, memory).
+/// [`plan`] composed at once, for sources that hold every text (local files, memory): a read
+/// the source lacks is a failure ([`AssembleError::Unread`]), not a step.
 ///
 /// The guarantee: `tokens_total` is the exact count of `prompt` (or the documented estimate
 /// for models without a public tokenizer) and never exceeds the budget.
@@ -202,5 +329,45 @@ pub fn assemble(
     resolved: &ResolvedBudget,
     options: &QueryOptions,
 ) -> Result<Assembled, AssembleError> {
-    plan(pack, source, query, resolved, options)?.compose(pack, source)
+    plan(pack, source, query, resolved, options)?
+        .ready()?
+        .compose(pack, source)?
+        .ready()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lists::ListKind;
+
+    #[test]
+    fn a_step_still_needing_reads_is_a_storage_failure_naming_them() {
+        let texts = Needs {
+            texts: vec![1, 2],
+            lists: Vec::new(),
+        };
+        let e = Step::<()>::Needs(texts).ready().unwrap_err();
+        assert_eq!(e.code(), ErrorCode::StorageUnavailable);
+        assert_eq!(e.to_string(), "the texts of 2 chunks are not fetched yet");
+        let lists = Needs {
+            texts: Vec::new(),
+            lists: vec![ListId {
+                kind: ListKind::Postings,
+                key: 3,
+                at: None,
+            }],
+        };
+        let e = Step::<()>::Needs(lists).ready().unwrap_err();
+        assert_eq!(e.to_string(), "1 lists of the index are not fetched yet");
+        assert!(matches!(Step::Ready(7).ready(), Ok(7)));
+    }
+
+    #[test]
+    fn a_halt_is_a_step_unless_it_failed() {
+        let needs = Halt::step::<()>(Err(Halt::texts(vec![4])));
+        assert!(matches!(needs, Ok(Step::Needs(ref n)) if n.texts == [4] && n.lists.is_empty()));
+        let failed = Halt::step::<()>(Err(AssembleError::EmptyQuery.into()));
+        assert!(matches!(failed, Err(AssembleError::EmptyQuery)));
+        assert!(matches!(Halt::step(Ok(5)), Ok(Step::Ready(5))));
+    }
 }

@@ -17,7 +17,8 @@ use super::estimate::{declares_its_symbol, header_cost};
 use super::plan::Plan;
 use super::summaries::{Filled, TextAt};
 use super::{
-    AssembleError, Assembled, ChunkSource, MEDIUM_KEEP_SHARE, MIN_ALTERNATIVE_TOKENS, SHRINK_TRIES,
+    AssembleError, Assembled, ChunkSource, Halt, MEDIUM_KEEP_SHARE, MIN_ALTERNATIVE_TOKENS, Needs,
+    SHRINK_TRIES, Step, list_of, text_of,
 };
 
 /// The pieces going into the prompt so far, while composing.
@@ -53,12 +54,18 @@ impl Plan {
     /// Reads the planned pieces through `source` and composes the prompt. The guarantee:
     /// `tokens_total` is the exact count of `prompt` (or the documented estimate for models
     /// without a public tokenizer) and never exceeds the budget. A text the source lacks ends
-    /// it with [`AssembleError::TextsNeeded`]; the plan can be composed again once it is there.
+    /// it with a [`Step::Needs`] naming it (the chosen summaries' lists, all at once); the plan
+    /// can be composed again once they are there.
     pub fn compose(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
-    ) -> Result<Assembled, AssembleError> {
+    ) -> Result<Step<Assembled>, AssembleError> {
+        Halt::step(self.composed(pack, source))
+    }
+
+    /// [`Self::compose`], stopping with `?` at the first read it lacks or the first failure.
+    fn composed(&self, pack: &IndexPack, source: &dyn ChunkSource) -> Result<Assembled, Halt> {
         let best = self
             .chosen
             .iter()
@@ -104,11 +111,11 @@ impl Plan {
         source: &dyn ChunkSource,
         c: &Candidate,
         best: f32,
-    ) -> Result<Piece, AssembleError> {
+    ) -> Result<Piece, Halt> {
         let spec = &self.resolved.tokenizer;
         let text = match self.texts.get(&c.key) {
             Some(t) => t.clone(),
-            None => source.text(pack, c.key as usize)?,
+            None => text_of(pack, source, c.key as usize)?,
         };
         let score = self.original.get(&c.key).copied().unwrap_or(c.score);
         let tokens = self.piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
@@ -136,7 +143,7 @@ impl Plan {
         pack: &IndexPack,
         source: &dyn ChunkSource,
         best: f32,
-    ) -> Result<Draft, AssembleError> {
+    ) -> Result<Draft, Halt> {
         let mut draft = Draft {
             pieces: Vec::with_capacity(self.chosen.len()),
             keys: Vec::with_capacity(self.chosen.len()),
@@ -164,7 +171,7 @@ impl Plan {
         best: f32,
         smallest_after: &[u32],
         draft: &mut Draft,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         let mut tries = if self.level >= Compression::Medium {
             SHRINK_TRIES
         } else {
@@ -209,7 +216,7 @@ impl Plan {
         room: u32,
         smallest_after: &[u32],
         tries: &mut usize,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         for (k, c) in self.cands.iter().enumerate() {
             let left = room.saturating_sub(draft.planned);
             if *tries == 0 && smallest_after[k] > left {
@@ -244,7 +251,7 @@ impl Plan {
         pack: &IndexPack,
         source: &dyn ChunkSource,
         draft: &mut Draft,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         let spec = &self.resolved.tokenizer;
         let sent = &self.signatures_sent;
         let rest: Vec<&Candidate> = self
@@ -265,7 +272,7 @@ impl Plan {
             ) {
                 continue;
             }
-            let text = source.text(pack, i)?;
+            let text = text_of(pack, source, i)?;
             let Some(n) =
                 signature_len(&text).filter(|&n| declares_its_symbol(&text[..n], &pack.chunks[i]))
             else {
@@ -287,13 +294,13 @@ impl Plan {
 
     /// Summaries fill what the pieces left; a continuation page (the caller has the first) or a
     /// caller that wants pieces only gets none. The summaries chosen, and those to compose with
-    /// their texts (those the source has not read yet are one [`AssembleError::ListsNeeded`]).
+    /// their texts (those the source has not read yet are one [`Halt::Needs`]).
     fn summaries(
         &self,
         pack: &IndexPack,
         source: &dyn ChunkSource,
         draft: &Draft,
-    ) -> Result<(Filled, Vec<SummaryPiece>), AssembleError> {
+    ) -> Result<(Filled, Vec<SummaryPiece>), Halt> {
         let mut filled = super::summaries::fill(&super::summaries::FillInput {
             pack,
             pieces: &draft.pieces,
@@ -310,29 +317,25 @@ impl Plan {
         } else {
             std::mem::take(&mut filled.summaries)
         };
-        let mut missing = Vec::new();
+        let mut missing = Needs::default();
         let mut pieces = Vec::with_capacity(wanted.len());
         for (mut piece, at) in wanted {
             match summary_text(pack, source, at) {
                 Ok(text) => piece.text = text,
-                Err(AssembleError::ListsNeeded(ids)) => missing.extend(ids),
+                Err(Halt::Needs(n)) => missing.add(n),
                 Err(e) => return Err(e),
             }
             pieces.push(piece);
         }
         if !missing.is_empty() {
-            return Err(AssembleError::ListsNeeded(missing));
+            return Err(Halt::Needs(missing));
         }
         Ok((filled, pieces))
     }
 }
 
 /// A chosen summary's text: from the pack, or read through `source`.
-fn summary_text(
-    pack: &IndexPack,
-    source: &dyn ChunkSource,
-    at: TextAt,
-) -> Result<String, AssembleError> {
+fn summary_text(pack: &IndexPack, source: &dyn ChunkSource, at: TextAt) -> Result<String, Halt> {
     let k = match at {
         TextAt::Project => {
             return Ok(pack
@@ -351,10 +354,10 @@ fn summary_text(
     };
     let bytes = match pack.summaries.text_inline(k) {
         Some(b) => std::borrow::Cow::Borrowed(b),
-        None => source.list(pack, id)?,
+        None => list_of(pack, source, id)?,
     };
     String::from_utf8(bytes.into_owned())
-        .map_err(|_| AssembleError::Source(format!("{id} is not UTF-8")))
+        .map_err(|_| AssembleError::Source(format!("{id} is not UTF-8")).into())
 }
 
 /// A conservative guess of what a piece costs in the block it joins beyond its own text: the

@@ -17,7 +17,7 @@ use crate::select::Candidate;
 use super::candidates::{Counting, first_selection, reasons, signatures_only};
 use super::estimate::{MAX_SIGNPOSTS, excerpt_room, overhead_total, signpost_room};
 use super::retrieve::{add_hot_paths, error_output, retrieve, search_terms, understood};
-use super::{AssembleError, ChunkSource, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW};
+use super::{AssembleError, ChunkSource, Halt, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW, Step};
 
 /// Tokens of the summaries section's heading and separators, kept free with the project
 /// summary under `plan`.
@@ -29,7 +29,7 @@ const REFILL_WANTED: usize = 48;
 
 /// What ranking and the first selection decided for one query, before the pieces are read and
 /// composed ([`Plan::compose`]). Composing only reads; a plan can be composed again after the
-/// texts it lacked were fetched.
+/// reads it lacked were fetched.
 pub struct Plan {
     pub(super) resolved: ResolvedBudget,
     pub(super) warnings: Vec<String>,
@@ -81,18 +81,30 @@ pub struct Plan {
 /// Ranks `query`'s candidates in `pack` and makes the first selection within
 /// `resolved.budget`, which must be at least [`MIN_BUDGET`]. Texts are read only for budgets under
 /// [`SIGNATURES_BELOW`](super::SIGNATURES_BELOW) and for
-/// encodings the index did not count; a source that lacks them gets
-/// [`AssembleError::TextsNeeded`] naming all of them at once.
+/// encodings the index did not count, and a large index's lists when the pack keeps them in
+/// segments; a source that lacks them gets a [`Step::Needs`] naming all a round can ask for
+/// (the blocks of keys first, then their values, then texts).
 pub fn plan(
     pack: &IndexPack,
     source: &dyn ChunkSource,
     query: &str,
     resolved: &ResolvedBudget,
     options: &QueryOptions,
-) -> Result<Plan, AssembleError> {
+) -> Result<Step<Plan>, AssembleError> {
+    Halt::step(planned(pack, source, query, resolved, options))
+}
+
+/// [`plan`], stopping with `?` at the first phase that lacks reads or fails.
+fn planned(
+    pack: &IndexPack,
+    source: &dyn ChunkSource,
+    query: &str,
+    resolved: &ResolvedBudget,
+    options: &QueryOptions,
+) -> Result<Plan, Halt> {
     let query = query.trim();
     if query.is_empty() {
-        return Err(AssembleError::EmptyQuery);
+        return Err(AssembleError::EmptyQuery.into());
     }
     if resolved.budget < MIN_BUDGET {
         // Named as the caller sent it: the whole budget, and what it needs beside the
@@ -100,7 +112,8 @@ pub fn plan(
         return Err(AssembleError::Budget(BudgetError::TooSmall {
             budget: resolved.whole(),
             needed: MIN_BUDGET.saturating_add(resolved.history),
-        }));
+        })
+        .into());
     }
     let spec = &resolved.tokenizer;
     let mut warnings = resolved.warnings.clone();
@@ -468,8 +481,8 @@ impl Plan {
     /// The chunks whose texts composing will most likely read, most needed first: the first
     /// selection, then the best candidates that could fill room given back, then the best
     /// definitions that could go in as signatures. A host reading texts from remote storage
-    /// fetches these in one batch; what composing asks beyond them comes back as
-    /// [`AssembleError::TextsNeeded`].
+    /// fetches these in one batch; what composing asks beyond them comes back as a
+    /// [`Step::Needs`].
     pub fn wanted_texts(&self, pack: &IndexPack) -> Vec<u32> {
         let mut out: Vec<u32> = Vec::new();
         let mut seen: HashSet<u32> = HashSet::default();
@@ -542,14 +555,14 @@ mod tests {
     struct Nothing;
 
     impl ChunkSource for Nothing {
-        fn text(&self, _: &IndexPack, _: usize) -> Result<String, AssembleError> {
+        fn text(&self, _: &IndexPack, _: usize) -> Result<Option<String>, AssembleError> {
             Err(AssembleError::Source("no text".into()))
         }
         fn list(
             &self,
             _: &IndexPack,
             _: crate::lists::ListId,
-        ) -> Result<std::borrow::Cow<'_, [u8]>, AssembleError> {
+        ) -> Result<Option<std::borrow::Cow<'_, [u8]>>, AssembleError> {
             Err(AssembleError::Source("no list".into()))
         }
     }

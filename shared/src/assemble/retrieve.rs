@@ -8,12 +8,12 @@ use std::borrow::Cow;
 use crate::index::IndexPack;
 use crate::index::references::name_key;
 use crate::intent::{QueryAnalysis, analyze, entities};
-use crate::lexical::{query_terms, widen_question};
+use crate::lexical::{Searched, query_terms, widen_question};
 use crate::lists::{Found, ListError, ListId, ListKind};
 use crate::profile::Profile;
 use crate::rank::is_question;
 
-use super::{AssembleError, ChunkSource, QueryOptions};
+use super::{AssembleError, ChunkSource, Halt, QueryOptions};
 
 /// `repair` answers an error output, so it cannot go without one (trimmed, not empty); the
 /// other profiles ignore it.
@@ -91,12 +91,12 @@ pub(super) fn add_hot_paths(intent: &mut QueryAnalysis, options: &QueryOptions) 
 pub(super) type FetchedLists<'s> = Vec<(ListId, Cow<'s, [u8]>)>;
 
 /// The values (or blocks) `ids` the pack keeps in segments, from `source`; the ones it lacks
-/// make one [`AssembleError::ListsNeeded`].
+/// make one [`Halt::Needs`].
 pub(super) fn fetched_lists<'s>(
     pack: &IndexPack,
     source: &'s dyn ChunkSource,
     ids: impl IntoIterator<Item = ListId>,
-) -> Result<FetchedLists<'s>, AssembleError> {
+) -> Result<FetchedLists<'s>, Halt> {
     let mut ids: Vec<ListId> = ids.into_iter().collect();
     ids.sort_unstable();
     ids.dedup();
@@ -106,33 +106,28 @@ pub(super) fn fetched_lists<'s>(
         if !pack.must_read(id) {
             continue;
         }
-        match source.list(pack, id) {
-            Ok(bytes) => fetched.push((id, bytes)),
-            Err(AssembleError::ListsNeeded(more)) => missing.extend(more),
-            Err(e) => return Err(e),
+        match source.list(pack, id)? {
+            Some(bytes) => fetched.push((id, bytes)),
+            None => missing.push(id),
         }
     }
     if missing.is_empty() {
         Ok(fetched)
     } else {
-        Err(AssembleError::ListsNeeded(missing))
+        Err(Halt::lists(missing))
     }
 }
 
-/// Both results, or the error of either; the lists both lack make one
-/// [`AssembleError::ListsNeeded`], so a host reads them in one round.
-fn both<A, B>(
-    a: Result<A, AssembleError>,
-    b: Result<B, AssembleError>,
-) -> Result<(A, B), AssembleError> {
-    use AssembleError::ListsNeeded;
+/// Both results, or the failure of either; the reads both lack make one [`Halt::Needs`], so a
+/// host reads them in one round.
+fn both<A, B>(a: Result<A, Halt>, b: Result<B, Halt>) -> Result<(A, B), Halt> {
     match (a, b) {
         (Ok(a), Ok(b)) => Ok((a, b)),
-        (Err(ListsNeeded(mut a)), Err(ListsNeeded(b))) => {
-            a.extend(b);
-            Err(ListsNeeded(a))
+        (Err(Halt::Needs(mut a)), Err(Halt::Needs(b))) => {
+            a.add(b);
+            Err(Halt::Needs(a))
         }
-        (Err(e), Err(ListsNeeded(_))) | (Err(ListsNeeded(_)), Err(e)) => Err(e),
+        (Err(e @ Halt::Failed(_)), _) | (_, Err(e @ Halt::Failed(_))) => Err(e),
         (Err(e), _) | (_, Err(e)) => Err(e),
     }
 }
@@ -144,7 +139,7 @@ fn find_keys(
     source: &dyn ChunkSource,
     kind: ListKind,
     keys: &[&str],
-) -> Result<Vec<Option<Found>>, AssembleError> {
+) -> Result<Vec<Option<Found>>, Halt> {
     let lists = pack.lists(kind);
     let blocks_kind = kind.key_blocks().unwrap_or(kind);
     let block_id = |key: u32| ListId {
@@ -158,13 +153,11 @@ fn find_keys(
     keys.iter()
         .map(|k| {
             lists.find_in(k, &block).map_err(|e| match e {
-                ListError::BlocksNeeded(b) => {
-                    AssembleError::ListsNeeded(b.into_iter().map(block_id).collect())
-                }
+                ListError::BlocksNeeded(b) => Halt::lists(b.into_iter().map(block_id).collect()),
                 ListError::Block { block } => {
-                    AssembleError::Source(format!("{} does not decode", block_id(block)))
+                    AssembleError::Source(format!("{} does not decode", block_id(block))).into()
                 }
-                e => AssembleError::Source(e.to_string()),
+                e => AssembleError::Source(e.to_string()).into(),
             })
         })
         .collect()
@@ -177,7 +170,7 @@ fn fetched_values<'s>(
     source: &'s dyn ChunkSource,
     kind: ListKind,
     found: &[Option<Found>],
-) -> Result<FetchedLists<'s>, AssembleError> {
+) -> Result<FetchedLists<'s>, Halt> {
     let lists = pack.lists(kind);
     let ids = found
         .iter()
@@ -207,15 +200,14 @@ pub(super) struct Retrieved {
 
 /// The BM25 hits of `terms` and the users of the symbols `analysis` names, with the blocks of
 /// keys and the values the pack does not hold taken from `source`: what it lacks makes one
-/// [`AssembleError::ListsNeeded`] for the blocks of every term and name, then one for their
-/// values.
+/// [`Halt::Needs`] for the blocks of every term and name, then one for their values.
 pub(super) fn retrieve(
     pack: &IndexPack,
     source: &dyn ChunkSource,
     terms: &[(String, u16)],
     analysis: &QueryAnalysis,
     options: &QueryOptions,
-) -> Result<Retrieved, AssembleError> {
+) -> Result<Retrieved, Halt> {
     let names = if options.weights.reference == 0.0 {
         Vec::new()
     } else {
@@ -250,73 +242,13 @@ pub(super) fn retrieve(
             fetched_values(pack, source, ListKind::DeltaReferences, &delta_names),
         ),
     )?;
-    let needed = |kind: ListKind, keys: Vec<u32>, found: &[Option<Found>]| {
-        let lists = pack.lists(kind);
-        AssembleError::ListsNeeded(
-            found
-                .iter()
-                .flatten()
-                .filter(|f| keys.contains(&f.key))
-                .map(|f| lists.id(kind, f))
-                .collect(),
-        )
-    };
-    let external = |t: u32| postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
-    let (searched, term_idf) = match overlay {
-        None => {
-            let searched: Vec<(Found, u16)> = terms_found
-                .iter()
-                .zip(terms)
-                .filter_map(|(f, t)| Some(((*f)?, t.1)))
-                .collect();
-            let searched = pack
-                .lexical
-                .search_found(&searched, options.bm25, &external, MAX_LEXICAL_HITS)
-                .map_err(|e| match e {
-                    ListError::Needed(keys) => needed(ListKind::Postings, keys, &terms_found),
-                    e => AssembleError::Source(e.to_string()),
-                })?;
-            let held: Vec<bool> = terms_found.iter().map(Option::is_some).collect();
-            (searched, held)
-        }
-        Some(o) => {
-            let delta_external =
-                |t: u32| delta_postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
-            let mut layered = Vec::new();
-            let mut held = Vec::new();
-            for ((base, delta), t) in terms_found.iter().zip(&delta_terms).zip(terms) {
-                let mut layers = Vec::new();
-                if let Some(f) = base {
-                    let bytes = pack
-                        .lexical
-                        .lists()
-                        .value_of(f, &external)
-                        .map_err(|k| needed(ListKind::Postings, vec![k], &terms_found))?;
-                    layers.push(o.base_layer(bytes));
-                }
-                if let Some(f) = delta {
-                    let bytes = o
-                        .postings
-                        .value_of(f, &delta_external)
-                        .map_err(|k| needed(ListKind::DeltaPostings, vec![k], &delta_terms))?;
-                    layers.push(crate::lexical::LayerPostings { bytes, map: None });
-                }
-                held.push(!layers.is_empty());
-                if !layers.is_empty() {
-                    layered.push((t.1, layers));
-                }
-            }
-            let (searched, live) =
-                pack.lexical
-                    .search_layers(&layered, options.bm25, MAX_LEXICAL_HITS);
-            // A term only dropped chunks held is not in the version.
-            let mut live = live.into_iter();
-            for h in held.iter_mut().filter(|h| **h) {
-                *h = live.next().unwrap_or(false);
-            }
-            (searched, held)
-        }
-    };
+    let (searched, term_idf) = search_found(
+        pack,
+        terms,
+        (&terms_found, &delta_terms),
+        (&postings, &delta_postings),
+        options,
+    )?;
     let term_idf = term_idf
         .iter()
         .zip(terms)
@@ -335,7 +267,7 @@ pub(super) fn retrieve(
                 Some(f) => pack
                     .references
                     .users_of(f, &external)
-                    .map_err(|k| needed(ListKind::References, vec![k], &names_found))?,
+                    .map_err(|k| needed(pack, ListKind::References, vec![k], &names_found))?,
             };
             let Some(o) = overlay else {
                 return Ok((name, base));
@@ -343,16 +275,98 @@ pub(super) fn retrieve(
             let delta = match delta {
                 None => Vec::new(),
                 Some(f) => crate::index::References::users_in(&o.references, f, &delta_external)
-                    .map_err(|k| needed(ListKind::DeltaReferences, vec![k], &delta_names))?,
+                    .map_err(|k| needed(pack, ListKind::DeltaReferences, vec![k], &delta_names))?,
             };
             Ok((name, o.users(key, base, delta, pack.chunks.len())))
         })
-        .collect::<Result<_, AssembleError>>()?;
+        .collect::<Result<_, Halt>>()?;
     Ok(Retrieved {
         hits: searched.hits,
         term_idf,
         named,
     })
+}
+
+/// List keys `keys` of `kind` that a lookup found missing, among the keys `found`: one
+/// [`Halt::Needs`] for their values.
+fn needed(pack: &IndexPack, kind: ListKind, keys: Vec<u32>, found: &[Option<Found>]) -> Halt {
+    let lists = pack.lists(kind);
+    Halt::lists(
+        found
+            .iter()
+            .flatten()
+            .filter(|f| keys.contains(&f.key))
+            .map(|f| lists.id(kind, f))
+            .collect(),
+    )
+}
+
+/// The BM25 hits of `terms`, whose keys were `found` in the base and in a version's delta,
+/// with the values read from segments for each; and, for each term, whether the version holds
+/// it (a term only dropped chunks held is not in the version).
+fn search_found(
+    pack: &IndexPack,
+    terms: &[(String, u16)],
+    (terms_found, delta_terms): (&[Option<Found>], &[Option<Found>]),
+    (postings, delta_postings): (&FetchedLists<'_>, &FetchedLists<'_>),
+    options: &QueryOptions,
+) -> Result<(Searched, Vec<bool>), Halt> {
+    let external = |t: u32| postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
+    match pack.overlay.as_deref() {
+        None => {
+            let searched: Vec<(Found, u16)> = terms_found
+                .iter()
+                .zip(terms)
+                .filter_map(|(f, t)| Some(((*f)?, t.1)))
+                .collect();
+            let searched = pack
+                .lexical
+                .search_found(&searched, options.bm25, &external, MAX_LEXICAL_HITS)
+                .map_err(|e| match e {
+                    ListError::Needed(keys) => needed(pack, ListKind::Postings, keys, terms_found),
+                    e => AssembleError::Source(e.to_string()).into(),
+                })?;
+            let held: Vec<bool> = terms_found.iter().map(Option::is_some).collect();
+            Ok((searched, held))
+        }
+        Some(o) => {
+            let delta_external =
+                |t: u32| delta_postings.iter().find(|f| f.0.key == t).map(|f| &*f.1);
+            let mut layered = Vec::new();
+            let mut held = Vec::new();
+            for ((base, delta), t) in terms_found.iter().zip(delta_terms).zip(terms) {
+                let mut layers = Vec::new();
+                if let Some(f) = base {
+                    let bytes = pack
+                        .lexical
+                        .lists()
+                        .value_of(f, &external)
+                        .map_err(|k| needed(pack, ListKind::Postings, vec![k], terms_found))?;
+                    layers.push(o.base_layer(bytes));
+                }
+                if let Some(f) = delta {
+                    let bytes = o
+                        .postings
+                        .value_of(f, &delta_external)
+                        .map_err(|k| needed(pack, ListKind::DeltaPostings, vec![k], delta_terms))?;
+                    layers.push(crate::lexical::LayerPostings { bytes, map: None });
+                }
+                held.push(!layers.is_empty());
+                if !layers.is_empty() {
+                    layered.push((t.1, layers));
+                }
+            }
+            let (searched, live) =
+                pack.lexical
+                    .search_layers(&layered, options.bm25, MAX_LEXICAL_HITS);
+            // A term only dropped chunks held is not in the version.
+            let mut live = live.into_iter();
+            for h in held.iter_mut().filter(|h| **h) {
+                *h = live.next().unwrap_or(false);
+            }
+            Ok((searched, held))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -368,13 +382,17 @@ mod tests {
     }
 
     impl ChunkSource for Parts {
-        fn text(&self, _: &IndexPack, i: usize) -> Result<String, AssembleError> {
-            Err(AssembleError::TextsNeeded(vec![i as u32]))
+        fn text(&self, _: &IndexPack, _: usize) -> Result<Option<String>, AssembleError> {
+            Ok(None)
         }
 
-        fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        fn list(
+            &self,
+            pack: &IndexPack,
+            id: ListId,
+        ) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
             if !self.fetched.contains(&id) {
-                return Err(AssembleError::ListsNeeded(vec![id]));
+                return Ok(None);
             }
             let lists = pack.lists(id.kind);
             let r = lists.range_of(&id).expect("stored");
@@ -383,8 +401,38 @@ mod tests {
             lists
                 .verify_of(&id, bytes)
                 .map_err(|e| AssembleError::Source(e.to_string()))?;
-            Ok(Cow::Owned(bytes.to_vec()))
+            Ok(Some(Cow::Owned(bytes.to_vec())))
         }
+    }
+
+    #[test]
+    fn both_asks_for_what_either_lacks_in_one_round_and_a_failure_wins() {
+        let lists = |key| {
+            Halt::lists(vec![ListId {
+                kind: ListKind::Postings,
+                key,
+                at: None,
+            }])
+        };
+        let failed = || Err(Halt::Failed(AssembleError::EmptyQuery));
+        match both::<(), ()>(Err(lists(1)), Err(lists(2))) {
+            Err(Halt::Needs(n)) => {
+                let keys: Vec<u32> = n.lists.iter().map(|l| l.key).collect();
+                assert_eq!(keys, [1, 2]);
+            }
+            other => panic!("{other:?}"),
+        }
+        for (a, b) in [(Err(lists(1)), failed()), (failed(), Err(lists(1)))] {
+            assert!(matches!(
+                both::<(), ()>(a, b),
+                Err(Halt::Failed(AssembleError::EmptyQuery))
+            ));
+        }
+        assert!(matches!(
+            both(Ok(()), Err::<(), _>(lists(1))),
+            Err(Halt::Needs(_))
+        ));
+        assert!(matches!(both(Ok(1), Ok(2)), Ok((1, 2))));
     }
 
     /// 600 documents: each its own word, one word in every tenth, one in every.
@@ -420,9 +468,10 @@ mod tests {
         let mut rounds: Vec<Vec<ListId>> = Vec::new();
         let got = loop {
             match retrieve(&split, &source, &terms, &analysis, &options) {
-                Err(AssembleError::ListsNeeded(ids)) if rounds.len() < 3 => {
-                    source.fetched.extend(&ids);
-                    rounds.push(ids);
+                Err(Halt::Needs(n)) if rounds.len() < 3 => {
+                    assert!(n.texts.is_empty(), "retrieval reads no text");
+                    source.fetched.extend(&n.lists);
+                    rounds.push(n.lists);
                 }
                 other => break other.unwrap(),
             }
@@ -480,8 +529,8 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            matches!(err, AssembleError::Source(ref m) if m.contains("checksum")),
-            "{err}"
+            matches!(err, Halt::Failed(AssembleError::Source(ref m)) if m.contains("checksum")),
+            "{err:?}"
         );
     }
 
@@ -490,17 +539,21 @@ mod tests {
     struct Segments(Ranges);
 
     impl ChunkSource for Segments {
-        fn text(&self, _: &IndexPack, i: usize) -> Result<String, AssembleError> {
-            Err(AssembleError::TextsNeeded(vec![i as u32]))
+        fn text(&self, _: &IndexPack, _: usize) -> Result<Option<String>, AssembleError> {
+            Ok(None)
         }
 
-        fn list(&self, pack: &IndexPack, id: ListId) -> Result<Cow<'_, [u8]>, AssembleError> {
+        fn list(
+            &self,
+            pack: &IndexPack,
+            id: ListId,
+        ) -> Result<Option<Cow<'_, [u8]>>, AssembleError> {
             let r = pack.list_range(id).expect("stored");
             let part = &self.0[&r.segment];
             let bytes = &part[r.start as usize..(r.start + r.len) as usize];
             pack.verify_list(id, bytes)
                 .map_err(|e| AssembleError::Source(e.to_string()))?;
-            Ok(Cow::Owned(bytes.to_vec()))
+            Ok(Some(Cow::Owned(bytes.to_vec())))
         }
     }
 

@@ -15,7 +15,7 @@ use crate::index::IndexPack;
 use super::estimate::MAX_SIGNPOSTS;
 use super::pieces::{Draft, piece};
 use super::plan::Plan;
-use super::{AssembleError, ChunkSource};
+use super::{ChunkSource, Halt, text_of};
 
 /// A declaration line longer than this (in bytes) is not a signpost: it is minified or
 /// generated code, not a pointer.
@@ -108,7 +108,7 @@ impl Plan {
         pack: &IndexPack,
         source: &dyn ChunkSource,
         draft: &mut Draft,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         if self.signpost_room == 0 {
             return Ok(());
         }
@@ -127,7 +127,7 @@ impl Plan {
             if added >= MAX_SIGNPOSTS || left <= header {
                 break;
             }
-            let text = source.text(pack, i)?;
+            let text = text_of(pack, source, i)?;
             let Some((k, range)) = signpost_line(&text, pack.chunks[i].kind) else {
                 continue;
             };
@@ -155,7 +155,7 @@ impl Plan {
         best: f32,
         smallest_after: &[u32],
         draft: &mut Draft,
-    ) -> Result<(), AssembleError> {
+    ) -> Result<(), Halt> {
         if self.signpost_room == 0 && self.excerpt_room == 0 {
             return Ok(());
         }
