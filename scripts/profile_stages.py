@@ -14,8 +14,9 @@
                                            the share times CPU_MS)
   profile_stages.py table OUT_DIR CPU_MS   stages.md again from OUT_DIR/folded.txt
 
-A sample goes to the innermost stage entry point on its stack (STAGES, read leaf to root), so a
-token count inside composing is the re-count, and one inside candidate costing is selection.
+A sample goes to the innermost stage entry point on its stack (STAGES, read leaf to root; any
+sample under `count_prompt` to the re-count), so a list lookup inside ranking is ranking, and a
+token count inside candidate costing is selection.
 """
 
 import http.client
@@ -163,6 +164,10 @@ def stacks(lines):
 
 
 def classify(frames):
+    # The re-count calls compose's helpers (`usable_part`): anything under it is the re-count.
+    name, rx = COMPILED[0]
+    if any(rx.search(f) for f in frames):
+        return name
     for f in frames:  # leaf to root: the innermost entry point wins
         for name, rx in COMPILED:
             if rx.search(f):
