@@ -2,7 +2,7 @@
 # Where a warm 32k `/v1/context` call's CPU goes, natively, by stage; and what the cold call
 # reads. Run on purpose (needs perf and strace; never part of the test command). Writes
 # target/profile-stages/: folded.txt (perf stacks, root first), stages.md (the stage table),
-# warm.txt, cold.txt and strace.txt. docs/performance.md explains the figures.
+# warm.txt, cold.txt, strace.txt, and cold-perf/ (the first call's folded.txt and stages.md). docs/performance.md explains the figures.
 #
 # The corpus is deno exported from the bare mirror $CTXGATE_DENO_MIRROR (default
 # /work/.mirror/denoland+deno/repo) into target/bench-scale/deno, as scripts/bench-scale.sh does.
@@ -65,6 +65,20 @@ for k, c in size.most_common(12):
     print(f"reads={n[k]} bytes={c} in_syscall_ms={secs[k] * 1000:.1f} {k}")
 PY
 stop
+
+# The cold call's CPU by stage: a fresh server, perf at 4000 Hz around its first call (the
+# table's ms are shares of the untraced first call's app ms).
+serve
+perf record -F 4000 -g --call-graph dwarf,32768 -p "$PID" -o "$out/cold.perf.data" \
+  2>"$out/perf.err" &
+PERF=$!
+sleep 1
+echo "profiled first call: $($py one "$URL" "$KEY")" | tee -a "$out/cold.txt"
+kill -INT "$PERF"; wait "$PERF" || true
+stop
+cold_ms=$(sed -n '1s/.*app_ms=\([0-9.]*\).*/\1/p' "$out/cold.txt")
+perf script -i "$out/cold.perf.data" -F comm,tid,ip,sym --inline 2>/dev/null |
+  $py fold "$out/cold-perf" "$cold_ms" >/dev/null
 
 # Warm: a fresh server, warmed, timed, then profiled.
 serve

@@ -15,7 +15,7 @@
   profile_stages.py table OUT_DIR CPU_MS   stages.md again from OUT_DIR/folded.txt
 
 A sample goes to the innermost stage entry point on its stack (STAGES, read leaf to root; any
-sample under `count_prompt` to the re-count), so a list lookup inside ranking is ranking, and a
+sample under `count_prompt` or `Derived::of` to those), so a list lookup inside ranking is ranking, and a
 token count inside candidate costing is selection.
 """
 
@@ -40,6 +40,8 @@ QUERIES = [
 # (stage, regex over one demangled frame). Order only breaks ties within one frame.
 STAGES = [
     ("re-count (tiktoken over the prompt)", r"(^|::)count_prompt\b"),
+    ("per-version derived tables (Derived::of, once per opened version)",
+     r"ctxgate_core::index::derived::Derived::of\b"),
     ("composition (render, fit, summaries, excerpts)",
      r"ctxgate_core::assemble::pieces::.*compose|ctxgate_core::compose::|(^|::)fit_with_summaries\b|"
      r"ctxgate_core::assemble::summaries::|ctxgate_core::assemble::excerpts::|"
@@ -79,6 +81,7 @@ STAGES = [
      r"ctxgate_edge::metrics::|ctxgate_edge::observe::"),
     ("context handler (other)", r"ctxgate_edge::routes::context::"),
 ]
+STICKY = 2
 # Samples no stage entry point claims, by where they are.
 REST = [
     ("kernel (sockets, syscalls, scheduler)", r"\[kernel|^0x?f+|entry_SYSCALL|__x64_sys|do_syscall"),
@@ -164,10 +167,11 @@ def stacks(lines):
 
 
 def classify(frames):
-    # The re-count calls compose's helpers (`usable_part`): anything under it is the re-count.
-    name, rx = COMPILED[0]
-    if any(rx.search(f) for f in frames):
-        return name
+    # The first STICKY stages claim anything under them: the re-count calls compose's helpers
+    # (`usable_part`), the derived tables the term splitter.
+    for name, rx in COMPILED[:STICKY]:
+        if any(rx.search(f) for f in frames):
+            return name
     for f in frames:  # leaf to root: the innermost entry point wins
         for name, rx in COMPILED:
             if rx.search(f):
