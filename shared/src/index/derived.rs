@@ -40,6 +40,8 @@ pub struct Derived {
     /// The repository's tokens in each counted encoding (a sum over every chunk, which every
     /// query reported).
     tokens_total: Vec<u64>,
+    /// The call relation inside each file a query has needed ([`super::file_calls`]).
+    pub calls: super::file_calls::FileCalls,
 }
 
 /// Derived data is a cache: two packs are equal whatever either has computed.

@@ -51,6 +51,7 @@ pub mod build;
 mod check;
 pub mod delta;
 pub mod derived;
+pub mod file_calls;
 pub mod gc;
 pub mod history;
 pub mod inline;

@@ -13,6 +13,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::index::IndexPack;
+use crate::index::file_calls::CallsInFile;
 
 use super::neighbours::{file_chunks, neighbour_shares};
 use super::{Ranked, Signals, Weights};
@@ -109,50 +110,68 @@ fn add_callers_and_callees(
         return;
     };
     // The strong chunks of each file.
-    let mut strong: Vec<(std::ops::Range<u32>, Vec<Strong>)> = Vec::new();
+    let mut strong: Vec<(u32, std::ops::Range<u32>, Vec<Strong>)> = Vec::new();
     for r in ranked {
         let share = r.score / best;
         if share < floor {
             break;
         }
-        let Some((_, range)) = files(r.chunk) else {
+        let Some((file, range)) = files(r.chunk) else {
             continue;
         };
-        match strong.iter_mut().find(|(f, _)| *f == range) {
-            Some((_, list)) => list.push((r.chunk, share, r.signals.prior)),
-            None => strong.push((range, vec![(r.chunk, share, r.signals.prior)])),
+        match strong.iter_mut().find(|(_, f, _)| *f == range) {
+            Some((_, _, list)) => list.push((r.chunk, share, r.signals.prior)),
+            None => strong.push((file, range, vec![(r.chunk, share, r.signals.prior)])),
         }
     }
     let mut give = |c: u32, share: f32, prior: f32| {
         let e = shares.entry(c).or_insert((0.0, prior));
         e.0 = e.0.max(share * weight);
     };
-    for (range, list) in &strong {
+    for (file, range, list) in &strong {
         if range.len() > CALLS_MAX_FILE_CHUNKS {
             continue;
         }
-        for c in range.clone() {
-            let Some(chunk) = pack.chunks.get(c as usize).filter(|c| c.symbol.is_some()) else {
-                continue;
-            };
-            for name in crate::index::references::defined_names(chunk) {
-                let Some(users) = users_inline(pack, &name) else {
-                    continue;
-                };
+        let calls = pack
+            .derived()
+            .calls
+            .get_or_compute(*file, || calls_in_file(pack, range.clone()));
+        for (c, per_name) in calls.iter() {
+            for users in per_name {
                 for &(s, share, prior) in list {
-                    if s == c {
+                    if s == *c {
                         // Its callers: the file's chunks that use a name it defines.
-                        for &u in users.iter().filter(|u| range.contains(u) && **u != s) {
+                        for &u in users.iter().filter(|u| **u != s) {
                             give(u, share, prior);
                         }
                     } else if users.binary_search(&s).is_ok() {
                         // Its callee: this chunk defines a name it uses.
-                        give(c, share, prior);
+                        give(*c, share, prior);
                     }
                 }
             }
         }
     }
+}
+
+/// For each chunk of the file whose chunks are `range` that defines names, the chunks of the
+/// file that use each name (the relation does not depend on the query: it is kept with the
+/// version, [`crate::index::file_calls`]).
+fn calls_in_file(pack: &IndexPack, range: std::ops::Range<u32>) -> CallsInFile {
+    let mut out = CallsInFile::new();
+    for c in range.clone() {
+        let Some(chunk) = pack.chunks.get(c as usize).filter(|c| c.symbol.is_some()) else {
+            continue;
+        };
+        let per_name: Vec<Vec<u32>> = crate::index::references::defined_names(chunk)
+            .filter_map(|name| users_inline(pack, &name))
+            .map(|users| users.into_iter().filter(|u| range.contains(u)).collect())
+            .collect();
+        if !per_name.is_empty() {
+            out.push((c, per_name));
+        }
+    }
+    out
 }
 
 /// The reordering itself, for chunks whose file `file_of` gives.
