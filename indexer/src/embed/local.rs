@@ -121,3 +121,29 @@ impl Embedder for MiniLm {
             .collect())
     }
 }
+
+impl MiniLm {
+    /// The vector of each wordpiece in `ids` seen alone (`[CLS] id [SEP]`, mean over the three
+    /// positions, not normalized): what [`super::distilled`] distils its table from.
+    pub fn wordpiece_vectors(&self, ids: &[u32]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (cls, sep) = (self.special("[CLS]")?, self.special("[SEP]")?);
+        let flat: Vec<u32> = ids.iter().flat_map(|&id| [cls, id, sep]).collect();
+        let ids = Tensor::from_vec(flat, (ids.len(), 3), &self.device).map_err(run_err)?;
+        let types = ids.zeros_like().map_err(run_err)?;
+        let mask = ids.ones_like().map_err(run_err)?;
+        let hidden = self
+            .model
+            .forward(&ids, &types, Some(&mask))
+            .map_err(run_err)?;
+        hidden.mean(1).and_then(|m| m.to_vec2()).map_err(run_err)
+    }
+
+    fn special(&self, token: &str) -> Result<u32, EmbedError> {
+        self.tokenizer
+            .token_to_id(token)
+            .ok_or_else(|| model_err(format!("the tokenizer has no {token}")))
+    }
+}

@@ -10,6 +10,8 @@
 
 pub mod cache;
 #[cfg(feature = "embed-local")]
+pub mod distilled;
+#[cfg(feature = "embed-local")]
 pub mod local;
 #[cfg(feature = "embed-local")]
 pub mod model_files;
@@ -38,6 +40,12 @@ pub trait Embedder: Send + Sync {
     }
     /// One vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// How far its nearest chunks are trusted against the other signals (multiplies the
+    /// scaled hits, so the `dense` rank weight stays one setting for every model): a static
+    /// model's neighbours are coarser than a transformer's.
+    fn trust(&self) -> f32 {
+        1.0
+    }
 }
 
 /// Why texts could not be embedded.
@@ -124,6 +132,8 @@ impl EmbedError {
 pub enum DenseConfig {
     /// all-MiniLM-L6-v2 on this machine (feature `embed-local`).
     Local,
+    /// The static table distilled from it ([`distilled`]; feature `embed-local`).
+    Static,
     /// An OpenAI-compatible embeddings API.
     Api(openai::EmbeddingsEndpoint),
 }
@@ -137,8 +147,13 @@ impl DenseConfig {
                 let dir = model_files::ensure_minilm(data_dir)?;
                 Ok(Box::new(local::MiniLm::load(&dir)?))
             }
+            #[cfg(feature = "embed-local")]
+            DenseConfig::Static => {
+                let dir = model_files::ensure_minilm(data_dir)?;
+                Ok(Box::new(distilled::StaticMiniLm::load(&dir)?))
+            }
             #[cfg(not(feature = "embed-local"))]
-            DenseConfig::Local => {
+            DenseConfig::Local | DenseConfig::Static => {
                 let _ = data_dir;
                 Err(EmbedError::Model(
                     "this build has no local embedding model (feature `embed-local`)".into(),
@@ -166,7 +181,11 @@ pub fn query_hits(
     let nearest = table
         .nearest(&vector, DENSE_CANDIDATES)
         .map_err(|e| EmbedError::Inference(e.to_string()))?;
-    Ok(ctxgate_core::dense::scaled_hits(&nearest))
+    let trust = embedder.trust();
+    Ok(ctxgate_core::dense::scaled_hits(&nearest)
+        .into_iter()
+        .map(|(c, v)| (c, v * trust))
+        .collect())
 }
 
 /// The text embedded for a chunk: its path and symbol, then its code, so that a chunk whose
