@@ -14,7 +14,10 @@
 //! The table is derived once from the downloaded model (about a minute on two cores) and kept
 //! beside it as `static-v1.f32`.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 
 use tokenizers::Tokenizer;
 
@@ -25,6 +28,8 @@ use super::{EmbedError, Embedder};
 pub const MODEL_ID: &str = "all-MiniLM-L6-v2-static@1";
 /// The table's file beside the model.
 const TABLE_FILE: &str = "static-v1.f32";
+/// The vocabulary's file beside it.
+const VOCAB_FILE: &str = "static-v1.vocab.txt";
 /// Dimensions of MiniLM's vectors.
 const DIMS: usize = 384;
 /// The first id of BERT's frequency-ordered words ("the"); below it are reserved entries
@@ -38,8 +43,12 @@ const DISTIL_BATCH: usize = 256;
 /// The distilled model.
 pub struct StaticMiniLm {
     tokenizer: Tokenizer,
-    /// `vocabulary × DIMS`, row-major, each row centred and weighted.
-    table: Vec<f32>,
+    /// `vocabulary × DIMS`, row-major, each row centred and weighted: read whole for a batch
+    /// of chunks (indexing), left on disk for a lone query, whose few rows are read one by one
+    /// (a warm call would otherwise read 47 MB to embed ten words).
+    table: OnceLock<Vec<f32>>,
+    /// The table's file, when the table came from one.
+    file: Option<Mutex<File>>,
 }
 
 fn model_err(e: impl std::fmt::Display) -> EmbedError {
@@ -47,56 +56,176 @@ fn model_err(e: impl std::fmt::Display) -> EmbedError {
 }
 
 impl StaticMiniLm {
-    /// Loads the table from `dir` (the MiniLM folder of [`super::model_files`]), distilling it
+    /// Opens the table in `dir` (the MiniLM folder of [`super::model_files`]), distilling it
     /// first when it is not there yet.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        let bytes = std::fs::read(dir.join("tokenizer.json"))
-            .map_err(|e| model_err(format!("{}: {e}", dir.join("tokenizer.json").display())))?;
-        let tokenizer = Tokenizer::from_bytes(bytes).map_err(model_err)?;
-        let vocabulary = tokenizer.get_vocab_size(true);
+        let tokenizer = bert_tokenizer(&vocabulary_lines(dir)?)?;
+        let vocabulary = tokenizer.get_vocab_size(false);
         let path = dir.join(TABLE_FILE);
-        let table = match std::fs::read(&path) {
-            Ok(bytes) if bytes.len() == vocabulary * DIMS * 4 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            _ => {
-                let table = distil(&MiniLm::load(dir)?, vocabulary)?;
-                write_table(&path, &table)?;
-                table
-            }
-        };
-        Self::from_parts(tokenizer, table)
+        let whole = (vocabulary * DIMS * 4) as u64;
+        let table = OnceLock::new();
+        if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(whole) {
+            let distilled = distil(&MiniLm::load(dir)?, vocabulary)?;
+            write_table(&path, &distilled)?;
+            let _ = table.set(distilled);
+        }
+        let file = File::open(&path).map_err(|e| model_err(format!("{}: {e}", path.display())))?;
+        Ok(Self {
+            tokenizer,
+            table,
+            file: Some(Mutex::new(file)),
+        })
     }
 
     /// A model from its tokenizer and a `vocabulary × 384` table.
     pub fn from_parts(tokenizer: Tokenizer, table: Vec<f32>) -> Result<Self, EmbedError> {
-        let vocabulary = tokenizer.get_vocab_size(true);
+        let vocabulary = tokenizer.get_vocab_size(false);
         if table.len() != vocabulary * DIMS {
             return Err(model_err(format!(
                 "a table of {} values for {vocabulary} wordpieces of {DIMS} dimensions",
                 table.len()
             )));
         }
-        Ok(Self { tokenizer, table })
+        Ok(Self {
+            tokenizer,
+            table: OnceLock::from(table),
+            file: None,
+        })
     }
 
-    fn vector(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let split = split_code_names(text);
-        let encoding = self
-            .tokenizer
-            .encode(split.as_str(), false)
-            .map_err(|e| EmbedError::Inference(e.to_string()))?;
-        let mut sum = vec![0f32; DIMS];
-        for &id in encoding.get_ids() {
-            let start = id as usize * DIMS;
-            if let Some(row) = self.table.get(start..start + DIMS) {
-                sum.iter_mut().zip(row).for_each(|(s, r)| *s += r);
-            }
+    /// The whole table, read from its file on first use.
+    fn whole(&self) -> Result<&[f32], EmbedError> {
+        if let Some(table) = self.table.get() {
+            return Ok(table);
         }
-        let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-        Ok(sum.into_iter().map(|x| x / norm).collect())
+        let mut bytes = Vec::new();
+        self.with_file(|f| {
+            f.seek(SeekFrom::Start(0))?;
+            f.read_to_end(&mut bytes).map(|_| ())
+        })?;
+        let _ = self.table.set(from_le(&bytes));
+        self.table
+            .get()
+            .map(Vec::as_slice)
+            .ok_or_else(|| model_err("the static table could not be kept"))
     }
+
+    fn with_file(
+        &self,
+        read: impl FnOnce(&mut File) -> std::io::Result<()>,
+    ) -> Result<(), EmbedError> {
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| model_err("the static table has no file"))?;
+        let mut file = file
+            .lock()
+            .map_err(|_| model_err("the static table's file is poisoned"))?;
+        read(&mut file).map_err(|e| model_err(format!("reading the static table: {e}")))
+    }
+
+    /// The wordpiece ids of `text`, code names split first.
+    fn ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let split = split_code_names(text);
+        self.tokenizer
+            .encode(split.as_str(), false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| EmbedError::Inference(e.to_string()))
+    }
+
+    /// `text`'s vector from the whole table.
+    fn vector(&self, table: &[f32], text: &str) -> Result<Vec<f32>, EmbedError> {
+        let ids = self.ids(text)?;
+        Ok(unit_sum(ids.iter().filter_map(|&id| {
+            let start = id as usize * DIMS;
+            table.get(start..start + DIMS)
+        })))
+    }
+
+    /// `text`'s vector from the rows its wordpieces name, each read from the file.
+    fn vector_from_file(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut ids = self.ids(text)?;
+        ids.sort_unstable();
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut bytes = vec![0u8; DIMS * 4];
+        for group in ids.chunk_by(|a, b| a == b) {
+            self.with_file(|f| {
+                f.seek(SeekFrom::Start((group[0] as usize * DIMS * 4) as u64))?;
+                f.read_exact(&mut bytes)
+            })?;
+            let row = from_le(&bytes);
+            rows.extend(std::iter::repeat_n(row, group.len()));
+        }
+        Ok(unit_sum(rows.iter().map(Vec::as_slice)))
+    }
+}
+
+/// The vocabulary as `vocab.txt` lists it (one wordpiece a line, in id order), kept as
+/// `static-v1.vocab.txt` beside the table: `tokenizer.json` takes about 25 ms to parse, more
+/// than everything else a warm call with this model does.
+fn vocabulary_lines(dir: &Path) -> Result<Vec<u8>, EmbedError> {
+    let path = dir.join(VOCAB_FILE);
+    if let Ok(bytes) = std::fs::read(&path) {
+        return Ok(bytes);
+    }
+    let json = dir.join("tokenizer.json");
+    let bytes = std::fs::read(&json).map_err(|e| model_err(format!("{}: {e}", json.display())))?;
+    let full = Tokenizer::from_bytes(bytes).map_err(model_err)?;
+    let mut words: Vec<(u32, String)> = full
+        .get_vocab(false)
+        .into_iter()
+        .map(|(word, id)| (id, word))
+        .collect();
+    words.sort_unstable();
+    if words
+        .iter()
+        .enumerate()
+        .any(|(i, (id, _))| *id as usize != i)
+    {
+        return Err(model_err("the tokenizer's vocabulary has gaps in its ids"));
+    }
+    let lines: String = words.into_iter().map(|(_, w)| w + "\n").collect();
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &lines)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| model_err(format!("{}: {e}", path.display())))?;
+    Ok(lines.into_bytes())
+}
+
+/// BERT's uncased word-piece tokenizer over `lines` (the normalizer, pre-tokenizer and model
+/// all-MiniLM-L6-v2's `tokenizer.json` names; no special tokens are added).
+fn bert_tokenizer(lines: &[u8]) -> Result<Tokenizer, EmbedError> {
+    use tokenizers::models::wordpiece::WordPiece;
+    use tokenizers::normalizers::bert::BertNormalizer;
+    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+    let vocab = WordPiece::read_bytes(lines).map_err(model_err)?;
+    let model = WordPiece::builder()
+        .vocab(vocab)
+        .unk_token("[UNK]".into())
+        .build()
+        .map_err(model_err)?;
+    let mut tokenizer = Tokenizer::new(model);
+    tokenizer.with_normalizer(Some(BertNormalizer::new(true, true, None, true)));
+    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    Ok(tokenizer)
+}
+
+/// Little-endian `f32`s.
+fn from_le(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// The sum of `rows`, at unit length.
+fn unit_sum<'a>(rows: impl Iterator<Item = &'a [f32]>) -> Vec<f32> {
+    let mut sum = vec![0f32; DIMS];
+    for row in rows {
+        sum.iter_mut().zip(row).for_each(|(s, r)| *s += r);
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    sum.into_iter().map(|x| x / norm).collect()
 }
 
 impl Embedder for StaticMiniLm {
@@ -113,7 +242,13 @@ impl Embedder for StaticMiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        texts.iter().map(|t| self.vector(t)).collect()
+        match texts {
+            [one] if self.table.get().is_none() => Ok(vec![self.vector_from_file(one)?]),
+            _ => {
+                let table = self.whole()?;
+                texts.iter().map(|t| self.vector(table, t)).collect()
+            }
+        }
     }
 
     /// Half the transformer's: on the question benchmark's train split the `dense` weight
@@ -256,6 +391,27 @@ mod tests {
         assert_eq!(v[3], 0.0);
         let norm: f32 = v.iter().map(|x| x * x).sum();
         assert!((norm - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_lone_query_read_row_by_row_embeds_as_a_batch_does() {
+        let words = ["[UNK]", "parse", "config", "file"];
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let json = tokenizer(&words).to_string(false).expect("serializes");
+        std::fs::write(dir.path().join("tokenizer.json"), json).expect("writes");
+        let mut table = one_hot(words.len());
+        table[2 * DIMS + 7] = 0.5;
+        write_table(&dir.path().join(TABLE_FILE), &table).expect("writes");
+        let model = StaticMiniLm::load(dir.path()).expect("opens without distilling");
+        let text = "parse the config file, parseConfig";
+        let lone = model.embed(&[text]).expect("embeds");
+        assert!(
+            model.table.get().is_none(),
+            "a lone query must not read the whole table"
+        );
+        let batch = model.embed(&[text, "file"]).expect("embeds");
+        assert_eq!(lone[0], batch[0]);
+        assert!(lone[0][7] > 0.0);
     }
 
     #[test]
