@@ -23,8 +23,10 @@ use sha2::{Digest, Sha256};
 use crate::recency::{changed_paths, repository_at};
 
 mod lines;
+mod trees;
 
 use lines::{Pending, lf, line_count, step, work_range};
+use trees::{Blob, blob_at, folder_trees};
 
 /// The cached walk's layout and rules; a cache of another version is walked again.
 const CACHE_VERSION: u32 = 3;
@@ -38,10 +40,6 @@ pub const MAX_COMMITS: u32 = 20_000;
 /// commit a one-byte change of a large file). The walk ends there, its remaining lines without a
 /// writer. Calibrated on moby (20,000 commits, 13,018 files): docs/retrieval.md.
 const MAX_DIFF_BYTES: u64 = 8 << 30;
-
-/// A file version larger than this is not read: its file's remaining lines get no writer (the
-/// indexed files are smaller; an old version this large is data, or a bomb).
-const MAX_BLOB_BYTES: u64 = 16 << 20;
 
 /// Commits looked at most, walked or passed over (a subfolder passes over the commits that did
 /// not touch it, and a monorepo can have millions).
@@ -450,24 +448,6 @@ fn walk(
     out
 }
 
-/// The folder `prefix`'s tree in `tree` and in `parent_tree` (the whole trees for the
-/// repository's root); `Err` when one cannot be read (a partial clone).
-fn folder_trees(
-    repo: &gix::Repository,
-    tree: ObjectId,
-    parent_tree: Option<ObjectId>,
-    prefix: &str,
-) -> Result<(Option<ObjectId>, Option<ObjectId>), ()> {
-    if prefix.is_empty() {
-        return Ok((Some(tree), parent_tree));
-    }
-    let sub = |t: Option<ObjectId>| t.map_or(Ok(None), |t| subtree(repo, t, prefix));
-    match (sub(Some(tree)), sub(parent_tree)) {
-        (Ok(folder), Ok(parent_folder)) => Ok((folder, parent_folder)),
-        _ => Err(()),
-    }
-}
-
 /// One commit's part of the walk: of the `changed` paths still `pending`, the lines it wrote
 /// (its tree against its parent's, `trees`) go to `writer` in `out`, the rest stay pending for
 /// older commits; whether it wrote any.
@@ -651,47 +631,6 @@ fn write_cache(file: &Path, walk: &Walk) {
     {
         tracing::debug!(error = %e.error, "history: the walk's cache was not kept");
     }
-}
-
-/// The id of the folder `prefix` (`a/b/`) in `tree`, if it is a folder there; `Err` when a
-/// tree on the way cannot be read (a partial clone).
-fn subtree(repo: &gix::Repository, tree: ObjectId, prefix: &str) -> Result<Option<ObjectId>, ()> {
-    let entry = repo
-        .find_tree(tree)
-        .map_err(drop)?
-        .lookup_entry_by_path(prefix.trim_end_matches('/'))
-        .map_err(drop)?;
-    Ok(entry.and_then(|e| e.mode().is_tree().then(|| e.object_id())))
-}
-
-/// The bytes of the blob at `path` in `tree`, if it is a file there.
-fn blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Blob {
-    let Ok(tree) = repo.find_tree(tree) else {
-        return Blob::Unreadable;
-    };
-    match tree.lookup_entry_by_path(path) {
-        Ok(Some(entry)) if entry.mode().is_blob() => {
-            match repo.find_header(entry.object_id()) {
-                Ok(header) if header.size() <= MAX_BLOB_BYTES => {}
-                _ => return Blob::Unreadable,
-            }
-            match repo.find_blob(entry.object_id()) {
-                Ok(blob) => Blob::Present(blob.data.clone()),
-                Err(_) => Blob::Unreadable,
-            }
-        }
-        Ok(_) => Blob::Absent,
-        Err(_) => Blob::Unreadable,
-    }
-}
-
-/// A path's file in a tree.
-enum Blob {
-    Present(Vec<u8>),
-    /// No file there (or not a regular one).
-    Absent,
-    /// There, but its object cannot be read (a partial clone) or is over [`MAX_BLOB_BYTES`].
-    Unreadable,
 }
 
 #[cfg(test)]
