@@ -22,7 +22,7 @@ mod worker;
 
 use std::time::{Duration, Instant};
 
-use support::workerd::{Probe, cpu_ns, mib, v8_profile, workerd_pids};
+use support::workerd::{PerfRecording, Probe, cpu_ns, mib, v8_profile, workerd_pids};
 
 use host::{Host, org_with_key};
 use serde_json::json;
@@ -120,6 +120,8 @@ fn main() {
     println!(
         "first /v1/context (loads the 1M-token version from R2), 32k: wall {wall:.1} ms, workerd CPU {cpu:.1} ms (busiest thread {busiest:.1} ms)"
     );
+    // `CTXGATE_WORKER_PERF=FILE`: perf records workerd over these calls.
+    let perf = PerfRecording::start(&workerd_pids(worker.process_group()));
     report(
         "warm /v1/context at 32k (50)",
         series(50, &|i| {
@@ -131,6 +133,7 @@ fn main() {
             )
         }),
     );
+    drop(perf);
     // Under small budgets the learned ranker's trees re-score every candidate and signposts
     // read a few more chunk texts.
     let ctx8 = |q: &str| json!({ "project": "corpus", "query": q, "budget": 8000 }).to_string();

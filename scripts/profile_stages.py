@@ -2,7 +2,9 @@
 """Helpers of scripts/profile-stages.sh (run on purpose; nothing here is a test).
 
   profile_stages.py drive URL KEY PID N    N sequential warm `POST /v1/context` calls (budget
-                                           32000, the queries of benches/scale.rs in turn) over
+                                           32000, the queries of benches/scale.rs in turn; the
+                                           env PROFILE_PROJECT, PROFILE_QUERIES (a file, one
+                                           query a line) and PROFILE_BUDGET change them) over
                                            one keep-alive connection: mean wall ms per call, the
                                            app's own ms (Server-Timing), and the server's CPU ms
                                            per call (/proc/PID/stat utime+stime, before/after)
@@ -117,8 +119,20 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
 
 
+def queries():
+    """The queries driven: QUERIES, or the lines of the file PROFILE_QUERIES names."""
+    path = os.environ.get("PROFILE_QUERIES")
+    if not path:
+        return QUERIES
+    with open(path) as f:
+        return [line.strip() for line in f if line.strip()]
+
+
 def body(i):
-    return {"project": "deno", "query": QUERIES[i % len(QUERIES)], "budget": 32000}
+    """Call `i`'s body: project PROFILE_PROJECT (default deno), budget PROFILE_BUDGET (32000)."""
+    qs = queries()
+    return {"project": os.environ.get("PROFILE_PROJECT", "deno"), "query": qs[i % len(qs)],
+            "budget": int(os.environ.get("PROFILE_BUDGET", "32000"))}
 
 
 def drive(url, key, pid, n):

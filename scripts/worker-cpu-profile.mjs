@@ -11,12 +11,14 @@
 //   node scripts/worker-cpu-profile.mjs INSPECTOR_PORT REQUESTS_JSON
 //
 // SAMPLING_US sets the sampling interval (default 100 µs), TOP the number of functions listed,
-// TOTAL=N adds the N largest inclusive times, CALLERS=a|b who calls the frames so named.
+// TOTAL=N adds the N largest inclusive times, CALLERS=a|b who calls the frames so named,
+// PROFILE_DIR=dir keeps the raw profile and the requests' marks there (a `.cpuprofile` that
+// Chrome's DevTools opens, and `scripts/worker_profile_stages.py` splits by stage).
 // REQUESTS_JSON: {"url": "...", "headers": {...}, "bodies": ["...", ...], "rounds": N}. Each body
 // is POSTed in turn, `rounds` times over, one request at a time (a `null` body is a GET).
 // Prints one JSON object: per-request isolate CPU (mean, p50) and the functions with the most
 // self time.
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "./inspector-session.mjs";
 
 const [port, spec] = process.argv.slice(2);
@@ -71,6 +73,11 @@ for (let r = 0; r < plan.rounds; r++) {
 }
 const { profile } = await call("Profiler.stop");
 close();
+if (process.env.PROFILE_DIR) {
+  const stem = `${process.env.PROFILE_DIR}/worker-${process.env.SAMPLING_US ?? 100}us-${Date.now()}`;
+  writeFileSync(`${stem}.cpuprofile`, JSON.stringify(profile));
+  writeFileSync(`${stem}.marks.json`, JSON.stringify(marks));
+}
 
 const perRequest = marks.map(([a, b]) => busy(profile, a, b).total / 1000);
 const whole = busy(profile, -Infinity, Infinity);

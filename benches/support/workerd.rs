@@ -222,6 +222,52 @@ impl Drop for InspectorDrain {
     }
 }
 
+/// `perf record -g` over workerd's processes for as long as this lives, when the variable
+/// `CTXGATE_WORKER_PERF` names the file to write (`scripts/workerd_perf_split.py` reads it):
+/// workerd is not stripped, so its own C++ and V8's show by name, unlike in V8's sampler, which
+/// over-counts native calls.
+#[allow(dead_code)]
+pub struct PerfRecording {
+    child: std::process::Child,
+}
+
+#[allow(dead_code)]
+impl PerfRecording {
+    /// Starts recording `pids` if asked to; waits until perf is attached.
+    pub fn start(pids: &[u32]) -> Option<Self> {
+        let out = std::env::var("CTXGATE_WORKER_PERF").ok()?;
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        let child = std::process::Command::new("perf")
+            .args([
+                "record",
+                "-F",
+                "4000",
+                "-g",
+                "-o",
+                &out,
+                "-p",
+                &pids.join(","),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| eprintln!("perf record did not start: {e}"))
+            .ok()?;
+        std::thread::sleep(Duration::from_millis(500));
+        Some(Self { child })
+    }
+}
+
+impl Drop for PerfRecording {
+    fn drop(&mut self) {
+        // SIGINT lets perf write its file out.
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
 /// Bytes of wasm memory as MiB for a report line (`?` when the Worker did not say).
 pub fn mib(bytes: Option<u64>) -> String {
     bytes.map_or("?".to_string(), |b| {

@@ -20,6 +20,7 @@ mod cloudflare;
 mod edge_cache;
 mod org_object;
 mod random;
+mod request;
 mod scheduled;
 
 use ctxgate_core::error_code::ErrorCode;
@@ -30,7 +31,7 @@ use axum::response::IntoResponse;
 use ctxgate_core::catalog::{Catalog, CatalogError};
 use ctxgate_core::tokens::{Encoding, RankTable};
 use tower_service::Service;
-use worker::{Context, Env, HttpRequest, event, web_sys};
+use worker::{Context, Env, event, web_sys};
 
 pub use cloudflare::CloudflareBackend;
 pub use org_object::OrgObject;
@@ -206,13 +207,14 @@ fn published_dense(env: &Env) -> Result<Option<Arc<PublishedDense>>, HostError> 
 static ROUTER: OnceLock<(Router, BodyLimits)> = OnceLock::new();
 
 #[event(fetch)]
-async fn fetch(req: HttpRequest, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
+async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<web_sys::Response> {
     console_error_panic_hook::set_once();
     let (mut router, limits) = match router(&env) {
         Ok(built) => built,
         Err(refusal) => return whole(refusal).await,
     };
-    let req = match buffered(req, &limits).await {
+    let parts = request::parts(&req)?;
+    let req = match buffered(parts, req, &limits).await {
         Ok(req) => req,
         Err(refusal) => return whole(refusal.into_response()).await,
     };
@@ -325,10 +327,14 @@ impl BodyLimits {
 /// takes none, an early error). Reading first makes every handler safe. A body over the limit
 /// is read to its end but never held, then refused; Cloudflare's front end caps what can arrive.
 async fn buffered(
-    req: HttpRequest,
+    parts: axum::http::request::Parts,
+    req: web_sys::Request,
     limits: &BodyLimits,
 ) -> Result<axum::extract::Request, ApiError> {
-    let (parts, body) = req.into_parts();
+    let body = || match req.body() {
+        Some(stream) => axum::body::Body::new(worker::Body::new(stream)),
+        None => axum::body::Body::empty(),
+    };
     let declared = crate::extract::limits::declared_length(&parts.headers);
     // A request refused before its body (no admin secret for an upload, or a declared length
     // over the limit) has the body drained unread, so the runtime can answer it.
@@ -341,21 +347,36 @@ async fn buffered(
     let limit = match refused {
         Ok(limit) => limit,
         Err(refusal) => {
-            let _ = read_capped(axum::body::Body::new(body), 0, 0).await;
+            let _ = read_capped(body(), 0, 0).await;
             return Err(refusal);
         }
     };
+    let unread = || {
+        ApiError::new(
+            ErrorCode::InvalidBody,
+            "the request body could not be read to its end",
+        )
+    };
+    // A declared length within the general limit: the runtime reads the body whole (see
+    // `request`). Object uploads (up to 32 MiB) keep the stream, which never holds a second
+    // whole copy in JavaScript's heap beside the module's.
+    if declared.is_some_and(|n| n <= limits.general as u64) && req.body().is_some() {
+        return match request::body_bytes(&req).await {
+            Ok(bytes) => Ok(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            )),
+            Err(_) => Err(unread()),
+        };
+    }
     let expected = declared.map_or(0, |n| n as usize);
-    match read_capped(axum::body::Body::new(body), limit, expected).await {
+    match read_capped(body(), limit, expected).await {
         Ok(Some(bytes)) => Ok(axum::extract::Request::from_parts(
             parts,
             axum::body::Body::from(bytes),
         )),
         Ok(None) => Err(crate::extract::limits::too_large(limit)),
-        Err(()) => Err(ApiError::new(
-            ErrorCode::InvalidBody,
-            "the request body could not be read to its end",
-        )),
+        Err(()) => Err(unread()),
     }
 }
 
