@@ -18,13 +18,14 @@ use ctxgate_core::index::history::words;
 use ctxgate_core::index::{ChunkRecord, FileEntry, History};
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::recency::{changed_paths, repository_at};
 
+mod cache;
 mod lines;
 mod trees;
 
+use cache::{cache_key, read_cache, write_cache};
 use lines::{Pending, lf, line_count, step, work_range};
 use trees::{Blob, blob_at, folder_trees};
 
@@ -588,48 +589,6 @@ fn splice(
     }
     if !unresolved && !cut {
         pending.clear();
-    }
-}
-
-/// The cache file's name for a work tree folder: its path and place in the repository hashed.
-fn cache_key(root: &Path, prefix: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(root.to_string_lossy().as_bytes());
-    h.update([0]);
-    h.update(prefix.as_bytes());
-    h.finalize()
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A cached walk, if one is there and decodes (a damaged or older one is walked again).
-fn read_cache(file: &Path) -> Option<Walk> {
-    postcard::from_bytes::<Walk>(&std::fs::read(file).ok()?)
-        .ok()
-        .filter(Walk::sound)
-}
-
-/// Keeps `walk` for the next index of the same HEAD; a cache that cannot be written only
-/// costs the next index the walk again.
-fn write_cache(file: &Path, walk: &Walk) {
-    let Ok(bytes) = postcard::to_allocvec(walk) else {
-        return;
-    };
-    let Some(dir) = file.parent() else {
-        return;
-    };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
-        return;
-    };
-    if std::io::Write::write_all(&mut tmp, &bytes).is_ok()
-        && let Err(e) = tmp.persist(file)
-    {
-        tracing::debug!(error = %e.error, "history: the walk's cache was not kept");
     }
 }
 

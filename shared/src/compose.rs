@@ -26,6 +26,13 @@ use serde::Serialize;
 use crate::catalog::TokenizerSpec;
 use crate::error_code::ErrorCode;
 
+mod fence;
+mod join;
+
+use fence::{fence_for, fence_language};
+use join::{Join, blocks, joined_header};
+pub use join::{MAX_JOIN_GAP, joined};
+
 /// A chunk with everything needed to quote and cite it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -227,110 +234,6 @@ fn form_note(p: &Piece) -> Option<String> {
         _ => "light: comments and blank lines removed".to_string(),
     };
     Some(format!("{done}, -{cut:.0}%"))
-}
-
-/// Most empty lines between two whole pieces of a file that are still quoted as one stretch.
-pub const MAX_JOIN_GAP: u64 = 3;
-
-/// How a piece enters the block it is quoted in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Join {
-    /// It opens the block.
-    Start,
-    /// It follows the block so far after this many empty lines.
-    Gap(usize),
-    /// It overlaps the block so far: its text from this byte on is new.
-    Skip(usize),
-    /// The block so far already holds all of it.
-    Inside,
-}
-
-/// Whether the piece's text is its chunk's bytes, unchanged (not cut, not compressed).
-fn verbatim(p: &Piece) -> bool {
-    p.form == PieceForm::Full && p.text.len() as u64 == p.byte_end.saturating_sub(p.byte_start)
-}
-
-/// How `next` continues a block whose last byte is `block.byte_end` and last line
-/// `block.end_line` (both from the piece of the block that reaches furthest), if the two can
-/// be quoted as one stretch without changing a byte of the file.
-fn continuation(block: &Piece, next: &Piece) -> Option<Join> {
-    if !verbatim(block) || !verbatim(next) || next.path != block.path {
-        return None;
-    }
-    if next.byte_start >= block.byte_end {
-        // Chunks start at line starts: every byte between the two must be a line break, which
-        // holds when there are as many bytes as line breaks.
-        let next_line = block.end_line + u32::from(block.text.ends_with('\n'));
-        let breaks = u64::from(next.start_line.checked_sub(next_line)?);
-        let gap = next.byte_start - block.byte_end;
-        (gap == breaks && gap <= MAX_JOIN_GAP).then_some(Join::Gap(gap as usize))
-    } else if next.byte_start < block.byte_start || next.start_line > block.end_line {
-        None
-    } else if next.byte_end <= block.byte_end {
-        Some(Join::Inside)
-    } else {
-        let skip = usize::try_from(block.byte_end - next.byte_start).ok()?;
-        next.text.is_char_boundary(skip).then_some(Join::Skip(skip))
-    }
-}
-
-/// One file's pieces (in line order) cut into the blocks they are quoted in: each block lists
-/// its pieces by their index in `pieces`, with how each enters it.
-fn blocks(pieces: &[&Piece]) -> Vec<Vec<(usize, Join)>> {
-    let mut out: Vec<Vec<(usize, Join)>> = Vec::new();
-    // The piece of the current block that reaches furthest into the file.
-    let mut reach: Option<&Piece> = None;
-    for (i, &p) in pieces.iter().enumerate() {
-        match (reach.and_then(|r| continuation(r, p)), out.last_mut()) {
-            (Some(join), Some(block)) => {
-                block.push((i, join));
-                if join != Join::Inside {
-                    reach = Some(p);
-                }
-            }
-            _ => {
-                out.push(vec![(i, Join::Start)]);
-                reach = Some(p);
-            }
-        }
-    }
-    out
-}
-
-/// The header above a block of several joined pieces: the stretch they quote together.
-fn joined_header(block: &[&Piece]) -> String {
-    let first = block[0];
-    let end = block
-        .iter()
-        .map(|p| p.end_line)
-        .max()
-        .unwrap_or(first.end_line);
-    format!("### {}:{}-{end}\n", first.path, first.start_line)
-}
-
-/// Indices of the pieces (in `pieces`, any order) that are quoted in the block of an earlier
-/// piece of their file: each saves its own header and fences.
-pub fn joined(pieces: &[Piece]) -> Vec<usize> {
-    let mut by_file: Vec<(&str, Vec<usize>)> = Vec::new();
-    let code = pieces
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.form != PieceForm::Signpost);
-    for (i, p) in code {
-        match by_file.iter_mut().find(|(path, _)| *path == p.path) {
-            Some((_, v)) => v.push(i),
-            None => by_file.push((&p.path, vec![i])),
-        }
-    }
-    let mut out = Vec::new();
-    for (_, mut ix) in by_file {
-        ix.sort_by_key(|&i| (pieces[i].start_line, pieces[i].end_line));
-        let refs: Vec<&Piece> = ix.iter().map(|&i| &pieces[i]).collect();
-        for block in blocks(&refs) {
-            out.extend(block.iter().skip(1).map(|&(k, _)| ix[k]));
-        }
-    }
-    out
 }
 
 /// Renders `pieces` (in any order; best first is assumed for file order) and the task.
@@ -562,55 +465,6 @@ fn usable_part(
     Some((range.start + start..range.start + end, n))
 }
 
-/// A code fence longer than any run of backticks in `text` (at least three).
-///
-/// Every block of a prompt is scanned for its fence on every call (about 130 KB at a 32k
-/// budget), and a byte-at-a-time loop was 6% of a warm call's CPU natively. Source code has few
-/// backticks: eight bytes without one are passed over at once (a word holding none ends any run
-/// before it), and only words holding one are looked at byte by byte, so the fence is the same.
-fn fence_for(text: &str) -> String {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    const TICKS: u64 = u64::from_le_bytes([b'`'; 8]);
-    let mut longest = 0;
-    let mut run = 0;
-    let mut step = |b: u8| {
-        if b == b'`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    };
-    let mut words = text.as_bytes().chunks_exact(8);
-    for word in &mut words {
-        let w = u64::from_le_bytes([
-            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-        ]) ^ TICKS;
-        // Some lane of `w` is zero, i.e. some byte is a backtick (exact for "some").
-        if w.wrapping_sub(ONES) & !w & HIGHS == 0 {
-            step(0);
-        } else {
-            word.iter().for_each(|&b| step(b));
-        }
-    }
-    words.remainder().iter().for_each(|&b| step(b));
-    "`".repeat((longest + 1).max(3))
-}
-
-fn fence_language(label: &str) -> &str {
-    match label {
-        "text" => "",
-        l if l
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '_') =>
-        {
-            l
-        }
-        _ => "",
-    }
-}
-
 /// Composes the prompt from `pieces` (best first) and keeps it within `budget` as counted by
 /// `tokenizer`, dropping the least relevant pieces when needed.
 pub fn fit(
@@ -702,39 +556,6 @@ pub fn fit_with_summaries(
 
 #[cfg(test)]
 mod tests {
-    /// The fence as a byte-at-a-time scan finds it.
-    fn fence_by_bytes(text: &str) -> String {
-        let (mut longest, mut run) = (0, 0);
-        for b in text.bytes() {
-            run = if b == b'`' { run + 1 } else { 0 };
-            longest = longest.max(run);
-        }
-        "`".repeat((longest + 1).max(3))
-    }
-
-    #[test]
-    fn fence_for_matches_a_byte_scan() {
-        for text in [
-            "",
-            "`",
-            "no ticks at all in this line, none\n",
-            "```rust\nfn f() {}\n```",
-            "1234567````",
-            "12345678````````x",
-            "a`b``c```d````e`````",
-            "´`é`ü```", // multi-byte characters beside backticks
-        ] {
-            assert_eq!(fence_for(text), fence_by_bytes(text), "{text:?}");
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn fence_for_matches_a_byte_scan_on_any_text(text in "[a`\n´]{0,64}") {
-            proptest::prop_assert_eq!(fence_for(&text), fence_by_bytes(&text));
-        }
-    }
-
     use super::*;
     use crate::tokens::Encoding;
     use proptest::prelude::*;
