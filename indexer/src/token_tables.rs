@@ -79,7 +79,9 @@ pub fn install(data_dir: &Path, encoding: Encoding) -> TableSource {
     }
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` through a temporary file of this process, so that a reader never
+/// sees a half-written file and two writers never share a temporary one.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), rand_suffix()));

@@ -190,9 +190,7 @@ fn vocabulary_lines(dir: &Path) -> Result<Vec<u8>, EmbedError> {
         return Err(model_err("the tokenizer's vocabulary has gaps in its ids"));
     }
     let lines: String = words.into_iter().map(|(_, w)| w + "\n").collect();
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, &lines)
-        .and_then(|()| std::fs::rename(&tmp, &path))
+    crate::token_tables::write_atomic(&path, lines.as_bytes())
         .map_err(|e| model_err(format!("{}: {e}", path.display())))?;
     Ok(lines.into_bytes())
 }
@@ -309,12 +307,10 @@ fn distil(model: &MiniLm, vocabulary: usize) -> Result<Vec<f32>, EmbedError> {
 }
 
 /// Writes the table through a temporary file, so that an interrupted distillation is never
-/// read as a table.
+/// read as a table (nor two processes distilling at once write into one file).
 fn write_table(path: &Path, table: &[f32]) -> Result<(), EmbedError> {
     let bytes: Vec<u8> = table.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
+    crate::token_tables::write_atomic(path, &bytes)
         .map_err(|e| model_err(format!("{}: {e}", path.display())))
 }
 
