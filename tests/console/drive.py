@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -50,6 +51,16 @@ def api(base, key, method, path, body=None):
             return res.status, json.loads(res.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
+
+
+def wait_for_load(page, section, before, seconds=30):
+    """Waits until `section`'s count of finished loads passes `before`. Polled from here: the
+    console's content security policy forbids the evaluated script `wait_for_function` sends."""
+    deadline = time.monotonic() + seconds
+    while int(page.get_attribute(section, "data-loads") or 0) <= before:
+        if time.monotonic() > deadline:
+            check(False, f"{section} finished loading within {seconds} s")
+        page.wait_for_timeout(50)
 
 
 def number(text):
@@ -242,7 +253,11 @@ def main():
                 refused = True
                 break
         check(refused, "the inspector reports the refusal (HTTP 429 quota_exceeded)")
+        # The refusal box shows before the usage page's own reads return: wait for the load the
+        # click starts, or the bars and the calls below would be an earlier load's.
+        loads = int(page.get_attribute("#page-usage", "data-loads") or 0)
         page.click("#inspect-error a[href='#usage']")
+        wait_for_load(page, "#page-usage", loads)
         page.wait_for_selector("#refusal:not([hidden])")
         text = page.inner_text("#refusal")
         check(

@@ -100,6 +100,18 @@
 
   // ---- usage ----
   async function showUsage() {
+    const page = $("page-usage");
+    page.setAttribute("aria-busy", "true");
+    try {
+      await fillUsage();
+    } finally {
+      page.setAttribute("aria-busy", "false");
+      // A count of finished loads, so that a reader (the browser test) can wait for the load it
+      // started instead of reading the bars of an earlier one.
+      page.dataset.loads = String(Number(page.dataset.loads || 0) + 1);
+    }
+  }
+  async function fillUsage() {
     explainRefusal();
     const [u, p] = await Promise.all([api("GET", "/v1/usage"), api("GET", "/v1/projects")]);
     if (u.status !== 200) { say("Usage could not be read: " + errorText(u)); return; }
