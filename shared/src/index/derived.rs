@@ -42,6 +42,33 @@ pub struct Derived {
     tokens_total: Vec<u64>,
     /// The call relation inside each file a query has needed ([`super::file_calls`]).
     pub calls: super::file_calls::FileCalls,
+    /// Which chunks are part of a test module inside a source file, on a version's first
+    /// question (`rank::signals` says how): asked for every candidate of every question, it was
+    /// a tenth of a warm call on deno.
+    in_test_module: std::sync::OnceLock<ChunkBits>,
+    /// Which chunks may hold defaults (`rank::defaults` says how), on a version's first
+    /// question about defaults.
+    holds_defaults: std::sync::OnceLock<ChunkBits>,
+}
+
+/// One yes or no per chunk, indexed like [`super::IndexPack::chunks`].
+#[derive(Clone, Debug, Default)]
+pub struct ChunkBits(Vec<u64>);
+
+impl ChunkBits {
+    /// `yes(c)` for each of the `chunks` chunks.
+    pub fn from_fn(chunks: usize, yes: impl Fn(usize) -> bool) -> Self {
+        let mut words = vec![0u64; chunks.div_ceil(64)];
+        for c in (0..chunks).filter(|&c| yes(c)) {
+            words[c / 64] |= 1 << (c % 64);
+        }
+        Self(words)
+    }
+
+    /// Chunk `c`'s answer (no for a chunk past the end).
+    pub fn get(&self, c: usize) -> bool {
+        self.0.get(c / 64).is_some_and(|w| w & (1 << (c % 64)) != 0)
+    }
 }
 
 /// Derived data is a cache: two packs are equal whatever either has computed.
@@ -163,6 +190,16 @@ impl Derived {
         None
     }
 
+    /// [`Derived::in_test_module`]'s bits, computed by `compute` the first time.
+    pub fn in_test_module(&self, compute: impl FnOnce() -> ChunkBits) -> &ChunkBits {
+        self.in_test_module.get_or_init(compute)
+    }
+
+    /// [`Derived::holds_defaults`]'s bits, computed by `compute` the first time.
+    pub fn holds_defaults(&self, compute: impl FnOnce() -> ChunkBits) -> &ChunkBits {
+        self.holds_defaults.get_or_init(compute)
+    }
+
     /// The repository's tokens in the encoding of slot `slot` ([`super::IndexPack::encoding_slot`]).
     pub fn tokens_total(&self, slot: usize) -> u64 {
         self.tokens_total.get(slot).copied().unwrap_or(0)
@@ -247,6 +284,35 @@ fn set_aside(files: &[FileEntry], chunks: &[ChunkRecord]) -> Vec<Option<SetAside
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunk_bits_answer_per_chunk_across_words_and_no_past_the_end() {
+        let yes = |c: usize| c % 3 == 0 || c == 64 || c == 129;
+        let bits = ChunkBits::from_fn(130, yes);
+        for c in 0..130 {
+            assert_eq!(bits.get(c), yes(c), "chunk {c}");
+        }
+        assert!(!bits.get(130) && !bits.get(10_000));
+        assert!(!ChunkBits::from_fn(0, |_| true).get(0));
+    }
+
+    #[test]
+    fn question_flags_are_computed_once_per_version() {
+        let d = Derived::of(&[], &[], &ImportGraph { imports: vec![] });
+        let calls = std::cell::Cell::new(0);
+        for _ in 0..3 {
+            let bits = d.in_test_module(|| {
+                calls.set(calls.get() + 1);
+                ChunkBits::from_fn(4, |c| c == 2)
+            });
+            assert!(bits.get(2) && !bits.get(1));
+        }
+        assert_eq!(calls.get(), 1);
+        assert!(
+            d.holds_defaults(|| ChunkBits::from_fn(4, |c| c == 1))
+                .get(1)
+        );
+    }
 
     #[test]
     fn neighbours_are_each_files_imports_both_ways() {

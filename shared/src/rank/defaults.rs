@@ -8,6 +8,7 @@
 
 use crate::chunk::ChunkKind;
 use crate::index::IndexPack;
+use crate::index::derived::ChunkBits;
 
 use super::{Ranked, sort_best_first};
 
@@ -114,17 +115,17 @@ pub fn boost_defaults(pack: &IndexPack, ranked: &mut [Ranked], query: &str, boos
         return;
     }
     let mut changed = false;
+    let holders = pack.derived().holds_defaults(|| {
+        ChunkBits::from_fn(pack.chunks.len(), |c| {
+            let chunk = &pack.chunks[c];
+            pack.files
+                .get(chunk.file as usize)
+                .is_some_and(|f| is_configuration(&f.language))
+                || holds_defaults(chunk.kind, chunk.symbol.as_deref())
+        })
+    });
     for r in ranked.iter_mut() {
-        let Some(chunk) = pack.chunks.get(r.chunk as usize) else {
-            continue;
-        };
-        let configuration = pack
-            .files
-            .get(chunk.file as usize)
-            .is_some_and(|f| is_configuration(&f.language));
-        if r.signals.lexical > 0.0
-            && (configuration || holds_defaults(chunk.kind, chunk.symbol.as_deref()))
-        {
+        if r.signals.lexical > 0.0 && holders.get(r.chunk as usize) {
             r.score *= boost;
             r.signals.prior *= boost;
             changed = true;

@@ -10,7 +10,7 @@
 //! score at small budgets traded files for lines (docs/retrieval.md, the regions of strong
 //! files).
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::index::IndexPack;
 use crate::index::file_calls::CallsInFile;
@@ -187,10 +187,19 @@ fn reorder(
     if shares.is_empty() {
         return;
     }
-    let mut seen: HashSet<u32> = HashSet::default();
+    // Files seen so far, by index (a hash set here was a twentieth of a warm call on deno).
+    let mut seen: Vec<bool> = Vec::new();
     let lead: Vec<bool> = ranked
         .iter()
-        .map(|r| file_of(r.chunk).is_none_or(|f| seen.insert(f)))
+        .map(|r| {
+            file_of(r.chunk).is_none_or(|f| {
+                let f = f as usize;
+                if f >= seen.len() {
+                    seen.resize(f + 1, false);
+                }
+                !std::mem::replace(&mut seen[f], true)
+            })
+        })
         .collect();
     // The depth chunks with the key they are placed by, and the scores of their places.
     let mut depth: Vec<(f32, Ranked)> = Vec::new();

@@ -3,7 +3,7 @@
 
 use crate::chunk::ChunkKind;
 use crate::index::IndexPack;
-use crate::index::derived::Derived;
+use crate::index::derived::{ChunkBits, Derived};
 use crate::index::references::{defined_names, name_key};
 use crate::intent::{Intent, QueryAnalysis};
 
@@ -233,12 +233,17 @@ pub(super) fn set_priors(
         }
     };
     // Every candidate is known now: the per-file signals below are read for their files only.
-    let inline_tests = weights.inline_test_prior != 1.0 && analysis.intent != Intent::Test;
+    let inline_tests =
+        (weights.inline_test_prior != 1.0 && analysis.intent != Intent::Test).then(|| {
+            derived.in_test_module(|| {
+                ChunkBits::from_fn(pack.chunks.len(), |c| in_test_module(&pack.chunks, c))
+            })
+        });
     for (k, (&c, &f)) in touched.chunks.iter().zip(&touched.files).enumerate() {
         let mut p = prior(f as usize);
-        if inline_tests
+        if let Some(inline) = inline_tests
             && !derived.test_file[f as usize]
-            && in_test_module(&pack.chunks, c as usize)
+            && inline.get(c as usize)
         {
             p *= weights.inline_test_prior;
         }
