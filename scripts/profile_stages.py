@@ -28,6 +28,7 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from functools import lru_cache
 from urllib.parse import urlparse
 
 # The queries of benches/scale.rs, so the figures compare with its `native_ms`.
@@ -119,8 +120,10 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
 
 
+@lru_cache(maxsize=1)
 def queries():
-    """The queries driven: QUERIES, or the lines of the file PROFILE_QUERIES names."""
+    """The queries driven: QUERIES, or the lines of the file PROFILE_QUERIES names (read once, not
+    in the timed loop)."""
     path = os.environ.get("PROFILE_QUERIES")
     if not path:
         return QUERIES

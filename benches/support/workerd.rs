@@ -233,7 +233,8 @@ pub struct PerfRecording {
 
 #[allow(dead_code)]
 impl PerfRecording {
-    /// Starts recording `pids` if asked to; waits until perf is attached.
+    /// Starts recording `pids` if asked to, then gives perf half a second to attach (it says
+    /// nothing when it has).
     pub fn start(pids: &[u32]) -> Option<Self> {
         let out = std::env::var("CTXGATE_WORKER_PERF").ok()?;
         let pids: Vec<String> = pids.iter().map(u32::to_string).collect();

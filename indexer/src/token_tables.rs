@@ -79,22 +79,16 @@ pub fn install(data_dir: &Path, encoding: Encoding) -> TableSource {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file of this process, so that a reader never
+/// Writes `bytes` to `path` through a temporary file beside it, so that a reader never
 /// sees a half-written file and two writers never share a temporary one.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
-fn rand_suffix() -> u64 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(0)
+    // A uniquely named temporary file beside the target, removed if anything fails before the
+    // rename: two writers (processes or threads) never share one.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map(|_| ()).map_err(|e| e.error)
 }
 
 #[cfg(test)]

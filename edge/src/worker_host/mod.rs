@@ -362,6 +362,8 @@ async fn buffered(
     // whole copy in JavaScript's heap beside the module's.
     if declared.is_some_and(|n| n <= limits.general as u64) && req.body().is_some() {
         return match request::body_bytes(&req).await {
+            // The declared length is the client's word: what was read is checked as well.
+            Ok(bytes) if bytes.len() > limit => Err(crate::extract::limits::too_large(limit)),
             Ok(bytes) => Ok(axum::extract::Request::from_parts(
                 parts,
                 axum::body::Body::from(bytes),

@@ -399,14 +399,7 @@ pub fn pack_vectors(
     let cache = cache::VectorCache::open(&data_dir.join("cache/vectors.sqlite"))?;
     let (t, report) = vectors_for(pack, source, embedder, &cache, None, progress)?;
     // A table that cannot be kept is rebuilt from the vector cache next time.
-    if let Some(dir) = table_path.parent()
-        && std::fs::create_dir_all(dir).is_ok()
-    {
-        let tmp = table_path.with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, t.encode()).is_ok() {
-            let _ = std::fs::rename(&tmp, &table_path);
-        }
-    }
+    let _ = crate::token_tables::write_atomic(&table_path, &t.encode());
     Ok((t, report))
 }
 

@@ -33,18 +33,7 @@ pub(super) fn write_cache(file: &Path, walk: &Walk) {
     let Ok(bytes) = postcard::to_allocvec(walk) else {
         return;
     };
-    let Some(dir) = file.parent() else {
-        return;
-    };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir) else {
-        return;
-    };
-    if std::io::Write::write_all(&mut tmp, &bytes).is_ok()
-        && let Err(e) = tmp.persist(file)
-    {
-        tracing::debug!(error = %e.error, "history: the walk's cache was not kept");
+    if let Err(e) = crate::token_tables::write_atomic(file, &bytes) {
+        tracing::debug!(error = %e, "history: the walk's cache was not kept");
     }
 }
