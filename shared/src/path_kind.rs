@@ -11,8 +11,13 @@ use serde::Serialize;
 
 /// Test code by the usual conventions of the indexed languages.
 pub fn is_test_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    is_test_lower(&path.to_ascii_lowercase())
+}
+
+/// [`is_test_path`] of a path already lowercase (ASCII): a version's tables test every path
+/// three ways, one copy each was an allocation per file per test.
+pub fn is_test_lower(lower: &str) -> bool {
+    let name = lower.rsplit('/').next().unwrap_or(lower);
     const DIRS: [&str; 9] = [
         "/test/",
         "/tests/",
@@ -24,7 +29,7 @@ pub fn is_test_path(path: &str) -> bool {
         "/fixtures/",
         "/e2e/",
     ];
-    in_dir(&lower, &DIRS)
+    in_dir(lower, &DIRS)
         || name.starts_with("test_")
         || name.ends_with("_test.go")
         || name.ends_with("_test.py")
@@ -36,15 +41,19 @@ pub fn is_test_path(path: &str) -> bool {
 
 /// Prose rather than code: Markdown, text, changelogs.
 pub fn is_doc_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    is_doc_lower(&path.to_ascii_lowercase())
+}
+
+/// [`is_doc_path`] of a path already lowercase (ASCII).
+pub fn is_doc_lower(lower: &str) -> bool {
+    let name = lower.rsplit('/').next().unwrap_or(lower);
     [".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc"]
         .iter()
         .any(|e| name.ends_with(e))
         || name.starts_with("changelog")
         || name.starts_with("changes")
         || is_manual_page(name)
-        || in_dir(&lower, &["/docs/"])
+        || in_dir(lower, &["/docs/"])
 }
 
 /// A Unix manual page (`fd.1`, `git-config.5`): prose about a program, in roff.
@@ -123,17 +132,21 @@ fn in_dir(lower: &str, dirs: &[&str]) -> bool {
 /// What the path alone says about setting the file aside ([`SetAside`]); the index adds
 /// [`SetAside::Data`] for tiny files without a language ([`is_tiny_data`]).
 pub fn set_aside_by_path(path: &str) -> Option<SetAside> {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    if in_dir(&lower, &VENDORED_DIRS) {
+    set_aside_by_lower(&path.to_ascii_lowercase())
+}
+
+/// [`set_aside_by_path`] of a path already lowercase (ASCII).
+pub fn set_aside_by_lower(lower: &str) -> Option<SetAside> {
+    let name = lower.rsplit('/').next().unwrap_or(lower);
+    if in_dir(lower, &VENDORED_DIRS) {
         Some(SetAside::Vendored)
-    } else if in_dir(&lower, &DATA_DIRS) || name.ends_with(".snap") {
+    } else if in_dir(lower, &DATA_DIRS) || name.ends_with(".snap") {
         Some(SetAside::Data)
-    } else if in_dir(&lower, &GENERATED_DIRS)
+    } else if in_dir(lower, &GENERATED_DIRS)
         || [".min.js", ".min.css", ".bundle.js", ".map"]
             .iter()
             .any(|e| name.ends_with(e))
-        || is_site_page(&lower, name)
+        || is_site_page(lower, name)
     {
         Some(SetAside::Generated)
     } else {

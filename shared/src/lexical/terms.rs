@@ -98,6 +98,74 @@ fn lower_into(s: &str, out: &mut String) {
 
 /// Emits the snake_case / camelCase parts of `ident` when there are at least two.
 fn split_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str), whole: &str) {
+    if ident.is_ascii() {
+        split_ascii_parts(ident, part, emit, whole);
+    } else {
+        split_char_parts(ident, part, emit, whole);
+    }
+}
+
+/// [`split_parts`] for an ASCII identifier, without allocating: every identifier of every
+/// chunk and path goes through here (two vectors per identifier were a sixth of building a
+/// version's path tables, docs/performance.md). The same parts as [`split_char_parts`].
+fn split_ascii_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str), whole: &str) {
+    let b = ident.as_bytes();
+    // The first part waits until a second shows there are two.
+    let mut first: Option<(usize, usize)> = None;
+    let mut parts = 0usize;
+    let mut give = |(s, e): (usize, usize), part: &mut String| {
+        if e - s < 2 {
+            return;
+        }
+        part.clear();
+        part.extend(b[s..e].iter().map(|c| c.to_ascii_lowercase() as char));
+        if part != whole {
+            emit(part);
+        }
+    };
+    let mut bound = |r: (usize, usize), part: &mut String| {
+        parts += 1;
+        match parts {
+            1 => first = Some(r),
+            2 => {
+                if let Some(f) = first.take() {
+                    give(f, part);
+                }
+                give(r, part);
+            }
+            _ => give(r, part),
+        }
+    };
+    let mut start = 0;
+    for i in 0..b.len() {
+        let c = b[i];
+        if c == b'_' {
+            if i > start {
+                bound((start, i), part);
+            }
+            start = i + 1;
+            continue;
+        }
+        if i > start {
+            let prev = b[i - 1];
+            let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            if c.is_ascii_uppercase()
+                && (prev.is_ascii_lowercase()
+                    || prev.is_ascii_digit()
+                    || (prev.is_ascii_uppercase() && next_lower))
+            {
+                bound((start, i), part);
+                start = i;
+            }
+        }
+    }
+    if start < b.len() {
+        bound((start, b.len()), part);
+    }
+}
+
+/// [`split_parts`] for any identifier, by character.
+fn split_char_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str), whole: &str) {
     let chars: Vec<char> = ident.chars().collect();
     let mut bounds: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -183,6 +251,46 @@ const STOPWORDS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_parts_are_the_parts_split_by_character() {
+        let parts = |split: fn(&str, &mut String, &mut dyn FnMut(&str), &str), ident: &str| {
+            let mut whole = String::new();
+            lower_into(ident, &mut whole);
+            let mut got = Vec::new();
+            split(ident, &mut String::new(), &mut |t: &str| got.push(t.to_string()), &whole);
+            got
+        };
+        let ascii: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
+            |i, p, e, w| split_ascii_parts(i, p, &mut |t: &str| e(t), w);
+        let chars: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
+            |i, p, e, w| split_char_parts(i, p, &mut |t: &str| e(t), w);
+        let mut idents: Vec<String> = [
+            "fooBar", "FOOBar", "foo2Bar", "snake_case_name", "HTTPServer", "a_b", "ab_cd",
+            "x", "getHTTPResponseCode", "__init__", "ABC", "Ab", "aB", "_a_B_cd_",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every short string over letters of both cases, a digit and the underscore, from a
+        // fixed generator.
+        let alphabet = b"aAbB_1zZ";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = 1 + (x % 9) as usize;
+            let s: String = (0..len)
+                .map(|k| alphabet[((x >> (k * 3 + 8)) % 8) as usize] as char)
+                .collect();
+            idents.push(s);
+        }
+        for ident in &idents {
+            assert_eq!(parts(ascii, ident), parts(chars, ident), "{ident}");
+        }
+        assert_eq!(parts(ascii, "getHTTPResponse"), ["get", "http", "response"]);
+    }
 
     fn terms(s: &str) -> Vec<String> {
         let mut v = Vec::new();
