@@ -292,8 +292,11 @@ pub const DEEP_FROM: u32 = 32_000;
 /// The multiplier is kept in each candidate's [`Signals::diversity`]. `ranked` stays best first.
 pub fn diversify(pack: &IndexPack, ranked: &mut [Ranked], decay: f32, exempt: f32, budget: u32) {
     let decay = decay_at(decay, budget);
+    // Each chunk's file from the derived table: a chunk record is large enough that reading
+    // one per candidate missed the cache each time.
+    let chunk_file = &pack.derived().chunk_file;
     decay_by_file(ranked, decay, exempt, |c| {
-        pack.chunks.get(c as usize).map(|chunk| chunk.file)
+        chunk_file.get(c as usize).copied()
     });
 }
 

@@ -258,7 +258,12 @@ mod tests {
             let mut whole = String::new();
             lower_into(ident, &mut whole);
             let mut got = Vec::new();
-            split(ident, &mut String::new(), &mut |t: &str| got.push(t.to_string()), &whole);
+            split(
+                ident,
+                &mut String::new(),
+                &mut |t: &str| got.push(t.to_string()),
+                &whole,
+            );
             got
         };
         let ascii: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
@@ -266,8 +271,20 @@ mod tests {
         let chars: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
             |i, p, e, w| split_char_parts(i, p, &mut |t: &str| e(t), w);
         let mut idents: Vec<String> = [
-            "fooBar", "FOOBar", "foo2Bar", "snake_case_name", "HTTPServer", "a_b", "ab_cd",
-            "x", "getHTTPResponseCode", "__init__", "ABC", "Ab", "aB", "_a_B_cd_",
+            "fooBar",
+            "FOOBar",
+            "foo2Bar",
+            "snake_case_name",
+            "HTTPServer",
+            "a_b",
+            "ab_cd",
+            "x",
+            "getHTTPResponseCode",
+            "__init__",
+            "ABC",
+            "Ab",
+            "aB",
+            "_a_B_cd_",
         ]
         .iter()
         .map(|s| s.to_string())

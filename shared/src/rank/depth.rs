@@ -50,7 +50,16 @@ pub fn deepen_around_strong_chunks(
             &mut shares,
         );
     }
-    reorder(ranked, shares, weight, |c| files(c).map(|(f, _)| f));
+    // The file of every candidate from the derived table (what `files` gives, without reading
+    // each candidate's chunk record and file entry: a cache miss each).
+    let chunk_file = &pack.derived().chunk_file;
+    let known_files = pack.files.len();
+    reorder(ranked, shares, weight, |c| {
+        chunk_file
+            .get(c as usize)
+            .copied()
+            .filter(|&f| (f as usize) < known_files)
+    });
 }
 
 /// How much the call relation counts at `budget` tokens: the mirror of file diversity (0 up to
