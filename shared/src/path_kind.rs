@@ -16,7 +16,8 @@ pub fn is_test_path(path: &str) -> bool {
 
 /// [`is_test_path`] of a path already lowercase (ASCII): a version's tables test every path
 /// three ways, one copy each was an allocation per file per test.
-pub fn is_test_lower(lower: &str) -> bool {
+pub(crate) fn is_test_lower(lower: &str) -> bool {
+    debug_assert!(!lower.bytes().any(|b| b.is_ascii_uppercase()), "{lower}");
     let name = lower.rsplit('/').next().unwrap_or(lower);
     const DIRS: [&str; 9] = [
         "/test/",
@@ -45,7 +46,8 @@ pub fn is_doc_path(path: &str) -> bool {
 }
 
 /// [`is_doc_path`] of a path already lowercase (ASCII).
-pub fn is_doc_lower(lower: &str) -> bool {
+pub(crate) fn is_doc_lower(lower: &str) -> bool {
+    debug_assert!(!lower.bytes().any(|b| b.is_ascii_uppercase()), "{lower}");
     let name = lower.rsplit('/').next().unwrap_or(lower);
     [".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc"]
         .iter()
@@ -136,7 +138,8 @@ pub fn set_aside_by_path(path: &str) -> Option<SetAside> {
 }
 
 /// [`set_aside_by_path`] of a path already lowercase (ASCII).
-pub fn set_aside_by_lower(lower: &str) -> Option<SetAside> {
+pub(crate) fn set_aside_by_lower(lower: &str) -> Option<SetAside> {
+    debug_assert!(!lower.bytes().any(|b| b.is_ascii_uppercase()), "{lower}");
     let name = lower.rsplit('/').next().unwrap_or(lower);
     if in_dir(lower, &VENDORED_DIRS) {
         Some(SetAside::Vendored)
@@ -173,13 +176,13 @@ fn is_site_page(lower: &str, name: &str) -> bool {
 /// fixture) rather than a configuration worth reading.
 pub const TINY_DATA_TOKENS: u32 = 24;
 
-/// Whether a file named `name` (lowercase, no folder) of `tokens` tokens whose language label is
+/// Whether a file named `name` (lowercase, no folder) of `tokens()` tokens whose language label is
 /// `language` (a grammar's name, else the extension, else `text`:
 /// [`crate::chunk::Language::label`]) is a tiny data file: a fuzz seed or a one-line input
 /// without an extension, or a small file whose extension says data. Text, configuration and
 /// code count as what they are however small, and so do the build files that have no
 /// extension.
-pub fn is_tiny_data(name: &str, language: &str, tokens: u32) -> bool {
+pub fn is_tiny_data(name: &str, language: &str, tokens: impl FnOnce() -> u32) -> bool {
     const DATA: [&str; 11] = [
         "text", "bin", "dat", "data", "in", "out", "raw", "seed", "input", "expected", "golden",
     ];
@@ -194,10 +197,12 @@ pub fn is_tiny_data(name: &str, language: &str, tokens: u32) -> bool {
         "rakefile",
         "codeowners",
     ];
-    tokens < TINY_DATA_TOKENS
-        && DATA.iter().any(|d| language.eq_ignore_ascii_case(d))
+    // The tokens last: adding up a file's chunks reads their records, and most files are
+    // ruled out by their language alone.
+    DATA.iter().any(|d| language.eq_ignore_ascii_case(d))
         && !name.starts_with('.')
         && !NAMED.iter().any(|n| name.starts_with(n))
+        && tokens() < TINY_DATA_TOKENS
 }
 
 /// `.d.ts` files whose source, a `.ts`/`.tsx`/`.js` file of the same stem, is in the tree:
@@ -287,14 +292,14 @@ mod tests {
 
     #[test]
     fn tiny_files_without_a_language_are_data_but_configuration_is_not() {
-        assert!(is_tiny_data("s4_e1", "text", 3));
-        assert!(is_tiny_data("case.in", "in", 10));
-        assert!(!is_tiny_data("s4_e1", "text", 400));
-        assert!(!is_tiny_data("notes.txt", "txt", 10));
-        assert!(!is_tiny_data("cargo.toml", "toml", 10));
-        assert!(!is_tiny_data("makefile", "text", 10));
-        assert!(!is_tiny_data(".gitignore", "text", 10));
-        assert!(!is_tiny_data("lib.rs", "rust", 5));
+        assert!(is_tiny_data("s4_e1", "text", || 3));
+        assert!(is_tiny_data("case.in", "in", || 10));
+        assert!(!is_tiny_data("s4_e1", "text", || 400));
+        assert!(!is_tiny_data("notes.txt", "txt", || 10));
+        assert!(!is_tiny_data("cargo.toml", "toml", || 10));
+        assert!(!is_tiny_data("makefile", "text", || 10));
+        assert!(!is_tiny_data(".gitignore", "text", || 10));
+        assert!(!is_tiny_data("lib.rs", "rust", || 5));
     }
 
     #[test]

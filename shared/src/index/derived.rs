@@ -93,8 +93,11 @@ impl Derived {
         // are found by hash in both passes (a tree and a binary search over the sorted terms
         // were a sixth of it) and sorted once, between them.
         struct Seen {
+            /// How many files hold the term.
             files: u32,
+            /// The last file counted, as its index + 1 (0: none yet).
             last: u32,
+            /// The term's place in the sorted vocabulary, set once the terms are sorted.
             id: u32,
         }
         let mut vocabulary: HashMap<String, Seen> = HashMap::default();
@@ -169,6 +172,20 @@ impl Derived {
         }
         neighbour_files.shrink_to_fit();
         let (test_file, doc_file, set_aside) = path_kinds(files, chunks);
+        // Each chunk's file and the repository's tokens in one pass over the chunk records: on
+        // the 88M-token monorepo two passes over them were a tenth of an isolate's first call
+        // (each record read is a cache miss).
+        let mut chunk_file = Vec::with_capacity(chunks.len());
+        let mut tokens_total: Vec<u64> = Vec::new();
+        for c in chunks {
+            chunk_file.push(c.file);
+            if tokens_total.len() < c.tokens.len() {
+                tokens_total.resize(c.tokens.len(), 0);
+            }
+            for (t, n) in tokens_total.iter_mut().zip(&c.tokens) {
+                *t += u64::from(*n);
+            }
+        }
         Self {
             term_files,
             term_file_ends,
@@ -177,16 +194,8 @@ impl Derived {
             set_aside,
             neighbour_files,
             neighbour_ends,
-            chunk_file: chunks.iter().map(|c| c.file).collect(),
-            tokens_total: chunks.iter().fold(Vec::new(), |mut total, c| {
-                if total.len() < c.tokens.len() {
-                    total.resize(c.tokens.len(), 0);
-                }
-                for (t, n) in total.iter_mut().zip(&c.tokens) {
-                    *t += u64::from(*n);
-                }
-                total
-            }),
+            chunk_file,
+            tokens_total,
             ..derived
         }
     }
@@ -286,7 +295,7 @@ fn path_kinds(
                 && is_tiny_data(
                     lower.rsplit('/').next().unwrap_or(&lower),
                     &f.language,
-                    tokens(),
+                    tokens,
                 )
             {
                 Some(SetAside::Data)
@@ -377,5 +386,65 @@ mod tests {
         assert_eq!(files_of(&tests[0]), Some(&[1][..]), "`{}`", tests[0]);
         assert_eq!(files_of("absent"), None);
         assert!(d.files_with_path_term(u32::MAX).is_empty());
+        // The vocabulary is strictly ascending: the term lookup is a binary search over it.
+        let ends = &d.path_vocabulary_ends;
+        let terms: Vec<&str> = (0..ends.len())
+            .map(|i| {
+                let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+                &d.path_vocabulary[start..ends[i] as usize]
+            })
+            .collect();
+        assert!(terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
+    }
+
+    #[test]
+    fn path_kinds_are_those_of_each_path_whatever_its_case() {
+        let file = |path: &str, language: &str, first_chunk: u32, chunk_count: u32| FileEntry {
+            path: path.to_string(),
+            sha256: crate::hash::Sha256Digest::of(path.as_bytes()),
+            stat: crate::index::FileStat {
+                size: 0,
+                mtime_ns: 0,
+                ctime_ns: 0,
+                inode: 0,
+            },
+            language: language.into(),
+            skipped: None,
+            first_chunk,
+            chunk_count,
+        };
+        let files = [
+            file("Tests/X.MD", "markdown", 0, 0),
+            file("Vendor/a.js", "javascript", 0, 0),
+            file("fuzz/CASE_1", "text", 0, 0),
+            file("src/Lib.rs", "rust", 0, 0),
+            file("Docs/Guide.HTML", "html", 0, 0),
+        ];
+        let d = Derived::of(&files, &[], &ImportGraph::default());
+        for (i, f) in files.iter().enumerate() {
+            assert_eq!(
+                d.test_file[i],
+                crate::path_kind::is_test_path(&f.path),
+                "{}",
+                f.path
+            );
+            assert_eq!(
+                d.doc_file[i],
+                crate::path_kind::is_doc_path(&f.path),
+                "{}",
+                f.path
+            );
+        }
+        assert_eq!(
+            d.set_aside,
+            [
+                None,
+                Some(SetAside::Vendored),
+                Some(SetAside::Data),
+                None,
+                Some(SetAside::Generated)
+            ]
+        );
+        assert!(d.test_file[0] && d.doc_file[0] && !d.test_file[3]);
     }
 }

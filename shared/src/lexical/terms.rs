@@ -113,7 +113,7 @@ fn split_ascii_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str)
     // The first part waits until a second shows there are two.
     let mut first: Option<(usize, usize)> = None;
     let mut parts = 0usize;
-    let mut give = |(s, e): (usize, usize), part: &mut String| {
+    let mut emit_part = |(s, e): (usize, usize), part: &mut String| {
         if e - s < 2 {
             return;
         }
@@ -123,17 +123,17 @@ fn split_ascii_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str)
             emit(part);
         }
     };
-    let mut bound = |r: (usize, usize), part: &mut String| {
+    let mut push_part = |r: (usize, usize), part: &mut String| {
         parts += 1;
         match parts {
             1 => first = Some(r),
             2 => {
                 if let Some(f) = first.take() {
-                    give(f, part);
+                    emit_part(f, part);
                 }
-                give(r, part);
+                emit_part(r, part);
             }
-            _ => give(r, part),
+            _ => emit_part(r, part),
         }
     };
     let mut start = 0;
@@ -141,7 +141,7 @@ fn split_ascii_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str)
         let c = b[i];
         if c == b'_' {
             if i > start {
-                bound((start, i), part);
+                push_part((start, i), part);
             }
             start = i + 1;
             continue;
@@ -149,18 +149,19 @@ fn split_ascii_parts(ident: &str, part: &mut String, emit: &mut impl FnMut(&str)
         if i > start {
             let prev = b[i - 1];
             let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            // fooBar | FOOBar (before the last capital of a run) | foo2Bar
             if c.is_ascii_uppercase()
                 && (prev.is_ascii_lowercase()
                     || prev.is_ascii_digit()
                     || (prev.is_ascii_uppercase() && next_lower))
             {
-                bound((start, i), part);
+                push_part((start, i), part);
                 start = i;
             }
         }
     }
     if start < b.len() {
-        bound((start, b.len()), part);
+        push_part((start, b.len()), part);
     }
 }
 
@@ -289,7 +290,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        // Every short string over letters of both cases, a digit and the underscore, from a
+        // 5,000 short strings over letters of both cases, a digit and the underscore, from a
         // fixed generator.
         let alphabet = b"aAbB_1zZ";
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
