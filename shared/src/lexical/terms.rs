@@ -253,9 +253,12 @@ const STOPWORDS: &[&str] = &[
 mod tests {
     use super::*;
 
+    /// A way to split an identifier into parts ([`split_ascii_parts`], [`split_char_parts`]).
+    type Split = fn(&str, &mut String, &mut dyn FnMut(&str), &str);
+
     #[test]
     fn ascii_parts_are_the_parts_split_by_character() {
-        let parts = |split: fn(&str, &mut String, &mut dyn FnMut(&str), &str), ident: &str| {
+        let parts = |split: Split, ident: &str| {
             let mut whole = String::new();
             lower_into(ident, &mut whole);
             let mut got = Vec::new();
@@ -267,10 +270,8 @@ mod tests {
             );
             got
         };
-        let ascii: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
-            |i, p, e, w| split_ascii_parts(i, p, &mut |t: &str| e(t), w);
-        let chars: fn(&str, &mut String, &mut dyn FnMut(&str), &str) =
-            |i, p, e, w| split_char_parts(i, p, &mut |t: &str| e(t), w);
+        let ascii: Split = |i, p, e, w| split_ascii_parts(i, p, &mut |t: &str| e(t), w);
+        let chars: Split = |i, p, e, w| split_char_parts(i, p, &mut |t: &str| e(t), w);
         let mut idents: Vec<String> = [
             "fooBar",
             "FOOBar",
