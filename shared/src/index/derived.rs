@@ -87,69 +87,60 @@ impl Derived {
     pub fn of(files: &[FileEntry], chunks: &[ChunkRecord], graph: &ImportGraph) -> Self {
         // Two passes over the paths (the terms with how many files hold each, then each term's
         // files placed) rather than one that keeps every (term, file) pair: this is built on an
-        // isolate's first query, at its memory's high-water mark. The first pass counts a
-        // term's files as it meets the term (the last file counted kept beside the count): a
-        // separate counting pass split every path once more, a fifth of deno's cold call. Terms
-        // are found by hash in both passes (a tree and a binary search over the sorted terms
-        // were a sixth of it) and sorted once, between them.
-        struct Seen {
-            /// How many files hold the term.
-            files: u32,
-            /// The last file counted, as its index + 1 (0: none yet).
-            last: u32,
-            /// The term's place in the sorted vocabulary, set once the terms are sorted.
-            id: u32,
-        }
-        let mut vocabulary: HashMap<String, Seen> = HashMap::default();
-        for (f, file) in files.iter().enumerate() {
-            let marker = f as u32 + 1;
-            crate::lexical::for_each_term(&file.path, |t| match vocabulary.get_mut(t) {
-                Some(seen) => {
-                    if seen.last != marker {
-                        seen.files += 1;
-                        seen.last = marker;
+        // isolate's first query, at its memory's high-water mark. Terms are found by hash in
+        // both passes (a tree and a binary search over the sorted terms were a sixth of it) and
+        // sorted once, between them; a folder's terms are split once for the run of its files
+        // ([`path_term_ids`]).
+        let mut provisional: HashMap<String, u32> = HashMap::default();
+        // How many files hold each term, by provisional id (the order terms were met).
+        let mut holders: Vec<u32> = Vec::new();
+        let mut folder = FolderTerms::default();
+        let mut ids: Vec<u32> = Vec::new();
+        for file in files {
+            path_term_ids(&file.path, &mut folder, &mut ids, |t| {
+                Some(match provisional.get(t) {
+                    Some(&id) => id,
+                    None => {
+                        let id = holders.len() as u32;
+                        provisional.insert(t.to_string(), id);
+                        holders.push(0);
+                        id
                     }
-                }
-                None => {
-                    vocabulary.insert(
-                        t.to_string(),
-                        Seen {
-                            files: 1,
-                            last: marker,
-                            id: 0,
-                        },
-                    );
-                }
+                })
             });
+            for &id in &ids {
+                holders[id as usize] += 1;
+            }
         }
-        let mut sorted: Vec<(&String, &mut Seen)> = vocabulary.iter_mut().collect();
-        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut sorted: Vec<(&str, u32)> = provisional
+            .iter()
+            .map(|(t, &id)| (t.as_str(), id))
+            .collect();
+        sorted.sort_unstable();
         let mut path_vocabulary = String::new();
         let mut path_vocabulary_ends = Vec::with_capacity(sorted.len());
         let mut term_file_ends = Vec::with_capacity(sorted.len());
+        // Each provisional id's place in the sorted vocabulary: the term's id.
+        let mut final_id = vec![0u32; holders.len()];
         let mut at = 0u32;
-        for (id, (t, seen)) in sorted.into_iter().enumerate() {
+        for (id, (t, p)) in sorted.into_iter().enumerate() {
             path_vocabulary.push_str(t);
             path_vocabulary_ends.push(path_vocabulary.len() as u32);
-            at += seen.files;
+            at += holders[p as usize];
             term_file_ends.push(at);
-            seen.id = id as u32;
+            final_id[p as usize] = id as u32;
         }
-        let mut ids: Vec<u32> = Vec::new();
+        drop(holders);
         // Each term's next free place, from its start: files go in ascending.
         let mut next: Vec<u32> = std::iter::once(0)
             .chain(term_file_ends.iter().copied())
             .take(term_file_ends.len())
             .collect();
         let mut term_files = vec![0u32; at as usize];
+        let mut folder = FolderTerms::default();
         for (f, file) in files.iter().enumerate() {
-            ids.clear();
-            crate::lexical::for_each_term(&file.path, |t| {
-                if let Some(seen) = vocabulary.get(t)
-                    && !ids.contains(&seen.id)
-                {
-                    ids.push(seen.id);
-                }
+            path_term_ids(&file.path, &mut folder, &mut ids, |t| {
+                provisional.get(t).map(|&p| final_id[p as usize])
             });
             for &id in &ids {
                 let slot = &mut next[id as usize];
@@ -158,7 +149,7 @@ impl Derived {
             }
         }
         drop(next);
-        drop(vocabulary);
+        drop(provisional);
         let derived = Self {
             path_vocabulary,
             path_vocabulary_ends,
@@ -258,6 +249,47 @@ impl Derived {
         let end = self.term_file_ends.get(t).copied().unwrap_or(0) as usize;
         self.term_files.get(start..end).unwrap_or_default()
     }
+}
+
+/// The last folder whose terms were split, and their ids (each once).
+#[derive(Default)]
+struct FolderTerms {
+    folder: String,
+    ids: Vec<u32>,
+}
+
+/// The ids `id_of` gives the terms of `path`, each once, into `ids`: its folder's (kept in
+/// `last` for the files after it in the same folder: a large repository's paths are mostly
+/// folders, split again for every file) and its name's. A term never spans a `/`, so the terms
+/// of the folder and of the name are those of the whole path.
+fn path_term_ids(
+    path: &str,
+    last: &mut FolderTerms,
+    ids: &mut Vec<u32>,
+    mut id_of: impl FnMut(&str) -> Option<u32>,
+) {
+    let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if last.folder != folder {
+        last.folder.clear();
+        last.folder.push_str(folder);
+        last.ids.clear();
+        crate::lexical::for_each_term(folder, |t| {
+            if let Some(id) = id_of(t)
+                && !last.ids.contains(&id)
+            {
+                last.ids.push(id);
+            }
+        });
+    }
+    ids.clear();
+    ids.extend_from_slice(&last.ids);
+    crate::lexical::for_each_term(name, |t| {
+        if let Some(id) = id_of(t)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+    });
 }
 
 /// Each file's kinds by its path: test, documentation, and why it is set aside ([`SetAside`]:
@@ -395,6 +427,43 @@ mod tests {
             })
             .collect();
         assert!(terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
+    }
+
+    #[test]
+    fn a_paths_term_ids_are_those_of_the_whole_path_with_its_folder_kept() {
+        let mut interned: Vec<String> = Vec::new();
+        let mut intern = |t: &str| -> u32 {
+            match interned.iter().position(|x| x == t) {
+                Some(i) => i as u32,
+                None => {
+                    interned.push(t.to_string());
+                    interned.len() as u32 - 1
+                }
+            }
+        };
+        let paths = [
+            "README.md",
+            "src/parser/parser.rs",
+            "src/parser/lexerParser.rs",
+            "src/lib.rs",
+            "src/parser/x/y_z.rs",
+            "src/parser/mod.rs",
+            "top_level",
+            "a/b/",
+            "ünï/cödé.rs",
+        ];
+        let mut folder = FolderTerms::default();
+        let mut ids = Vec::new();
+        for path in paths {
+            path_term_ids(path, &mut folder, &mut ids, |t| Some(intern(t)));
+            let mut got = ids.clone();
+            got.sort_unstable();
+            let mut want = Vec::new();
+            crate::lexical::for_each_term(path, |t| want.push(intern(t)));
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(got, want, "{path}");
+        }
     }
 
     #[test]
