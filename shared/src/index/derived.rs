@@ -384,9 +384,9 @@ mod tests {
         assert!(d.neighbours(3).is_empty(), "a file past the graph has none");
     }
 
-    #[test]
-    fn each_path_term_lists_its_files_once_in_order() {
-        let file = |path: &str| FileEntry {
+    /// A file at `path` in `language`, without chunks.
+    fn file_of(path: &str, language: &str) -> FileEntry {
+        FileEntry {
             path: path.to_string(),
             sha256: crate::hash::Sha256Digest::of(path.as_bytes()),
             stat: crate::index::FileStat {
@@ -395,11 +395,16 @@ mod tests {
                 ctime_ns: 0,
                 inode: 0,
             },
-            language: "rust".into(),
+            language: language.into(),
             skipped: None,
             first_chunk: 0,
             chunk_count: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn each_path_term_lists_its_files_once_in_order() {
+        let file = |path: &str| file_of(path, "rust");
         let files = [
             file("src/parser/parser.rs"),
             file("tests/parser.rs"),
@@ -468,26 +473,12 @@ mod tests {
 
     #[test]
     fn path_kinds_are_those_of_each_path_whatever_its_case() {
-        let file = |path: &str, language: &str, first_chunk: u32, chunk_count: u32| FileEntry {
-            path: path.to_string(),
-            sha256: crate::hash::Sha256Digest::of(path.as_bytes()),
-            stat: crate::index::FileStat {
-                size: 0,
-                mtime_ns: 0,
-                ctime_ns: 0,
-                inode: 0,
-            },
-            language: language.into(),
-            skipped: None,
-            first_chunk,
-            chunk_count,
-        };
         let files = [
-            file("Tests/X.MD", "markdown", 0, 0),
-            file("Vendor/a.js", "javascript", 0, 0),
-            file("fuzz/CASE_1", "text", 0, 0),
-            file("src/Lib.rs", "rust", 0, 0),
-            file("Docs/Guide.HTML", "html", 0, 0),
+            file_of("Tests/X.MD", "markdown"),
+            file_of("Vendor/a.js", "javascript"),
+            file_of("fuzz/CASE_1", "text"),
+            file_of("src/Lib.rs", "rust"),
+            file_of("Docs/Guide.HTML", "html"),
         ];
         let d = Derived::of(&files, &[], &ImportGraph::default());
         for (i, f) in files.iter().enumerate() {
