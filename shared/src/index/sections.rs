@@ -20,7 +20,7 @@
 //! ```
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 
 use super::summaries::{StoredDir, StoredFile, StoredSummaries};
 use super::{FORMAT_VERSION, IndexPack, MAGIC, PackError, PackMeta, check};
@@ -210,16 +210,86 @@ fn table_frame<T: DeserializeOwned>(
         *rows_left = Some(count);
         return Ok(count == 0);
     };
-    let rows: Vec<T> = value(bytes, name)?;
-    let n = rows.len() as u64;
-    if n == 0 || n > left {
-        return Err(PackError::Corrupt(format!(
+    // The frame's records go straight into the table: decoded into a vector of their own and
+    // then moved, every record of a large repository was copied once more (a third of
+    // decoding the monorepo's pack, and fresh pages touched twice).
+    let mut too_many = None;
+    let mut de = postcard::Deserializer::from_bytes(bytes);
+    let appended = AppendRows {
+        to: slot.get_or_insert_with(Vec::new),
+        most: left,
+        too_many: &mut too_many,
+    }
+    .deserialize(&mut de);
+    let frame_of = |n: u64| {
+        PackError::Corrupt(format!(
             "section `{name}`: a frame of {n} records where {left} were left"
+        ))
+    };
+    let n = match (appended, too_many) {
+        (_, Some(n)) => return Err(frame_of(n)),
+        (Err(e), None) => return Err(PackError::Corrupt(format!("section `{name}`: {e}"))),
+        (Ok(n), None) => n,
+    };
+    let rest = de
+        .finalize()
+        .map_err(|e| PackError::Corrupt(format!("section `{name}`: {e}")))?;
+    if !rest.is_empty() {
+        return Err(PackError::Corrupt(format!(
+            "section `{name}` has {} bytes past its value",
+            rest.len()
         )));
     }
-    slot.get_or_insert_with(Vec::new).extend(rows);
+    if n == 0 {
+        return Err(frame_of(0));
+    }
     *rows_left = Some(left - n);
     Ok(left == n)
+}
+
+/// Appends a frame's records (a sequence) to a table as they are decoded, at most `most` of
+/// them; a frame that says it holds more leaves its count in `too_many`. The value is how many
+/// were appended.
+struct AppendRows<'a, T> {
+    to: &'a mut Vec<T>,
+    most: u64,
+    too_many: &'a mut Option<u64>,
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for AppendRows<'_, T> {
+    type Value = u64;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<u64, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for AppendRows<'_, T> {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a sequence of records")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
+        use serde::de::Error;
+        if let Some(n) = seq.size_hint().map(|n| n as u64)
+            && n > self.most
+        {
+            *self.too_many = Some(n);
+            return Err(A::Error::custom("too many records"));
+        }
+        let mut n = 0u64;
+        while let Some(row) = seq.next_element()? {
+            if n == self.most {
+                *self.too_many = Some(n + 1);
+                return Err(A::Error::custom("too many records"));
+            }
+            self.to.push(row);
+            n += 1;
+        }
+        Ok(n)
+    }
 }
 
 impl PackReader {
@@ -411,6 +481,38 @@ impl PackReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tables_frame_appends_its_records_and_refuses_more_than_are_left() {
+        let frame = |rows: &[u32]| postcard::to_allocvec(rows).expect("encodes");
+        let mut slot: Option<Vec<u32>> = Some(vec![7]);
+        let mut left = Some(5);
+        let done = table_frame(&mut slot, &mut left, &frame(&[1, 2, 3]), "t", 0).expect("fits");
+        assert_eq!(
+            (done, &slot, left),
+            (false, &Some(vec![7, 1, 2, 3]), Some(2))
+        );
+        let done = table_frame(&mut slot, &mut left, &frame(&[4, 5]), "t", 0).expect("fits");
+        assert_eq!((done, left), (true, Some(0)));
+        let mut left = Some(2);
+        let err = table_frame(&mut slot, &mut left, &frame(&[1, 2, 3]), "t", 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            PackError::Corrupt("section `t`: a frame of 3 records where 2 were left".into())
+                .to_string()
+        );
+        let err = table_frame(&mut slot, &mut left, &frame(&[]), "t", 0).unwrap_err();
+        assert!(err.to_string().contains("a frame of 0 records"), "{err}");
+        let mut bytes = frame(&[1]);
+        bytes.push(0);
+        let err = table_frame(&mut slot, &mut left, &bytes, "t", 0).unwrap_err();
+        assert!(err.to_string().contains("1 bytes past its value"), "{err}");
+        let err = table_frame(&mut slot, &mut left, &frame(&[1, 2])[..2], "t", 0).unwrap_err();
+        assert!(
+            err.to_string().contains("section `t`: Hit the end"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn any_cut_of_the_bytes_decodes_the_same_pack() {
