@@ -345,7 +345,7 @@ mod tests {
 
     #[test]
     fn chunk_bits_answer_per_chunk_across_words_and_no_past_the_end() {
-        let yes = |c: usize| c % 3 == 0 || c == 64 || c == 129;
+        let yes = |c: usize| c.is_multiple_of(3) || c == 64 || c == 129;
         let bits = ChunkBits::from_fn(130, yes);
         for c in 0..130 {
             assert_eq!(bits.get(c), yes(c), "chunk {c}");
