@@ -150,11 +150,6 @@ impl Derived {
         }
         drop(next);
         drop(provisional);
-        let derived = Self {
-            path_vocabulary,
-            path_vocabulary_ends,
-            ..Self::default()
-        };
         let mut neighbour_files = Vec::new();
         let mut neighbour_ends = Vec::with_capacity(graph.imports.len());
         for ns in graph.neighbours() {
@@ -163,9 +158,8 @@ impl Derived {
         }
         neighbour_files.shrink_to_fit();
         let (test_file, doc_file, set_aside) = path_kinds(files, chunks);
-        // Each chunk's file and the repository's tokens in one pass over the chunk records: on
-        // the 88M-token monorepo two passes over them were a tenth of an isolate's first call
-        // (each record read is a cache miss).
+        // Each chunk's file and the repository's tokens in one pass over the chunk records
+        // (large records: each read is a cache miss on a large repository).
         let mut chunk_file = Vec::with_capacity(chunks.len());
         let mut tokens_total: Vec<u64> = Vec::new();
         for c in chunks {
@@ -187,7 +181,9 @@ impl Derived {
             neighbour_ends,
             chunk_file,
             tokens_total,
-            ..derived
+            path_vocabulary,
+            path_vocabulary_ends,
+            ..Self::default()
         }
     }
 
