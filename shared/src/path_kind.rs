@@ -2,12 +2,12 @@
 //! a file that is rarely the answer to anything (built output, someone else's code kept in the
 //! tree, seeds and snapshots).
 //!
-//! Ranking reads these for every candidate of every request, and the index's derived facts
-//! ([`crate::index::derived::Derived`]) keep them per file, so they are plain string tests that
+//! Ranking reads these for every candidate of every request, and the index's path tables
+//! ([`crate::index::path_tables::PathTables`]) keep them per file, so they are plain string tests that
 //! allocate at most one lowercase copy of the path. They live apart from `rank` so that the
 //! index may use them without importing the ranker.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Test code by the usual conventions of the indexed languages.
 pub fn is_test_path(path: &str) -> bool {
@@ -73,7 +73,10 @@ fn is_manual_page(name: &str) -> bool {
 /// Why a file is set aside from code context: it is indexed and can be named or searched, but
 /// a request that does not name it is rarely answered by it, and a small budget spent on it is
 /// lost to the source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+///
+/// The pack stores it by each variant's place here ([`crate::index::path_tables`]): a new
+/// reason goes last, and reordering them is a new format version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SetAside {

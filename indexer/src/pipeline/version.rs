@@ -126,6 +126,9 @@ pub(super) fn build_version(
         crate::history::MAX_COMMITS,
         git_dir.is_none().then_some(history_cache.as_path()),
     );
+    let paths = Some(ctxgate_core::index::path_tables::PathTables::of(
+        &files, &chunks,
+    ));
     let whole = IndexPack {
         meta: PackMeta {
             project: target.name.clone(),
@@ -145,6 +148,7 @@ pub(super) fn build_version(
         references,
         recency,
         history,
+        paths,
         delta: None,
         overlay: None,
         derived: Default::default(),

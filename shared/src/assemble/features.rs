@@ -69,6 +69,7 @@ pub fn candidate_features(
         &retrieved.named,
     );
     let derived = pack.derived();
+    let paths = pack.paths();
     let kind = |c: u32, of: &[bool]| {
         derived
             .chunk_file
@@ -85,8 +86,8 @@ pub fn candidate_features(
             chunk: r.chunk,
             score: r.score,
             signals: r.signals,
-            test_file: kind(r.chunk, &derived.test_file),
-            doc_file: kind(r.chunk, &derived.doc_file),
+            test_file: kind(r.chunk, &paths.test_file),
+            doc_file: kind(r.chunk, &paths.doc_file),
             trees_input,
         })
         .collect();

@@ -220,10 +220,11 @@ fn planned(
 /// ranked files are looked at only when one did.
 fn set_aside_note(pack: &IndexPack, hits: &[(u32, f32)], ranked: &[Ranked]) -> Option<String> {
     let derived = pack.derived();
+    let paths = pack.paths();
     let file_of = |c: u32| derived.chunk_file.get(c as usize).copied();
     let mut aside: HashMap<u32, &'static str> = HashMap::default();
     for f in hits.iter().filter_map(|&(c, _)| file_of(c)) {
-        if let Some(Some(kind)) = derived.set_aside.get(f as usize) {
+        if let Some(Some(kind)) = paths.set_aside.get(f as usize) {
             aside.insert(f, kind.reason());
         }
     }

@@ -52,6 +52,9 @@ pub(super) fn check(pack: &IndexPack) -> Result<(), String> {
     if !pack.history.within(version_chunks) {
         return Err("the history does not match the chunks".into());
     }
+    if let Some(paths) = &pack.paths {
+        paths.check(files)?;
+    }
     pack.summaries.check(files, encodings, pack.segments.len())
 }
 
@@ -109,11 +112,20 @@ mod tests {
     #[test]
     fn a_consistent_pack_decodes() {
         assert_eq!(decoded(&pack()).unwrap(), pack());
+        // With its path tables, as the indexer writes it: they come back as they were built.
+        let mut with_paths = pack();
+        with_paths.paths = Some(crate::index::path_tables::PathTables::of(
+            &with_paths.files,
+            &with_paths.chunks,
+        ));
+        let back = decoded(&with_paths).unwrap();
+        assert_eq!(back, with_paths);
+        assert_eq!(back.paths(), with_paths.paths.as_ref().unwrap());
     }
 
     #[test]
     fn packs_whose_numbers_point_nowhere_are_corrupt() {
-        let damages: [(&str, Damage); 8] = [
+        let damages: [(&str, Damage); 9] = [
             ("missing file", |p| p.chunks[0].file = 7),
             ("missing segment", |p| p.chunks[0].segment = 1),
             ("backwards bytes", |p| p.chunks[0].byte_start = 5),
@@ -126,6 +138,12 @@ mod tests {
             }),
             ("graph to a missing file", |p| {
                 p.graph.imports = vec![vec![3]]
+            }),
+            ("path tables of other files", |p| {
+                p.paths = Some(crate::index::path_tables::PathTables::of(
+                    &[p.files[0].clone(), p.files[0].clone()],
+                    &p.chunks,
+                ))
             }),
             ("summary of a missing file", |p| {
                 p.summaries =

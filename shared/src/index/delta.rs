@@ -411,6 +411,8 @@ pub fn derive(
         references: super::References::from_lists(references),
         recency: whole.recency.clone(),
         history: whole.history.clone(),
+        // A reader merges the delta with its base and builds the merged version's tables.
+        paths: None,
         delta: Some(DeltaFacts {
             base_version,
             files: whole.files.len() as u32,
@@ -523,7 +525,10 @@ pub(crate) mod tests {
         let ages = (0..files.len() as u32)
             .map(|f| (f, (f * 7 + repo.len() as u32) % 13))
             .collect();
+        // As the indexer writes a whole pack: with its paths' tables.
+        let paths = Some(crate::index::path_tables::PathTables::of(&files, &chunks));
         let pack = IndexPack {
+            paths,
             files,
             chunks,
             segments: vec![segment.to_owned()],
@@ -631,6 +636,10 @@ pub(crate) mod tests {
             assert_eq!(strip(&merged), strip(&next), "seed {seed}");
             assert_eq!(merged.graph, next.graph, "seed {seed}");
             assert_eq!(merged.recency, next.recency, "seed {seed}");
+            // The merged version has no stored path tables; the ones its reader builds are the
+            // whole version's.
+            assert!(merged.paths.is_none() && next.paths.is_some());
+            assert_eq!(merged.paths(), next.paths.as_ref().unwrap(), "seed {seed}");
             assert_eq!(merged.lexical.doc_lens(), next.lexical.doc_lens());
             // Every chunk's segment is the one its text is in: kept chunks the base's, the
             // changed files' the new version's.

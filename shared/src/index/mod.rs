@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 13; version 12 had no history section, version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 14; version 13 had no path tables (built by every reader on a version's first query), version 12 had no history section, version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -8,7 +8,7 @@
 //!
 //! Summaries ([`summaries::StoredSummaries`]: their texts apart, by range once
 //! large), the import graph, the symbol references and the
-//! files' recency and the chunks' history come at the end of the body.
+//! files' recency, the chunks' history and the paths' terms and kinds come at the end of the body.
 //!
 //! ```text
 //! offset  size  content
@@ -34,7 +34,8 @@
 //! ([`ImportGraph`]) and
 //! the users of each defined symbol ([`References`], the same keyed lists: a large index's in
 //! segments, read by range per named symbol, its names in blocks like the terms), how many commits ago each file last changed
-//! ([`Recency`]) and the messages of the commits that wrote each chunk's lines ([`History`]).
+//! ([`Recency`]), the messages of the commits that wrote each chunk's lines ([`History`]) and
+//! the terms of the files' paths with each file's kinds ([`path_tables::PathTables`]).
 //!
 //! Chunk texts are not in the pack: they live in content-addressed segments (a segment is the
 //! concatenation of chunk texts, named by its own sha256), so identical chunks are stored once
@@ -57,6 +58,7 @@ pub mod history;
 pub mod inline;
 pub mod layout;
 pub mod open;
+pub mod path_tables;
 pub mod recency;
 pub mod references;
 mod sections;
@@ -81,7 +83,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 13;
+pub const FORMAT_VERSION: u32 = 14;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -205,6 +207,10 @@ pub struct IndexPack {
     /// What the commits that wrote each chunk's lines said (numbered as the version's chunks,
     /// in a delta pack too).
     pub history: History,
+    /// The terms and kinds of the files' paths ([`path_tables`]), as the indexer wrote them;
+    /// `None` in a version merged from a base and a delta (its reader builds them:
+    /// [`IndexPack::paths`]).
+    pub paths: Option<path_tables::PathTables>,
     /// In a delta pack ([`delta`]): what it changes in its base beyond its own files. `None`
     /// in a whole pack.
     pub delta: Option<delta::DeltaFacts>,
@@ -276,7 +282,19 @@ impl IndexPack {
     /// Per-file facts every query reads, computed the first time they are asked for.
     pub fn derived(&self) -> &derived::Derived {
         self.derived
-            .get_or_init(|| derived::Derived::of(&self.files, &self.chunks, &self.graph))
+            .get_or_init(|| derived::Derived::of(&self.chunks, &self.graph))
+    }
+
+    /// The terms and kinds of the files' paths: the pack's own, or (a merged version, a pack
+    /// built without them) built the first time they are asked for.
+    pub fn paths(&self) -> &path_tables::PathTables {
+        match &self.paths {
+            Some(p) => p,
+            None => self
+                .derived()
+                .paths
+                .get_or_init(|| path_tables::PathTables::of(&self.files, &self.chunks)),
+        }
     }
 
     /// The pack's keyed lists of `kind` (none for the summary texts, which are by position:
@@ -390,6 +408,7 @@ pub(crate) mod tests {
             references: References::default(),
             recency: Recency::default(),
             history: History::default(),
+            paths: None,
             delta: None,
             overlay: None,
             derived: Default::default(),

@@ -14,7 +14,8 @@
 //!   4   length of the frame's bytes, u32 little-endian
 //!   ..  a value encoded with postcard
 //! sections, in order: meta, files*, chunks*, segments, lexical, file summaries*, directory
-//! summaries*, project summary, summary texts, summary lines, graph, references, recency, delta — one frame each, except the tables
+//! summaries*, project summary, summary texts, summary lines, graph, references, recency,
+//! history, paths, delta — one frame each, except the tables
 //! (*): a frame with the number of records (u64), then frames of up to FRAME_RECORDS records
 //! each (a postcard sequence), as many as the records need
 //! ```
@@ -57,10 +58,11 @@ enum Section {
     References,
     Recency,
     History,
+    Paths,
     Delta,
 }
 
-const ORDER: [Section; 15] = [
+const ORDER: [Section; 16] = [
     Section::Meta,
     Section::Files,
     Section::Chunks,
@@ -75,6 +77,7 @@ const ORDER: [Section; 15] = [
     Section::References,
     Section::Recency,
     Section::History,
+    Section::Paths,
     Section::Delta,
 ];
 
@@ -95,6 +98,7 @@ impl Section {
             Section::References => "references",
             Section::Recency => "recency",
             Section::History => "history",
+            Section::Paths => "paths",
             Section::Delta => "delta",
         }
     }
@@ -138,6 +142,7 @@ pub(super) fn encode(pack: &IndexPack) -> Result<Vec<u8>, PackError> {
     frame(&mut out, &pack.references)?;
     frame(&mut out, &pack.recency)?;
     frame(&mut out, &pack.history)?;
+    frame(&mut out, &pack.paths)?;
     frame(&mut out, &pack.delta)?;
     Ok(out)
 }
@@ -159,6 +164,7 @@ struct Decoded {
     references: Option<super::References>,
     recency: Option<super::Recency>,
     history: Option<super::History>,
+    paths: Option<Option<super::path_tables::PathTables>>,
     delta: Option<Option<super::delta::DeltaFacts>>,
 }
 
@@ -405,6 +411,10 @@ impl PackReader {
                 d.history = Some(value(bytes, name)?);
                 true
             }
+            Section::Paths => {
+                d.paths = Some(value(bytes, name)?);
+                true
+            }
             Section::Delta => {
                 d.delta = Some(value(bytes, name)?);
                 true
@@ -452,6 +462,7 @@ impl PackReader {
             references: d.references.ok_or_else(missing)?,
             recency: d.recency.ok_or_else(missing)?,
             history: d.history.ok_or_else(missing)?,
+            paths: d.paths.ok_or_else(missing)?,
             delta: d.delta.ok_or_else(missing)?,
             overlay: None,
             derived: Default::default(),

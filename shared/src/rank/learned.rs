@@ -121,6 +121,7 @@ fn predict(model: &Model, x: &[f32]) -> f64 {
 /// dump carries them too, so that `ltr.py` checks its own against these.
 pub fn features(pack: &IndexPack, ranked: &[Ranked]) -> Vec<[f32; 19]> {
     let derived = pack.derived();
+    let paths = pack.paths();
     let file_of = |c: u32| {
         derived
             .chunk_file
@@ -170,8 +171,8 @@ pub fn features(pack: &IndexPack, ranked: &[Ranked]) -> Vec<[f32; 19]> {
                 r.score / best,
                 i as f32 / n,
                 (tokens as f32).ln_1p(),
-                flag(&derived.test_file),
-                flag(&derived.doc_file),
+                flag(&paths.test_file),
+                flag(&paths.doc_file),
                 max_lex,
                 count as f32,
                 file_rank,

@@ -4,6 +4,7 @@
 use crate::chunk::ChunkKind;
 use crate::index::IndexPack;
 use crate::index::derived::{ChunkBits, Derived};
+use crate::index::path_tables::PathTables;
 use crate::index::references::{defined_names, name_key};
 use crate::intent::{Intent, QueryAnalysis};
 
@@ -210,13 +211,14 @@ pub(super) fn set_priors(
     analysis: &QueryAnalysis,
     weights: &Weights,
 ) {
+    let paths = pack.paths();
     let prior = |f: usize| -> f32 {
         if mentioned.binary_search(&(f as u32)).is_ok() {
             1.0
         } else {
-            let kind = if derived.test_file[f] && analysis.intent != Intent::Test {
+            let kind = if paths.test_file[f] && analysis.intent != Intent::Test {
                 weights.test_prior
-            } else if derived.doc_file[f] {
+            } else if paths.doc_file[f] {
                 if analysis.intent == Intent::Explain {
                     weights.explain_doc_prior
                 } else {
@@ -226,7 +228,7 @@ pub(super) fn set_priors(
                 1.0
             };
             // Built, vendored and data files count less whatever their kind.
-            match derived.set_aside.get(f) {
+            match paths.set_aside.get(f) {
                 Some(Some(_)) => kind * weights.set_aside_prior,
                 _ => kind,
             }
@@ -242,7 +244,7 @@ pub(super) fn set_priors(
     for (k, (&c, &f)) in touched.chunks.iter().zip(&touched.files).enumerate() {
         let mut p = prior(f as usize);
         if let Some(inline) = inline_tests
-            && !derived.test_file[f as usize]
+            && !paths.test_file[f as usize]
             && inline.get(c as usize)
         {
             p *= weights.inline_test_prior;
@@ -251,14 +253,14 @@ pub(super) fn set_priors(
     }
 }
 
-/// The path term ids ([`crate::index::derived::Derived::path_term_id`], `None` for a term in no
-/// path) and BM25 idf of the request's terms that say something about a path.
-fn positive_idf(derived: &Derived, term_idf: &[(String, f32)]) -> Vec<(Option<u32>, f32)> {
+/// The path term ids ([`PathTables::term_id`], `None` for a term in no path) and BM25 idf of
+/// the request's terms that say something about a path.
+fn positive_idf(paths: &PathTables, term_idf: &[(String, f32)]) -> Vec<(Option<u32>, f32)> {
     term_idf
         .iter()
         // A word in most chunks says nothing about a path (BM25's idf can go negative).
         .filter(|(_, w)| *w > 0.0)
-        .map(|(t, w)| (derived.path_term_id(t), *w))
+        .map(|(t, w)| (paths.term_id(t), *w))
         .collect()
 }
 
@@ -266,8 +268,8 @@ fn positive_idf(derived: &Derived, term_idf: &[(String, f32)]) -> Vec<(Option<u3
 /// (`term_idf`: the request's terms the index holds, with their idf, in query order).
 pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, term_idf: &[(String, f32)]) {
     let files = pack.files.len();
-    let derived = pack.derived();
-    let idf = positive_idf(derived, term_idf);
+    let paths = pack.paths();
+    let idf = positive_idf(paths, term_idf);
     let total: f32 = idf.iter().map(|t| t.1).sum();
     if total > 0.0 {
         // Each file's share of the weight, summed over the query's terms in query order from
@@ -275,7 +277,7 @@ pub(super) fn set_path(touched: &mut Touched, pack: &IndexPack, term_idf: &[(Str
         let mut file_path = vec![std::iter::empty::<f32>().sum::<f32>(); files];
         for &(id, w) in &idf {
             let Some(id) = id else { continue };
-            for &f in derived.files_with_path_term(id) {
+            for &f in paths.files_with_term(id) {
                 if let Some(share) = file_path.get_mut(f as usize) {
                     *share += w;
                 }

@@ -111,6 +111,8 @@ pub fn merge(base: IndexPack, mut delta: IndexPack) -> Result<IndexPack, PackErr
         references: base.references,
         recency: delta.recency,
         history: delta.history,
+        // The merged files' tables are built by the first query that needs them.
+        paths: None,
         delta: None,
         overlay: Some(Box::new(Overlay {
             base_chunks: chunk_order.base_chunks,
