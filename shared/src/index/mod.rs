@@ -1,6 +1,6 @@
 //! The index pack: one immutable file per published index version.
 //!
-//! # Format (version 14; version 13 had no path tables (built by every reader on a version's first query), version 12 had no history section, version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
+//! # Format (version 15; version 14 stored each file's and chunk's sha256 as 32 numbers instead of a byte string, version 13 had no path tables (built by every reader on a version's first query), version 12 had no history section, version 11 had no delta section (a version in layers: [`delta`]), version 10 kept every summary text, every dictionary's keys and BM25's document frequencies in the pack, version 9 decoded each section whole instead of its tables' frames, version 8 had one postcard body instead of sections, version 7 kept the symbol references in the pack whatever their size,
 //! version 6 kept every index's postings in the pack, version 5 stored
 //! BM25 postings as plain vectors, version 4 had no symbol
 //! references and no recency, version 3 no import graph and unstemmed terms, version 2 no
@@ -83,7 +83,7 @@ use crate::tokens::Encoding;
 /// Magic bytes at the start of every pack.
 pub const MAGIC: &[u8; 8] = b"CTXGPACK";
 /// The body layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 14;
+pub const FORMAT_VERSION: u32 = 15;
 
 /// Pack-wide facts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -124,6 +124,7 @@ pub struct FileEntry {
     /// Path relative to the repository root, `/`-separated.
     pub path: String,
     /// sha256 of the file's bytes.
+    #[serde(with = "crate::hash::digest_bytes")]
     pub sha256: Sha256Digest,
     /// Stat at indexing time.
     pub stat: FileStat,
@@ -160,6 +161,7 @@ pub struct ChunkRecord {
     /// One past the last byte.
     pub byte_end: u32,
     /// sha256 of the chunk's text.
+    #[serde(with = "crate::hash::digest_bytes")]
     pub sha256: Sha256Digest,
     /// Exact token counts, one per [`PackMeta::encodings`].
     pub tokens: TokenCounts,
