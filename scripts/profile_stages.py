@@ -10,6 +10,12 @@
                                            per call (/proc/PID/stat utime+stime, before/after)
   profile_stages.py one URL KEY            one call: wall ms, app ms, bytes read from storage
                                            (the `ctxgate-storage-read` header)
+  profile_stages.py first ROUNDS LABEL=BIN,HOME,KEY_FILE[,PROJECT] ...
+                                           first calls: per round and build in turn, a fresh
+                                           `BIN serve` over data directory HOME, its first call
+                                           (KEY_FILE holds an API key; PROJECT defaults to
+                                           PROFILE_PROJECT or deno), then the server stopped;
+                                           each build's median app ms and every run
   profile_stages.py fold OUT_DIR CPU_MS    `perf script` on stdin: OUT_DIR/folded.txt (one line
                                            a stack, root first, `;`-joined, then the count) and
                                            OUT_DIR/stages.md (the stage table; ms per call is
@@ -162,6 +168,34 @@ def one(url, key):
           f"pieces={len(v.get('pieces') or [])} storage_read_bytes={read}")
 
 
+def first(rounds, builds):
+    """Alternating fresh servers' first calls, so that builds compare on the same machine state."""
+    import statistics
+    import subprocess
+    runs = defaultdict(list)
+    default_project = os.environ.get("PROFILE_PROJECT", "deno")
+    for _ in range(rounds):
+        for spec in builds:
+            label, rest = spec.split("=", 1)
+            binary, home, key_file, *project = rest.split(",")
+            env = dict(os.environ, CTXGATE_HOME=home)
+            server = subprocess.Popen(
+                [binary, "serve", "--addr", "127.0.0.1:0", "--format", "json"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+            try:
+                url = json.loads(server.stdout.readline())["listening"]
+                key = open(key_file).read().split()[0]
+                os.environ["PROFILE_PROJECT"] = project[0] if project else default_project
+                ms, _, _ = call(connect(url), "/v1/context", key, body(0))
+                runs[label].append(ms)
+            finally:
+                server.terminate()
+                server.wait()
+    for label, ms in runs.items():
+        print(f"{label}: median {statistics.median(ms):.1f} ms, runs "
+              + " ".join(f"{m:.1f}" for m in sorted(ms)))
+
+
 def stacks(lines):
     """(comm, frames leaf first) of each sample of `perf script` output."""
     frames = []
@@ -251,6 +285,8 @@ def main():
         drive(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif cmd == "one" and len(sys.argv) == 4:
         one(sys.argv[2], sys.argv[3])
+    elif cmd == "first" and len(sys.argv) >= 4:
+        first(int(sys.argv[2]), sys.argv[3:])
     elif cmd == "fold" and len(sys.argv) == 4:
         fold(sys.argv[2], float(sys.argv[3]))
     elif cmd == "table" and len(sys.argv) == 4:

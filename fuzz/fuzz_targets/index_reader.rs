@@ -1,6 +1,6 @@
 //! The index format reader: a manifest (any bytes), a pack (any bytes, or the sample project's
 //! pack with bytes flipped and cut), a pack merged as a delta over the sample's, then what a
-//! query reads of a pack that decoded: derived facts, BM25, token totals and a whole assembly.
+//! query reads of a pack that decoded: derived facts, the paths' tables, BM25, token totals and a whole assembly.
 #![no_main]
 
 use std::borrow::Cow;
@@ -90,6 +90,16 @@ impl ChunkSource for AnyText {
 
 fn read(pack: &IndexPack) {
     let _ = pack.derived();
+    // The paths' tables as ranking reads them: kinds by file, a term's files.
+    let paths = pack.paths();
+    for f in 0..pack.files.len() {
+        let _ = (paths.test_file[f], paths.doc_file[f], paths.set_aside[f]);
+    }
+    for t in ["src", "config", "parse"] {
+        if let Some(id) = paths.term_id(t) {
+            let _ = paths.files_with_term(id).len();
+        }
+    }
     for encoding in Encoding::ALL {
         let _ = pack.total_tokens(encoding);
     }
