@@ -23,7 +23,7 @@
   profile_stages.py table OUT_DIR CPU_MS   stages.md again from OUT_DIR/folded.txt
 
 A sample goes to the innermost stage entry point on its stack (STAGES, read leaf to root; any
-sample under `count_prompt` or `Derived::of` to those), so a list lookup inside ranking is ranking, and a
+sample under `count_prompt`, `Derived::of` or `PathTables::of` (a merged version's) to those), so a list lookup inside ranking is ranking, and a
 token count inside candidate costing is selection.
 """
 
@@ -50,7 +50,7 @@ QUERIES = [
 STAGES = [
     ("re-count (tiktoken over the prompt)", r"(^|::)count_prompt\b"),
     ("per-version derived tables (Derived::of, once per opened version)",
-     r"ctxgate_core::index::derived::Derived::of\b"),
+     r"ctxgate_core::index::derived::Derived::of\b|ctxgate_core::index::path_tables::PathTables::of\b"),
     ("composition (render, fit, summaries, excerpts)",
      r"ctxgate_core::assemble::pieces::.*compose|ctxgate_core::compose::|(^|::)fit_with_summaries\b|"
      r"ctxgate_core::assemble::summaries::|ctxgate_core::assemble::excerpts::|"

@@ -75,7 +75,8 @@ fn is_manual_page(name: &str) -> bool {
 /// lost to the source.
 ///
 /// The pack stores it by each variant's place here ([`crate::index::path_tables`]): a new
-/// reason goes last, and reordering them is a new format version.
+/// reason goes last, and reordering them is a new format version (as is any change to the tests
+/// in this module: the pack keeps their answers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]

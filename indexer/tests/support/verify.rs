@@ -96,5 +96,21 @@ fn objects_are_whole(store: &dyn IndexStore, manifest: &Manifest, version: u64) 
             .trim_end_matches(".seg");
         assert_eq!(Sha256Digest::of(&bytes).to_hex(), name, "{seg} is damaged");
     }
+    // A whole pack carries its paths' tables, exactly those of its files (readers decode them
+    // instead of building them); a delta pack carries none (its reader builds the merged
+    // version's).
+    if decoded.delta.is_none() {
+        let want =
+            ctxgate_core::index::path_tables::PathTables::of(&decoded.files, &decoded.chunks);
+        assert!(
+            decoded.paths.as_ref() == Some(&want),
+            "version {version}'s pack lacks its paths' tables or holds others"
+        );
+    } else {
+        assert!(
+            decoded.paths.is_none(),
+            "version {version}'s delta pack holds paths' tables"
+        );
+    }
     decoded
 }

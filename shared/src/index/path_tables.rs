@@ -16,7 +16,10 @@ use crate::path_kind::{
 
 use super::{ChunkRecord, FileEntry};
 
-/// Path terms and kinds, indexed like [`super::IndexPack::files`].
+/// Path terms and kinds, indexed like [`super::IndexPack::files`]. Stored, they freeze the rules
+/// that made them (`lexical::for_each_term`, `path_kind`'s tests): a change to those rules is a
+/// new format version, or versions indexed before and after it would rank the same paths
+/// differently.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PathTables {
     /// The terms of every path, sorted, concatenated, with their ends: the ids of
@@ -110,6 +113,10 @@ impl PathTables {
                 *slot += 1;
             }
         }
+        // Let go of the terms' hash table before the kinds' tests allocate their own.
+        drop(next);
+        drop(final_id);
+        drop(provisional);
         let (test_file, doc_file, set_aside) = path_kinds(files, chunks);
         Self {
             vocabulary,
@@ -176,7 +183,34 @@ impl PathTables {
         if self.term_files.iter().any(|&f| f as usize >= files) {
             return Err("a path term names a missing file".into());
         }
+        // The lookup is a binary search over the terms, and the path signal counts a term
+        // once per file: both need strictly ascending order.
+        let mut last: Option<&str> = None;
+        for (i, &end) in self.vocabulary_ends.iter().enumerate() {
+            let term = self
+                .vocabulary
+                .get(self.start(&self.vocabulary_ends, i)..end as usize)
+                .ok_or("a path term cut inside a character")?;
+            if last.is_some_and(|l| l >= term) {
+                return Err("path terms out of order".into());
+            }
+            last = Some(term);
+            let t = i as u32;
+            if !self.files_with_term(t).windows(2).all(|w| w[0] < w[1]) {
+                return Err("a path term's files out of order".into());
+            }
+        }
         Ok(())
+    }
+}
+
+impl PathTables {
+    /// Where entry `i` of a list of `ends` starts.
+    fn start(&self, ends: &[u32], i: usize) -> usize {
+        match i.checked_sub(1) {
+            Some(p) => ends.get(p).copied().unwrap_or(0) as usize,
+            None => 0,
+        }
     }
 }
 
@@ -278,6 +312,7 @@ mod gaps {
     /// The most values reserved up front whatever a (damaged) length claims.
     const MAX_RESERVE: usize = 8 << 20;
 
+    /// Writes each value as its zigzag difference from the one before.
     pub fn serialize<S: Serializer>(values: &[u32], s: S) -> Result<S::Ok, S::Error> {
         let mut last = 0i64;
         s.collect_seq(values.iter().map(|&v| {
@@ -287,6 +322,7 @@ mod gaps {
         }))
     }
 
+    /// Reads what [`serialize`] wrote, refusing a sum outside a `u32`.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
         struct Gaps;
         impl<'de> Visitor<'de> for Gaps {
@@ -475,10 +511,34 @@ mod tests {
         let mut bad = p.clone();
         bad.term_file_ends.pop();
         assert!(bad.check(2).is_err(), "ends for other than the terms");
-        let mut bad = p;
+        let mut bad = p.clone();
         if let Some(e) = bad.vocabulary_ends.last_mut() {
             *e += 1;
         }
         assert!(bad.check(2).is_err(), "past the vocabulary");
+        // The same terms in descending order.
+        let mut bad = p.clone();
+        let terms: Vec<String> = (0..p.vocabulary_ends.len())
+            .map(|i| {
+                p.vocabulary[p.start(&p.vocabulary_ends, i)..p.vocabulary_ends[i] as usize]
+                    .to_string()
+            })
+            .collect();
+        bad.vocabulary.clear();
+        bad.vocabulary_ends.clear();
+        for t in terms.iter().rev() {
+            bad.vocabulary.push_str(t);
+            bad.vocabulary_ends.push(bad.vocabulary.len() as u32);
+        }
+        assert!(
+            terms.len() > 1 && bad.check(2).is_err(),
+            "terms out of order"
+        );
+        // "src" is in both paths: its two files, swapped.
+        let mut bad = p.clone();
+        let src = bad.term_id("src").unwrap() as usize;
+        let at = bad.start(&bad.term_file_ends, src);
+        bad.term_files.swap(at, at + 1);
+        assert!(bad.check(2).is_err(), "a term's files out of order");
     }
 }
