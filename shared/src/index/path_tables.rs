@@ -133,12 +133,7 @@ impl PathTables {
     /// path has it.
     pub fn term_id(&self, term: &str) -> Option<u32> {
         let ends = &self.vocabulary_ends;
-        let term_at = |i: usize| {
-            let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-            self.vocabulary
-                .get(start..ends[i] as usize)
-                .unwrap_or_default()
-        };
+        let term_at = |i: usize| self.vocabulary.get(entry(ends, i)).unwrap_or_default();
         let (mut lo, mut hi) = (0usize, ends.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -153,13 +148,9 @@ impl PathTables {
 
     /// The files whose path holds path term `term` ([`PathTables::term_id`]), ascending.
     pub fn files_with_term(&self, term: u32) -> &[u32] {
-        let t = term as usize;
-        let start = match t.checked_sub(1) {
-            Some(p) => self.term_file_ends.get(p).copied().unwrap_or(0) as usize,
-            None => 0,
-        };
-        let end = self.term_file_ends.get(t).copied().unwrap_or(0) as usize;
-        self.term_files.get(start..end).unwrap_or_default()
+        self.term_files
+            .get(entry(&self.term_file_ends, term as usize))
+            .unwrap_or_default()
     }
 
     /// Why tables decoded from a pack of `files` files cannot be read as they are, if they
@@ -186,10 +177,10 @@ impl PathTables {
         // The lookup is a binary search over the terms, and the path signal counts a term
         // once per file: both need strictly ascending order.
         let mut last: Option<&str> = None;
-        for (i, &end) in self.vocabulary_ends.iter().enumerate() {
+        for i in 0..self.vocabulary_ends.len() {
             let term = self
                 .vocabulary
-                .get(self.start(&self.vocabulary_ends, i)..end as usize)
+                .get(entry(&self.vocabulary_ends, i))
                 .ok_or("a path term cut inside a character")?;
             if last.is_some_and(|l| l >= term) {
                 return Err("path terms out of order".into());
@@ -204,14 +195,13 @@ impl PathTables {
     }
 }
 
-impl PathTables {
-    /// Where entry `i` of a list of `ends` starts.
-    fn start(&self, ends: &[u32], i: usize) -> usize {
-        match i.checked_sub(1) {
-            Some(p) => ends.get(p).copied().unwrap_or(0) as usize,
-            None => 0,
-        }
-    }
+/// Entry `i`'s range in a list cut at `ends` (empty past the end).
+fn entry(ends: &[u32], i: usize) -> std::ops::Range<usize> {
+    let start = match i.checked_sub(1) {
+        Some(p) => ends.get(p).copied().unwrap_or(0) as usize,
+        None => 0,
+    };
+    start..ends.get(i).map_or(start, |&e| e as usize)
 }
 
 /// The last folder whose terms were split, and their ids (each once).
@@ -394,10 +384,7 @@ mod tests {
         // The vocabulary is strictly ascending: the term lookup is a binary search over it.
         let ends = &p.vocabulary_ends;
         let terms: Vec<&str> = (0..ends.len())
-            .map(|i| {
-                let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-                &p.vocabulary[start..ends[i] as usize]
-            })
+            .map(|i| &p.vocabulary[entry(ends, i)])
             .collect();
         assert!(terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
         assert_eq!(p.check(files.len()), Ok(()));
@@ -519,10 +506,7 @@ mod tests {
         // The same terms in descending order.
         let mut bad = p.clone();
         let terms: Vec<String> = (0..p.vocabulary_ends.len())
-            .map(|i| {
-                p.vocabulary[p.start(&p.vocabulary_ends, i)..p.vocabulary_ends[i] as usize]
-                    .to_string()
-            })
+            .map(|i| p.vocabulary[entry(&p.vocabulary_ends, i)].to_string())
             .collect();
         bad.vocabulary.clear();
         bad.vocabulary_ends.clear();
@@ -537,7 +521,7 @@ mod tests {
         // "src" is in both paths: its two files, swapped.
         let mut bad = p.clone();
         let src = bad.term_id("src").unwrap() as usize;
-        let at = bad.start(&bad.term_file_ends, src);
+        let at = entry(&bad.term_file_ends, src).start;
         bad.term_files.swap(at, at + 1);
         assert!(bad.check(2).is_err(), "a term's files out of order");
     }
