@@ -471,7 +471,7 @@ fn manifests_under(root: &Path) -> Vec<String> {
 }
 
 /// A fresh isolate loads a version from the Workers Cache API instead of R2: one request reads
-/// the version from R2 (and caches it), then R2's persisted state is wiped and workerd
+/// the version from R2 (and caches it once it has answered), then R2's persisted state is wiped and workerd
 /// restarted, and the same request still answers the same prompt — while a project of the same
 /// files that no isolate had read, wiped alike, cannot be answered.
 #[allow(dead_code)]
@@ -491,6 +491,9 @@ pub fn fresh_isolates_read_index_objects_from_the_cache(host: &mut WorkerHost) {
     };
     let first = ask(host, "read");
     assert_eq!(first.status, 200, "{}", first.body);
+    // The Worker writes what it read into the cache after the answer (`waitUntil`), so the
+    // answer can arrive before the writes end; they take milliseconds for this repository.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
     host.restart(|state| {
         let r2 = state.join("v3").join("r2");
         assert!(

@@ -226,6 +226,7 @@ async fn fetch(req: web_sys::Request, env: Env, ctx: Context) -> worker::Result<
     if let Some(record) = res.extensions_mut().remove::<RequestRecord>() {
         analytics::emit(&env, &ctx, &record);
     }
+    edge_cache::write_after_answer(&ctx);
     whole(if health { with_memory(res) } else { res }).await
 }
 
