@@ -228,6 +228,8 @@ def main():
     by_repo = {}
     for r in fit:
         by_repo.setdefault(r["repo"], []).append(r)
+    if not any(len(rs) > 1 for rs in by_repo.values()):
+        sys.exit("no repository has two records to fit: nothing to contrast")
     t0 = time.time()
     step = 0
     while step < steps:

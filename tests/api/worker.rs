@@ -471,9 +471,9 @@ fn manifests_under(root: &Path) -> Vec<String> {
 }
 
 /// A fresh isolate loads a version from the Workers Cache API instead of R2: one request reads
-/// the version from R2 (and caches it once it has answered), then R2's persisted state is wiped and workerd
-/// restarted, and the same request still answers the same prompt — while a project of the same
-/// files that no isolate had read, wiped alike, cannot be answered.
+/// the version from R2 (and caches it once it has answered), then R2's persisted state is wiped
+/// and workerd restarted, and the same request still answers the same prompt — while a project
+/// of the same files that no isolate had read, wiped alike, cannot be answered.
 #[allow(dead_code)]
 pub fn fresh_isolates_read_index_objects_from_the_cache(host: &mut WorkerHost) {
     let org = "cachew";

@@ -55,12 +55,14 @@ impl ObjectCache for EdgeCache {
 }
 
 thread_local! {
-    /// Objects read this request and not yet written to the cache (an isolate is one thread).
+    /// Objects read and not yet written to the cache, by every request of the isolate (one
+    /// thread): whichever request answers first writes what is queued, others' reads included.
     static PENDING: RefCell<Vec<(String, js_sys::Uint8Array)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Writes the objects this request read into the cache once its answer is on its way: a timer
+/// Writes the queued objects into the cache once this request's answer is on its way: a timer
 /// turn first, so that the response is handed to the runtime before the writes' work starts.
+/// A request cancelled mid-read leaves its objects queued for the next answer.
 pub fn write_after_answer(ctx: &Context) {
     let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     if pending.is_empty() {
