@@ -250,6 +250,12 @@ def main():
             qv = model(*encode(tok, queries))
             dv = model(*encode(tok, docs))
             logits = 20.0 * qv @ dv.T
+            # A chunk that is also gold for a row (two requests answered by one chunk, a hard
+            # negative of one that the other needs) is not a negative of that row.
+            gold_of = [set(r["pos"]) for r in b]
+            shared = torch.tensor([[j != i and docs[j] in gold_of[i] for j in range(len(docs))]
+                                   for i in range(len(b))])
+            logits = logits.masked_fill(shared, float("-inf"))
             loss = F.cross_entropy(logits, torch.arange(len(b)))
             opt.zero_grad()
             loss.backward()
