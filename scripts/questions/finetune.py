@@ -31,7 +31,6 @@ import shutil
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
