@@ -1138,3 +1138,57 @@ fn short_model_names_resolve_and_unknown_ones_get_suggestions() {
         "{aliases}"
     );
 }
+
+#[test]
+fn a_named_changelog_gives_its_head_not_the_whole_answer() {
+    let env = Env::new();
+    // A changelog of ~50k tokens, named by the request, beside the code the request changes.
+    let mut log = String::from("# Changelog\n\n## Unreleased\n\n- nothing yet\n\n");
+    for v in (1..=400).rev() {
+        log.push_str(&format!("## 1.{v}.0\n\n"));
+        for k in 0..8 {
+            log.push_str(&format!(
+                "- Fixed issue {} in the request pipeline when the server closes early\n",
+                v * 10 + k
+            ));
+        }
+        log.push('\n');
+    }
+    env.write("CHANGELOG.md", &log);
+    for i in 0..30 {
+        let mut body = format!(
+            "def send_with_attempts_{i}(client, request):\n    \"\"\"Sends through the client, counting attempts.\"\"\"\n"
+        );
+        for k in 0..60 {
+            body.push_str(&format!(
+                "    client.attempts_{k} = client.send(request, attempt={k})\n"
+            ));
+        }
+        env.write(&format!("src/transport_{i:02}.py"), &body);
+    }
+    let out = env.assemble(&[
+        "--query",
+        "Add a limit on send attempts in the client, and note it in CHANGELOG.md",
+        "--budget",
+        "32000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= 32000);
+    let pieces = v["pieces"].as_array().unwrap();
+    let changelog: Vec<_> = pieces.iter().filter(|p| p["path"] == "CHANGELOG.md").collect();
+    // Its head, where the new entry goes, is in; the rest of the room is the code's.
+    assert!(
+        changelog.iter().any(|p| p["start_line"] == 1),
+        "{changelog:?}"
+    );
+    let changelog_tokens: u64 = changelog.iter().map(|p| p["tokens"].as_u64().unwrap()).sum();
+    assert!(changelog_tokens < 8000, "the changelog took {changelog_tokens} tokens");
+    let code = pieces
+        .iter()
+        .filter(|p| p["path"].as_str().unwrap().starts_with("src/transport_"))
+        .count();
+    assert!(code >= 20, "{code} of the 30 transport files");
+}

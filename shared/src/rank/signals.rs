@@ -91,12 +91,32 @@ pub(super) fn mentioned_files(pack: &IndexPack, analysis: &QueryAnalysis) -> Vec
     }
 }
 
-/// Touches every chunk of a named file: the request is about it whatever its words.
+/// The chunks of a named documentation file that the naming alone touches: its head.
+const NAMED_DOC_HEAD: u32 = 2;
+
+/// Whether chunk `c` of file `f` is a named documentation file's past its head: "update
+/// History.md" names a changelog of thousands of lines whose new entry goes at the top. Touched
+/// for being named and counted as code, all of it filled a 32k answer with the changelog
+/// alone; past the head ([`NAMED_DOC_HEAD`] chunks) it is touched only by the request's words
+/// and counts as documentation.
+fn beyond_named_doc_head(pack: &IndexPack, c: u32, f: usize) -> bool {
+    pack.paths().doc_file.get(f).copied().unwrap_or(false)
+        && pack
+            .files
+            .get(f)
+            .is_some_and(|e| c >= e.first_chunk.saturating_add(NAMED_DOC_HEAD))
+}
+
+/// Touches every chunk of a named file, but a documentation file's head only
+/// ([`beyond_named_doc_head`]): the request is about it whatever its words.
 pub(super) fn touch_mentioned(touched: &mut Touched, pack: &IndexPack, mentioned: &[u32]) {
     let chunk_file = &pack.derived().chunk_file;
     for &f in mentioned {
         let entry = &pack.files[f as usize];
         for c in entry.first_chunk..entry.first_chunk + entry.chunk_count {
+            if beyond_named_doc_head(pack, c, f as usize) {
+                break;
+            }
             if (c as usize) < chunk_file.len() {
                 touched.touch(c, f).mention = 1.0;
             }
@@ -212,8 +232,8 @@ pub(super) fn set_priors(
     weights: &Weights,
 ) {
     let paths = pack.paths();
-    let prior = |f: usize| -> f32 {
-        if mentioned.binary_search(&(f as u32)).is_ok() {
+    let prior = |c: u32, f: usize| -> f32 {
+        if mentioned.binary_search(&(f as u32)).is_ok() && !beyond_named_doc_head(pack, c, f) {
             1.0
         } else {
             let kind = if paths.test_file[f] && analysis.intent != Intent::Test {
@@ -242,7 +262,7 @@ pub(super) fn set_priors(
             })
         });
     for (k, (&c, &f)) in touched.chunks.iter().zip(&touched.files).enumerate() {
-        let mut p = prior(f as usize);
+        let mut p = prior(c, f as usize);
         if let Some(inline) = inline_tests
             && !paths.test_file[f as usize]
             && inline.get(c as usize)
