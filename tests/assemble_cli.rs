@@ -1178,14 +1178,23 @@ fn a_named_changelog_gives_its_head_not_the_whole_answer() {
     let v = json(&out);
     assert!(v["tokens_total"].as_u64().unwrap() <= 32000);
     let pieces = v["pieces"].as_array().unwrap();
-    let changelog: Vec<_> = pieces.iter().filter(|p| p["path"] == "CHANGELOG.md").collect();
+    let changelog: Vec<_> = pieces
+        .iter()
+        .filter(|p| p["path"] == "CHANGELOG.md")
+        .collect();
     // Its head, where the new entry goes, is in; the rest of the room is the code's.
     assert!(
         changelog.iter().any(|p| p["start_line"] == 1),
         "{changelog:?}"
     );
-    let changelog_tokens: u64 = changelog.iter().map(|p| p["tokens"].as_u64().unwrap()).sum();
-    assert!(changelog_tokens < 8000, "the changelog took {changelog_tokens} tokens");
+    let changelog_tokens: u64 = changelog
+        .iter()
+        .map(|p| p["tokens"].as_u64().unwrap())
+        .sum();
+    assert!(
+        changelog_tokens < 8000,
+        "the changelog took {changelog_tokens} tokens"
+    );
     let code = pieces
         .iter()
         .filter(|p| p["path"].as_str().unwrap().starts_with("src/transport_"))
