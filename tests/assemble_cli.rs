@@ -1201,3 +1201,53 @@ fn a_named_changelog_gives_its_head_not_the_whole_answer() {
         .count();
     assert!(code >= 20, "{code} of the 30 transport files");
 }
+
+#[test]
+fn a_named_document_still_gives_the_section_the_request_asks_about() {
+    let env = Env::new();
+    // A long README named by a request about one section deep in it, beside code that matches
+    // the same words: the section is in the answer, not only the README's head.
+    let mut readme = String::from("# Widgets\n\nA library of terminal widgets.\n\n");
+    for s in 0..40 {
+        readme.push_str(&format!("## Widget {s}\n\n"));
+        for k in 0..12 {
+            readme.push_str(&format!(
+                "Widget {s} draws shape {k} on the screen with a border and a title.\n"
+            ));
+        }
+        readme.push('\n');
+        if s == 30 {
+            readme.push_str("## Progress bars\n\nProgress bars track long tasks; each progress bar shows the tasks left.\n\n");
+        }
+    }
+    env.write("README.md", &readme);
+    let section = readme
+        .lines()
+        .position(|l| l == "## Progress bars")
+        .unwrap() as u64
+        + 1;
+    for i in 0..20 {
+        let mut body =
+            format!("def progress_bar_{i}(tasks):\n    \"\"\"Draws a progress bar.\"\"\"\n");
+        for k in 0..40 {
+            body.push_str(&format!("    bar_{k} = render_progress(tasks, {k})\n"));
+        }
+        env.write(&format!("widgets/progress_{i:02}.py"), &body);
+    }
+    let out = env.assemble(&[
+        "--query",
+        "Fix the wording of the progress bars section in README.md",
+        "--budget",
+        "8000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let covered = v["pieces"].as_array().unwrap().iter().any(|p| {
+        p["path"] == "README.md"
+            && p["start_line"].as_u64().is_some_and(|s| s <= section)
+            && p["end_line"].as_u64().is_some_and(|e| e > section)
+    });
+    assert!(covered, "the section at line {section}: {v}");
+}

@@ -226,14 +226,22 @@ pub fn rank(
     signals::touch_dense(&mut touched, &derived.chunk_file, dense);
     signals::set_file(&mut touched, &evidence, weights);
     let mentioned = signals::mentioned_files(pack, analysis);
-    signals::touch_mentioned(&mut touched, pack, &mentioned);
+    let named_doc = signals::touch_mentioned(&mut touched, pack, &mentioned);
     let wanted = signals::wanted_symbols(analysis);
     signals::touch_symbols(&mut touched, pack, &wanted);
     // References: the most relevant users of each named symbol.
     if weights.reference != 0.0 {
         signals::touch_references(&mut touched, pack, named);
     }
-    signals::set_priors(&mut touched, pack, derived, &mentioned, analysis, weights);
+    signals::set_priors(
+        &mut touched,
+        pack,
+        derived,
+        &mentioned,
+        &named_doc,
+        analysis,
+        weights,
+    );
     // Path: the share of the request's term weight in each file's path.
     if weights.path != 0.0 {
         signals::set_path(&mut touched, pack, term_idf);

@@ -91,37 +91,53 @@ pub(super) fn mentioned_files(pack: &IndexPack, analysis: &QueryAnalysis) -> Vec
     }
 }
 
-/// The chunks of a named documentation file that the naming alone touches: its head.
+/// A named documentation file's head, in chunks: where a changelog's new entry goes.
 const NAMED_DOC_HEAD: u32 = 2;
 
-/// Whether chunk `c` of file `f` is a named documentation file's past its head: "update
-/// History.md" names a changelog of thousands of lines whose new entry goes at the top. Touched
-/// for being named and counted as code, all of it filled a 32k answer with the changelog
-/// alone; past the head ([`NAMED_DOC_HEAD`] chunks) it is touched only by the request's words
-/// and counts as documentation.
-fn beyond_named_doc_head(pack: &IndexPack, c: u32, f: usize) -> bool {
-    pack.paths().doc_file.get(f).copied().unwrap_or(false)
-        && pack
-            .files
-            .get(f)
-            .is_some_and(|e| c >= e.first_chunk.saturating_add(NAMED_DOC_HEAD))
-}
+/// A named documentation file's chunks that count as named beyond its head: its best matches
+/// for the request's words (the section a request to edit it asks about).
+const NAMED_DOC_MATCHES: usize = 2;
 
-/// Touches every chunk of a named file, but a documentation file's head only
-/// ([`beyond_named_doc_head`]): the request is about it whatever its words.
-pub(super) fn touch_mentioned(touched: &mut Touched, pack: &IndexPack, mentioned: &[u32]) {
+/// Touches the chunks of each named file as named: the request is about them whatever their
+/// words. All of a source file's; of a documentation file, its head ([`NAMED_DOC_HEAD`] chunks)
+/// and its best lexical matches ([`NAMED_DOC_MATCHES`]): "update History.md" names a changelog
+/// of thousands of lines, and all of it touched as named and counted as code filled a 32k
+/// answer with the changelog alone. Returns those chunks of the named documentation files,
+/// sorted, for [`set_priors`]: their other chunks count as documentation.
+pub(super) fn touch_mentioned(
+    touched: &mut Touched,
+    pack: &IndexPack,
+    mentioned: &[u32],
+) -> Vec<u32> {
     let chunk_file = &pack.derived().chunk_file;
+    let doc_file = &pack.paths().doc_file;
+    let mut named_doc: Vec<u32> = Vec::new();
     for &f in mentioned {
         let entry = &pack.files[f as usize];
-        for c in entry.first_chunk..entry.first_chunk + entry.chunk_count {
-            if beyond_named_doc_head(pack, c, f as usize) {
-                break;
-            }
+        let all = entry.first_chunk..entry.first_chunk + entry.chunk_count;
+        let chunks: Vec<u32> = if doc_file.get(f as usize).copied().unwrap_or(false) {
+            let head = entry.first_chunk.saturating_add(NAMED_DOC_HEAD);
+            let mut matches: Vec<(f32, u32)> = (head..all.end)
+                .filter_map(|c| Some((touched.get(c)?.lexical, c)))
+                .filter(|(lexical, _)| *lexical > 0.0)
+                .collect();
+            matches.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let kept: Vec<u32> = (all.start..head.min(all.end))
+                .chain(matches.iter().take(NAMED_DOC_MATCHES).map(|m| m.1))
+                .collect();
+            named_doc.extend(&kept);
+            kept
+        } else {
+            all.collect()
+        };
+        for c in chunks {
             if (c as usize) < chunk_file.len() {
                 touched.touch(c, f).mention = 1.0;
             }
         }
     }
+    named_doc.sort_unstable();
+    named_doc
 }
 
 /// The keys of the symbols the request names, long enough to say something.
@@ -228,12 +244,15 @@ pub(super) fn set_priors(
     pack: &IndexPack,
     derived: &Derived,
     mentioned: &[u32],
+    named_doc: &[u32],
     analysis: &QueryAnalysis,
     weights: &Weights,
 ) {
     let paths = pack.paths();
     let prior = |c: u32, f: usize| -> f32 {
-        if mentioned.binary_search(&(f as u32)).is_ok() && !beyond_named_doc_head(pack, c, f) {
+        if mentioned.binary_search(&(f as u32)).is_ok()
+            && (!paths.doc_file[f] || named_doc.binary_search(&c).is_ok())
+        {
             1.0
         } else {
             let kind = if paths.test_file[f] && analysis.intent != Intent::Test {
