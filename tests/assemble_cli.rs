@@ -919,6 +919,56 @@ fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
 }
 
 #[test]
+fn a_large_budget_still_points_to_the_files_it_cannot_quote() {
+    let env = Env::new();
+    // Eighty matching files of about 900 tokens each: 32k quotes about thirty of them whole,
+    // and names further ones in the small room kept for signposts over 8k.
+    for i in 0..80 {
+        let mut body = format!(
+            "/// Settles invoice batch {i}.\npub fn settle_invoice_batch_{i}(batch: &[u32]) -> u32 {{\n    let mut total = 0;\n"
+        );
+        for k in 0..60 {
+            body.push_str(&format!(
+                "    total += batch[{k} % batch.len()] * {k}; // invoice\n"
+            ));
+        }
+        body.push_str("    total\n}\n");
+        env.write(&format!("src/billing/invoice_{i:02}.rs"), &body);
+    }
+    let out = env.assemble(&[
+        "--query",
+        "settle the invoice batch",
+        "--budget",
+        "32000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= 32_000);
+    let pieces = v["pieces"].as_array().unwrap();
+    let (signposts, code): (Vec<_>, Vec<_>) = pieces.iter().partition(|p| p["form"] == "signpost");
+    assert!(code.len() >= 20, "{v}");
+    // A few lines, not a list that takes the code's room.
+    assert!(
+        (3..=12).contains(&signposts.len()),
+        "{} signposts",
+        signposts.len()
+    );
+    for s in &signposts {
+        assert!(code.iter().all(|p| p["path"] != s["path"]), "{s}");
+        assert_eq!(s["start_line"], s["end_line"], "{s}");
+    }
+    assert!(
+        v["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("More relevant files, one line each (not shown above):"),
+        "{v}"
+    );
+}
+
+#[test]
 fn a_pipe_gets_the_prompt_alone_and_the_analysis_goes_to_stderr() {
     let env = Env::new();
     env.sample();

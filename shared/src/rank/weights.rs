@@ -77,8 +77,13 @@ pub struct Weights {
     pub learned: f32,
     /// The share of the room kept, under small budgets, for signposts: one line of each further
     /// file the pieces leave out (`assemble/signposts.rs`; 0 = off). In full up to
-    /// [`DIVERSE_UP_TO`](super::DIVERSE_UP_TO), none from [`DEEP_FROM`](super::DEEP_FROM).
+    /// [`DIVERSE_UP_TO`](super::DIVERSE_UP_TO), fading out by [`DEEP_FROM`](super::DEEP_FROM)
+    /// down to [`Weights::signpost_floor`].
     pub signposts: f32,
+    /// The room (tokens) kept for signposts at least over [`DIVERSE_UP_TO`](super::DIVERSE_UP_TO),
+    /// where the share of [`Weights::signposts`] fades (0 = none there): a large prompt reaches
+    /// more files whole, but not every file a change touches.
+    pub signpost_floor: f32,
     /// How much the history signal raises a score: `score × (1 + history × signal)`
     /// ([`rerank_by_history`](super::rerank_by_history); 0 = off).
     pub history: f32,
@@ -155,6 +160,12 @@ pub const LEARNED_WEIGHT: f32 = 0.5;
 /// Measured on the visible benchmark and on the 24 mined repositories: docs/retrieval.md,
 /// "Signposts".
 pub const SIGNPOSTS: f32 = 0.03;
+
+/// The room (tokens) kept for signposts at least over 8k (see [`Weights::signpost_floor`]):
+/// about six of them. Chosen on the 16 commit-train repositories at 32k (0 / 120 / 240 / 480
+/// tokens: all-gold 0.946 / 0.960 / 0.960 / 0.964, line recall 0.925 / 0.926 / 0.925 / 0.924);
+/// docs/retrieval.md, "Signposts at large budgets".
+pub const SIGNPOST_FLOOR: f32 = 120.0;
 
 /// Weight of the neighbour signal (the chunks of a strong chunk's file; [`spread_to_neighbours`](super::spread_to_neighbours)),
 /// in full from 128k tokens and off up to 32k. Measured on the visible benchmark
@@ -248,6 +259,7 @@ impl Default for Weights {
             depth_calls: DEPTH_CALLS,
             learned: LEARNED_WEIGHT,
             signposts: SIGNPOSTS,
+            signpost_floor: SIGNPOST_FLOOR,
             history: HISTORY_WEIGHT,
             set_aside_prior: SET_ASIDE_PRIOR,
             defaults: DEFAULTS_BOOST,
@@ -368,6 +380,7 @@ impl Weights {
                 "depth_calls" => &mut self.depth_calls,
                 "learned" => &mut self.learned,
                 "signposts" => &mut self.signposts,
+                "signpost_floor" => &mut self.signpost_floor,
                 "history" => &mut self.history,
                 "set_aside_prior" => &mut self.set_aside_prior,
                 "defaults" => &mut self.defaults,
