@@ -855,12 +855,10 @@ fn pieces_cite_blank_lines_between_definitions_but_never_a_redacted_key() {
     assert!(!stdout(&out).contains("MIIEvQ"), "the key leaked");
 }
 
-#[test]
-fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
-    let env = Env::new();
-    // Twenty files that all match the request, each far larger than a twentieth of the budget:
-    // the prompt quotes a few whole and points to further ones by their declaration line.
-    for i in 0..20 {
+/// `n` files that all match "settle the invoice batch", about 900 tokens each: one documented
+/// function whose declaration is line 3, past its doc comment and an attribute.
+fn write_invoice_batches(env: &Env, n: usize) {
+    for i in 0..n {
         let mut body = format!(
             "/// Settles invoice batch {i}.\n#[inline]\npub fn settle_invoice_batch_{i}(batch: &[u32]) -> u32 {{\n    let mut total = 0;\n"
         );
@@ -872,6 +870,14 @@ fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
         body.push_str("    total\n}\n");
         env.write(&format!("src/billing/invoice_{i:02}.rs"), &body);
     }
+}
+
+#[test]
+fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
+    let env = Env::new();
+    // Twenty files that all match the request, each far larger than a twentieth of the budget:
+    // the prompt quotes a few whole and points to further ones by their declaration line.
+    write_invoice_batches(&env, 20);
     let out = env.assemble(&[
         "--query",
         "settle the invoice batch",
@@ -923,18 +929,7 @@ fn a_large_budget_still_points_to_the_files_it_cannot_quote() {
     let env = Env::new();
     // Eighty matching files of about 900 tokens each: 32k quotes about thirty of them whole,
     // and names further ones in the small room kept for signposts over 8k.
-    for i in 0..80 {
-        let mut body = format!(
-            "/// Settles invoice batch {i}.\npub fn settle_invoice_batch_{i}(batch: &[u32]) -> u32 {{\n    let mut total = 0;\n"
-        );
-        for k in 0..60 {
-            body.push_str(&format!(
-                "    total += batch[{k} % batch.len()] * {k}; // invoice\n"
-            ));
-        }
-        body.push_str("    total\n}\n");
-        env.write(&format!("src/billing/invoice_{i:02}.rs"), &body);
-    }
+    write_invoice_batches(&env, 80);
     let out = env.assemble(&[
         "--query",
         "settle the invoice batch",
