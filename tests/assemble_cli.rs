@@ -872,23 +872,29 @@ fn write_invoice_batches(env: &Env, n: usize) {
     }
 }
 
+/// The JSON answer to "settle the invoice batch" at `budget`, checked to succeed within it.
+fn invoice_answer(env: &Env, budget: u64) -> serde_json::Value {
+    let out = env.assemble(&[
+        "--query",
+        "settle the invoice batch",
+        "--budget",
+        &budget.to_string(),
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(v["tokens_total"].as_u64().unwrap() <= budget, "{v}");
+    v
+}
+
 #[test]
 fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
     let env = Env::new();
     // Twenty files that all match the request, each far larger than a twentieth of the budget:
     // the prompt quotes a few whole and points to further ones by their declaration line.
     write_invoice_batches(&env, 20);
-    let out = env.assemble(&[
-        "--query",
-        "settle the invoice batch",
-        "--budget",
-        "4000",
-        "--format",
-        "json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v = json(&out);
-    assert!(v["tokens_total"].as_u64().unwrap() <= 4000);
+    let v = invoice_answer(&env, 4000);
     let pieces = v["pieces"].as_array().unwrap();
     let (signposts, code): (Vec<_>, Vec<_>) = pieces.iter().partition(|p| p["form"] == "signpost");
     assert!(!signposts.is_empty() && !code.is_empty(), "{v}");
@@ -930,17 +936,7 @@ fn a_large_budget_still_points_to_the_files_it_cannot_quote() {
     // Eighty matching files of about 900 tokens each: 32k quotes about thirty of them whole,
     // and names further ones in the small room kept for signposts over 8k.
     write_invoice_batches(&env, 80);
-    let out = env.assemble(&[
-        "--query",
-        "settle the invoice batch",
-        "--budget",
-        "32000",
-        "--format",
-        "json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v = json(&out);
-    assert!(v["tokens_total"].as_u64().unwrap() <= 32_000);
+    let v = invoice_answer(&env, 32_000);
     let pieces = v["pieces"].as_array().unwrap();
     let (signposts, code): (Vec<_>, Vec<_>) = pieces.iter().partition(|p| p["form"] == "signpost");
     assert!(code.len() >= 20, "{v}");
