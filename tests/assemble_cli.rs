@@ -858,11 +858,22 @@ fn pieces_cite_blank_lines_between_definitions_but_never_a_redacted_key() {
 /// `n` files that all match "settle the invoice batch", about 900 tokens each: one documented
 /// function whose declaration is line 3, past its doc comment and an attribute.
 fn write_invoice_batches(env: &Env, n: usize) {
+    write_invoice_batches_with(env, n, |_| None);
+}
+
+/// [`write_invoice_batches`], with the line `line(i)` gives (if any) before the 31st
+/// statement of batch `i`: line 35 of its file.
+fn write_invoice_batches_with(env: &Env, n: usize, line: impl Fn(usize) -> Option<String>) {
     for i in 0..n {
         let mut body = format!(
             "/// Settles invoice batch {i}.\n#[inline]\npub fn settle_invoice_batch_{i}(batch: &[u32]) -> u32 {{\n    let mut total = 0;\n"
         );
         for k in 0..60 {
+            if k == 30
+                && let Some(extra) = line(i)
+            {
+                body.push_str(&extra);
+            }
             body.push_str(&format!(
                 "    total += batch[{k} % batch.len()] * {k}; // invoice\n"
             ));
@@ -928,6 +939,45 @@ fn a_small_budget_lists_further_files_as_signposts_of_one_line() {
     let v = json(&out);
     let pieces = v["pieces"].as_array().unwrap();
     assert!(pieces.iter().all(|p| p["form"] != "signpost"), "{v}");
+}
+
+#[test]
+fn a_questions_signposts_show_the_line_that_matches_it() {
+    let env = Env::new();
+    // Twenty batches as above, each with the line that answers the question in the middle of
+    // its body: a question's signposts show that line, not the declaration.
+    write_invoice_batches_with(&env, 20, |i| {
+        Some(format!(
+            "    let grace_days = {i}; // grace days an unpaid batch waits\n"
+        ))
+    });
+    let out = env.assemble(&[
+        "--query",
+        "How many grace days does an unpaid invoice batch wait?",
+        "--budget",
+        "4000",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let signposts: Vec<_> = v["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["form"] == "signpost")
+        .collect();
+    assert!(!signposts.is_empty(), "{v}");
+    let prompt = v["prompt"].as_str().unwrap();
+    for s in &signposts {
+        // Line 35 of each file, not the declaration on line 3.
+        assert_eq!(s["start_line"].as_u64(), Some(35), "{s}");
+        let path = s["path"].as_str().unwrap();
+        assert!(
+            prompt.contains(&format!("- {path}:35 `let grace_days = ")),
+            "{prompt}"
+        );
+    }
 }
 
 #[test]

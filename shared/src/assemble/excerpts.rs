@@ -58,22 +58,7 @@ const MIN_ROOM: u32 = 32;
 /// ones.
 pub(super) fn windows(text: &str, terms: &[(String, f32)]) -> Vec<Range<usize>> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let line_terms: Vec<Vec<bool>> = lines.iter().map(|l| line_terms(l, terms)).collect();
-    let weights: Vec<f32> = (0..lines.len())
-        .map(|k| {
-            if !line_terms[k].iter().any(|&s| s) {
-                return 0.0;
-            }
-            let around = k.saturating_sub(CONTEXT)..(k + CONTEXT + 1).min(lines.len());
-            let mut seen = vec![false; terms.len()];
-            for j in around {
-                for (t, &s) in line_terms[j].iter().enumerate() {
-                    seen[t] |= s;
-                }
-            }
-            weight(&line_terms[k], terms) + weight(&seen, terms)
-        })
-        .collect();
+    let weights = line_weights(&lines, terms);
     let mut order: Vec<usize> = (0..lines.len()).filter(|&k| weights[k] > 0.0).collect();
     // Strongest first; an earlier line first among equals (a definition precedes its uses).
     order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]).then(a.cmp(&b)));
@@ -123,6 +108,46 @@ pub(super) fn windows(text: &str, terms: &[(String, f32)]) -> Vec<Range<usize>> 
     }
     out.sort_by_key(|w| w.start);
     out
+}
+
+/// Each line's weight for a request with `terms`: the distinct terms on the line, plus those on
+/// it and within [`CONTEXT`] lines of it (0 for a line with none of its own).
+fn line_weights(lines: &[&str], terms: &[(String, f32)]) -> Vec<f32> {
+    let line_terms: Vec<Vec<bool>> = lines.iter().map(|l| line_terms(l, terms)).collect();
+    (0..lines.len())
+        .map(|k| {
+            if !line_terms[k].iter().any(|&s| s) {
+                return 0.0;
+            }
+            let around = k.saturating_sub(CONTEXT)..(k + CONTEXT + 1).min(lines.len());
+            let mut seen = vec![false; terms.len()];
+            for j in around {
+                for (t, &s) in line_terms[j].iter().enumerate() {
+                    seen[t] |= s;
+                }
+            }
+            weight(&line_terms[k], terms) + weight(&seen, terms)
+        })
+        .collect()
+}
+
+/// The line of `text` that matches a request with `terms` best by [`line_weights`] (the earlier
+/// among equals, as in [`windows`]), with the byte range of its content (0-based line, without
+/// its line break); none when no line matches. A question's signpost shows it: the line that
+/// answers says more than the declaration above it.
+pub(super) fn best_line(text: &str, terms: &[(String, f32)]) -> Option<(u32, Range<usize>)> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let weights = line_weights(&lines, terms);
+    let mut best: Option<usize> = None;
+    for (k, &w) in weights.iter().enumerate() {
+        if w > 0.0 && best.is_none_or(|b| w > weights[b]) {
+            best = Some(k);
+        }
+    }
+    let k = best?;
+    let start: usize = lines[..k].iter().map(|l| l.len()).sum();
+    let content = lines[k].trim_end_matches(['\n', '\r']);
+    Some((k as u32, start..start + content.len()))
 }
 
 /// Whether `line` is a comment (or a line of a doc comment), in the common comment styles.
@@ -310,6 +335,18 @@ mod tests {
         let w = windows(&text, &terms(&[("redirect", 2.0), ("many", 1.0)]));
         assert_eq!(w, vec![9..15]);
         assert!(is_comment("  // note") && is_comment(" * doc") && !is_comment("#[test]"));
+    }
+
+    #[test]
+    fn the_best_line_is_the_strongest_match_with_its_content_range() {
+        let text = "def get(url, **kw):\n    \"\"\"Fetch.\"\"\"\n    timeout = kw.get(\"t\", DEFAULT)  \r\n    return send(url, timeout)\n";
+        let t = terms(&[("timeout", 2.0), ("default", 1.0), ("send", 0.5)]);
+        // Line 2 holds two of the terms (3) and sees all three around it (3.5); line 3 holds
+        // `send` and `timeout` (2.5) and sees the same three: line 2 leads, 6.5 to 6.
+        let (k, range) = best_line(text, &t).expect("a match");
+        assert_eq!(k, 2);
+        assert_eq!(&text[range], "    timeout = kw.get(\"t\", DEFAULT)  ");
+        assert!(best_line("fn a() {}\n", &t).is_none());
     }
 
     #[test]

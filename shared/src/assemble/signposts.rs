@@ -4,7 +4,9 @@
 //! Its code does not fit, but the line that declares its best chunk does, and a model (or the
 //! agent behind it) that sees `src/cli/args.rs:88 pub fn parse(...)` knows where to look next.
 //! The plan keeps a share of a small budget's room for these lines (`estimate::signpost_room`);
-//! what they do not use goes back to whole pieces ([`Plan::fill_released`]).
+//! what they do not use goes back to whole pieces ([`Plan::fill_released`]). A question's
+//! signpost is the line that matches it best instead ([`super::excerpts::best_line`]): the line
+//! that answers it says why the file is listed.
 
 use rustc_hash::FxHashSet;
 
@@ -128,7 +130,11 @@ impl Plan {
                 break;
             }
             let text = text_of(pack, source, i)?;
-            let Some((k, range)) = signpost_line(&text, pack.chunks[i].kind) else {
+            // A question's excerpt terms are set: its signpost is the line that matches it best
+            // (`timeout = 30`, not the `def` above it), else the declaration.
+            let line = super::excerpts::best_line(&text, &self.excerpt_terms)
+                .or_else(|| signpost_line(&text, pack.chunks[i].kind));
+            let Some((k, range)) = line else {
                 continue;
             };
             if range.len() > MAX_LINE_BYTES {
