@@ -136,6 +136,10 @@ fn line_weights(lines: &[&str], terms: &[(String, f32)]) -> Vec<f32> {
 /// its line break); none when no line matches. A question's signpost shows it: the line that
 /// answers says more than the declaration above it.
 pub(super) fn best_line(text: &str, terms: &[(String, f32)]) -> Option<(u32, Range<usize>)> {
+    // A change request has no excerpt terms: its signposts would scan every line for nothing.
+    if terms.is_empty() {
+        return None;
+    }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let weights = line_weights(&lines, terms);
     let mut best: Option<usize> = None;
@@ -347,6 +351,7 @@ mod tests {
         assert_eq!(k, 2);
         assert_eq!(&text[range], "    timeout = kw.get(\"t\", DEFAULT)  ");
         assert!(best_line("fn a() {}\n", &t).is_none());
+        assert!(best_line(text, &[]).is_none());
     }
 
     #[test]
