@@ -885,9 +885,14 @@ fn write_invoice_batches_with(env: &Env, n: usize, line: impl Fn(usize) -> Optio
 
 /// The JSON answer to "settle the invoice batch" at `budget`, checked to succeed within it.
 fn invoice_answer(env: &Env, budget: u64) -> serde_json::Value {
+    invoice_answer_to(env, "settle the invoice batch", budget)
+}
+
+/// The JSON answer to `query` at `budget`, checked to succeed within it.
+fn invoice_answer_to(env: &Env, query: &str, budget: u64) -> serde_json::Value {
     let out = env.assemble(&[
         "--query",
-        "settle the invoice batch",
+        query,
         "--budget",
         &budget.to_string(),
         "--format",
@@ -951,16 +956,11 @@ fn a_questions_signposts_show_the_line_that_matches_it() {
             "    let grace_days = {i}; // grace days an unpaid batch waits\n"
         ))
     });
-    let out = env.assemble(&[
-        "--query",
+    let v = invoice_answer_to(
+        &env,
         "How many grace days does an unpaid invoice batch wait?",
-        "--budget",
-        "4000",
-        "--format",
-        "json",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v = json(&out);
+        4000,
+    );
     let signposts: Vec<_> = v["pieces"]
         .as_array()
         .unwrap()
