@@ -90,22 +90,37 @@ impl Plan {
                 ChunkKind::Block | ChunkKind::Window | ChunkKind::Section | ChunkKind::Module
             )
         };
-        // The listed files, and beside each its best chunk and its best definition.
+        // The listed files, and beside each its best chunk and its best definition; `open`
+        // marks the listed files still lacking a definition (one bit per file), so that most
+        // candidates, of files not listed or settled, are passed over by a bit test.
         let mut files: Vec<u32> = Vec::with_capacity(n);
         let mut picks: Vec<(u32, Option<u32>)> = Vec::with_capacity(n);
+        let mut open = vec![0u64; pack.files.len().div_ceil(64)];
+        let bit = |f: u32| (f as usize / 64, 1u64 << (f % 64));
         let mut lacking = 0usize;
         for c in &self.cands {
             let Some(&file) = chunk_file.get(c.key as usize) else {
                 continue;
             };
-            if let Some(k) = files.iter().position(|&f| f == file) {
-                if picks[k].1.is_none() && defines(c.key) {
-                    picks[k].1 = Some(c.key);
+            let (word, mask) = bit(file);
+            let is_open = open.get(word).is_some_and(|w| w & mask != 0);
+            if is_open {
+                if defines(c.key) {
+                    if let Some(k) = files.iter().position(|&f| f == file) {
+                        picks[k].1 = Some(c.key);
+                    }
+                    open[word] &= !mask;
                     lacking -= 1;
                 }
             } else if files.len() < n && seen.insert(file) {
+                // `seen` holds the listed files too: a settled one is not listed again.
                 let definition = defines(c.key).then_some(c.key);
-                lacking += usize::from(definition.is_none());
+                if definition.is_none() {
+                    if let Some(w) = open.get_mut(word) {
+                        *w |= mask;
+                        lacking += 1;
+                    }
+                }
                 files.push(file);
                 picks.push((c.key, definition));
             }
