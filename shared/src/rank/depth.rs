@@ -243,9 +243,16 @@ fn reorder(
         };
         (weight * share * best, r)
     }));
-    depth.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.chunk.cmp(&b.1.chunk)));
+    // Best key first, then chunk: sorted as small keys and read back in order, since moving
+    // whole candidates about in the sort cost more than the sort's comparisons.
+    let mut order: Vec<(u64, u32)> = depth
+        .iter()
+        .enumerate()
+        .map(|(k, (key, r))| (crate::order::best_first_key(*key, r.chunk), k as u32))
+        .collect();
+    order.sort_unstable_by_key(|o| o.0);
     let lowest = ranked.last().map_or(0.0, |r| r.score);
-    let mut queue = depth.into_iter();
+    let mut queue = order.into_iter().map(|(_, k)| depth[k as usize]);
     let mut out = Vec::with_capacity(ranked.len() + queue.len());
     let mut places = places.into_iter();
     for (r, &is_lead) in ranked.iter().zip(&lead) {
