@@ -264,27 +264,30 @@ pub fn rank(
 fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
     // Sorted as small keys, then built in order: moving whole candidates about in the sort was
     // a tenth of a warm query on a large repository.
-    let mut order: Vec<(u64, f32)> = touched
-        .chunks
-        .iter()
-        .zip(&touched.signals)
-        .map(|(&c, s)| (weights.score(s), c))
-        .filter(|o| o.0 > 0.0)
-        .map(|(score, c)| (crate::order::best_first_key(score, c), score))
-        .collect();
+    let mut order: Vec<(u64, f32)> = Vec::with_capacity(touched.chunks.len());
+    order.extend(
+        touched
+            .chunks
+            .iter()
+            .zip(&touched.signals)
+            .map(|(&c, s)| (weights.score(s), c))
+            .filter(|o| o.0 > 0.0)
+            .map(|(score, c)| (crate::order::best_first_key(score, c), score)),
+    );
     order.sort_unstable_by_key(|o| o.0);
-    order
-        .into_iter()
-        .filter_map(|(key, score)| {
-            let chunk = crate::order::id_of(key);
-            let signals = *touched.get(chunk)?;
-            Some(Ranked {
-                chunk,
-                score,
-                signals,
-            })
+    // Sized up front: a filtered collect grows by doubling, copying the candidates built so far
+    // (tens of thousands on a large repository) each time.
+    let mut ranked = Vec::with_capacity(order.len());
+    ranked.extend(order.into_iter().filter_map(|(key, score)| {
+        let chunk = crate::order::id_of(key);
+        let signals = *touched.get(chunk)?;
+        Some(Ranked {
+            chunk,
+            score,
+            signals,
         })
-        .collect()
+    }));
+    ranked
 }
 
 /// At or under this budget [`diversify`] applies [`Weights::file_decay`] in full.
