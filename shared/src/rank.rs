@@ -276,7 +276,7 @@ fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
     );
     order.sort_unstable_by_key(|o| o.0);
     // Sized up front: a filtered collect grows by doubling, copying the candidates built so far
-    // (tens of thousands on a large repository) each time.
+    // (thousands on a large repository) each time.
     let mut ranked = Vec::with_capacity(order.len());
     ranked.extend(order.into_iter().filter_map(|(key, score)| {
         let chunk = crate::order::id_of(key);

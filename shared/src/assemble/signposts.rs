@@ -77,7 +77,7 @@ impl Plan {
         // Files are told apart by the version's compact chunk-to-file table; a chunk's record
         // (large, a cache miss each on a large repository) is read only for its kind, and only
         // while its file still lacks a definition. This runs twice per answer over every
-        // candidate (thousands): reading every record was 7% of a warm call on deno.
+        // candidate (thousands): reading every record was about 7% of a warm call on deno.
         let chunk_file = &pack.derived().chunk_file;
         let mut seen: FxHashSet<u32> = in_prompt
             .iter()
