@@ -61,6 +61,7 @@ pub mod rank;
 pub mod records;
 pub mod route;
 
+mod scratch;
 pub mod secrets;
 pub mod select;
 pub mod source;

@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::index::IndexPack;
 use crate::intent::QueryAnalysis;
+use crate::scratch::Scratch;
 
 mod defaults;
 mod depth;
@@ -159,8 +160,9 @@ pub struct Ranked {
 /// more chunks than any request has candidates, so nothing here walks every chunk unless the
 /// request names a symbol.
 struct Touched {
-    /// Position of each chunk's signals in `signals`, or [`Touched::NONE`].
-    at: Vec<u32>,
+    /// One past the position of each chunk's signals in `signals`, or 0: the thread's array,
+    /// zero again when [`Touched::release`] gives it back.
+    at: Scratch<u32>,
     /// Chunk indices in the order they were touched.
     chunks: Vec<u32>,
     /// Their files.
@@ -168,34 +170,49 @@ struct Touched {
     signals: Vec<Signals>,
 }
 
-impl Touched {
-    const NONE: u32 = u32::MAX;
+thread_local! {
+    /// [`Touched::at`] between requests.
+    static TOUCHED_AT: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
-    fn new(chunk_file: &'_ [u32]) -> Self {
+impl Touched {
+    /// Room for `expected` chunks (the hits that will be touched first): grown by doubling,
+    /// the signals were copied over and over.
+    fn new(chunk_file: &'_ [u32], expected: usize) -> Self {
         Self {
-            at: vec![Self::NONE; chunk_file.len()],
-            chunks: Vec::new(),
-            files: Vec::new(),
-            signals: Vec::new(),
+            at: Scratch::take(&TOUCHED_AT, chunk_file.len()),
+            chunks: Vec::with_capacity(expected),
+            files: Vec::with_capacity(expected),
+            signals: Vec::with_capacity(expected),
         }
     }
 
     /// The signals of chunk `c` (in file `file`), touching it.
     fn touch(&mut self, c: u32, file: u32) -> &mut Signals {
-        let slot = &mut self.at[c as usize];
-        if *slot == Self::NONE {
-            *slot = self.signals.len() as u32;
+        let slot = &mut self.at.entries()[c as usize];
+        if *slot == 0 {
             self.chunks.push(c);
             self.files.push(file);
             self.signals.push(Signals::default());
+            *slot = self.signals.len() as u32;
         }
-        &mut self.signals[*slot as usize]
+        let at = *slot as usize - 1;
+        &mut self.signals[at]
+    }
+
+    /// Gives the position array back, every entry zero again.
+    fn release(mut self) {
+        let at = self.at.entries();
+        for &c in &self.chunks {
+            at[c as usize] = 0;
+        }
+        self.at.cleared();
     }
 
     /// The signals of chunk `c` when it was touched.
     fn get(&self, c: u32) -> Option<&Signals> {
         match self.at.get(c as usize) {
-            Some(&slot) if slot != Self::NONE => self.signals.get(slot as usize),
+            Some(slot) if slot != 0 => self.signals.get(slot as usize - 1),
             _ => None,
         }
     }
@@ -221,7 +238,7 @@ pub fn rank(
     named: &[(String, Vec<u32>)],
 ) -> Vec<Ranked> {
     let derived = pack.derived();
-    let mut touched = Touched::new(&derived.chunk_file);
+    let mut touched = Touched::new(&derived.chunk_file, hits.len() + dense.len());
     let evidence = signals::touch_lexical(&mut touched, pack, hits);
     signals::touch_dense(&mut touched, &derived.chunk_file, dense);
     signals::set_file(&mut touched, &evidence, weights);
@@ -256,6 +273,7 @@ pub fn rank(
         signals::set_graph(&mut touched, pack, weights);
     }
     let mut ranked = best_first(&touched, weights);
+    touched.release();
     learned::rerank(pack, &mut ranked, weights.learned);
     ranked
 }

@@ -101,13 +101,25 @@ pub(super) struct Counting<'a> {
     weights: &'a Weights,
 }
 
+/// What a piece made of a candidate reports: kept per candidate, in one map, because a large
+/// repository's answer considers thousands of candidates and chooses a few dozen (three maps,
+/// one per fact, were several percent of a warm call's instructions).
+#[derive(Clone, Copy)]
+pub(super) struct Facts {
+    /// The ranking score.
+    pub(super) score: f32,
+    /// Tokens without the piece's header.
+    pub(super) tokens: u32,
+    /// Why it ranked; all zeros for a candidate ranking did not list (the whole repository
+    /// fits, a `repair` frame).
+    pub(super) why: Signals,
+}
+
 /// The candidates counted, in score order, with what the plan keeps of each.
 pub(super) struct Candidates {
     pub(super) cands: Vec<Candidate>,
-    /// Each candidate's ranking score.
-    pub(super) original: HashMap<u32, f32>,
-    /// Each candidate's tokens without its header.
-    pub(super) piece_tokens: HashMap<u32, u32>,
+    /// Each candidate's facts; their `why` is filled by [`reasons`].
+    pub(super) facts: HashMap<u32, Facts>,
     /// How many of the scores were looked at (the rest lie too deep to be chosen).
     pub(super) considered: usize,
 }
@@ -152,14 +164,14 @@ impl<'a> Counting<'a> {
             |i: usize| -> Option<u32> { slot.map(|s| spec.scale(pack.chunks[i].tokens[s])) };
         let mut missing: Vec<u32> = Vec::new();
         let mut cands = Vec::with_capacity(scores.len());
-        let mut original: HashMap<u32, f32> =
-            HashMap::with_capacity_and_hasher(scores.len(), Default::default());
+        let mut facts: HashMap<u32, Facts> = HashMap::with_capacity_and_hasher(
+            scores.len().min(MIN_CANDIDATES * 2),
+            Default::default(),
+        );
         // Counting texts on the fly (an encoding the index did not count) stops once the
         // candidates counted so far could fill the budget several times over: the rest could not
         // be chosen. A text the source lacks is estimated at three bytes a token until fetched.
         let mut counted_on_the_fly = 0u64;
-        let mut piece_tokens: HashMap<u32, u32> =
-            HashMap::with_capacity_and_hasher(scores.len(), Default::default());
         let mut depth = 0u64;
         let mut considered = 0usize;
         for &(i, score) in scores {
@@ -196,8 +208,14 @@ impl<'a> Counting<'a> {
                 tokens: tokens + header_cost(pack, i as usize),
                 score: weights.priority(score.max(f32::MIN_POSITIVE), tokens),
             });
-            original.insert(i, score);
-            piece_tokens.insert(i, tokens);
+            facts.insert(
+                i,
+                Facts {
+                    score,
+                    tokens,
+                    why: Signals::default(),
+                },
+            );
             depth += u64::from(tokens);
         }
         if !missing.is_empty() {
@@ -205,30 +223,32 @@ impl<'a> Counting<'a> {
         }
         Ok(Candidates {
             cands,
-            original,
-            piece_tokens,
+            facts,
             considered,
         })
     }
 }
 
-/// The ranking signals of the candidates only, which the pieces report as why they were chosen.
-pub(super) fn reasons(
-    pack: &IndexPack,
-    ranked: &[Ranked],
-    cands: &[Candidate],
-) -> HashMap<u32, Signals> {
-    let mut is_candidate = vec![false; pack.chunks.len()];
-    for c in cands {
-        if let Some(x) = is_candidate.get_mut(c.key as usize) {
-            *x = true;
+/// Fills in the candidates' ranking signals, which the pieces report as why they were chosen.
+/// A bit per chunk marks the candidates, so the ranked chunks that are not (most of them on a
+/// large repository) cost one bit test, not a look-up.
+pub(super) fn reasons(pack: &IndexPack, ranked: &[Ranked], facts: &mut HashMap<u32, Facts>) {
+    let mut is_candidate = vec![0u64; pack.chunks.len().div_ceil(64)];
+    for &k in facts.keys() {
+        if let Some(w) = is_candidate.get_mut(k as usize / 64) {
+            *w |= 1 << (k % 64);
         }
     }
-    ranked
-        .iter()
-        .filter(|r| is_candidate.get(r.chunk as usize).copied().unwrap_or(false))
-        .map(|r| (r.chunk, r.signals))
-        .collect()
+    let marked = |c: u32| {
+        is_candidate
+            .get(c as usize / 64)
+            .is_some_and(|w| w & (1 << (c % 64)) != 0)
+    };
+    for r in ranked.iter().filter(|r| marked(r.chunk)) {
+        if let Some(f) = facts.get_mut(&r.chunk) {
+            f.why = r.signals;
+        }
+    }
 }
 
 /// Sorts the candidates best first, once, and makes the first selection within `piece_room`

@@ -250,8 +250,8 @@ impl Plan {
             let i = c.key as usize;
             let header = header_cost(pack, i);
             let text = text_of(pack, source, i)?;
-            let score = self.original.get(&c.key).copied().unwrap_or(c.score);
-            let why = self.reasons.get(&c.key).copied().unwrap_or_default();
+            let score = self.score_of(c.key).unwrap_or(c.score);
+            let why = self.why_of(c.key);
             let cuts: Vec<Piece> = windows(&text, &self.excerpt_terms)
                 .iter()
                 .map(|w| {

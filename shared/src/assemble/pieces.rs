@@ -69,7 +69,7 @@ impl Plan {
         let best = self
             .chosen
             .iter()
-            .filter_map(|c| self.original.get(&c.key).copied())
+            .filter_map(|c| self.score_of(c.key))
             .fold(0.0f32, f32::max);
         let mut draft = self.first_pieces(pack, source, best)?;
         // Built once: both fills walk the same candidates (O(candidates) on a large index).
@@ -117,15 +117,15 @@ impl Plan {
             Some(t) => t.clone(),
             None => text_of(pack, source, c.key as usize)?,
         };
-        let score = self.original.get(&c.key).copied().unwrap_or(c.score);
-        let tokens = self.piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+        let score = self.score_of(c.key).unwrap_or(c.score);
+        let tokens = self.tokens_of(c.key).unwrap_or(c.tokens);
         let mut p = piece(pack, c.key as usize, text, tokens, score);
         p.base_tokens = self.slot.map(|s| pack.chunks[c.key as usize].tokens[s]);
         if let Some(&n) = self.signatures.get(&c.key) {
             p = to_signature(p, n, spec);
         }
         // Pieces added because the whole repository fits have no signal: all zeros.
-        let why = self.reasons.get(&c.key).copied().unwrap_or_default();
+        let why = self.why_of(c.key);
         p.reasoning = Some(why);
         let named = why.mention > 0.0 || why.symbol >= 1.0;
         p = compressed(
@@ -278,12 +278,12 @@ impl Plan {
             else {
                 continue;
             };
-            let score = self.original.get(&c.key).copied().unwrap_or(c.score);
-            let tokens = self.piece_tokens.get(&c.key).copied().unwrap_or(c.tokens);
+            let score = self.score_of(c.key).unwrap_or(c.score);
+            let tokens = self.tokens_of(c.key).unwrap_or(c.tokens);
             let mut p = piece(pack, i, text, tokens, score);
             p.base_tokens = self.slot.map(|s| pack.chunks[i].tokens[s]);
             p = to_signature(p, n, spec);
-            p.reasoning = Some(self.reasons.get(&c.key).copied().unwrap_or_default());
+            p.reasoning = Some(self.why_of(c.key));
             let cost = p.tokens + header;
             if cost <= left {
                 draft.push_partial(p, c.key, cost);

@@ -14,7 +14,7 @@ use crate::profile::{PLAN_PIECES, Profile, REPAIR_CONTEXT_PIECES, frame_chunks, 
 use crate::rank::{Ranked, Signals, StageInput, rank, run_stages};
 use crate::select::Candidate;
 
-use super::candidates::{Counting, first_selection, reasons, signatures_only};
+use super::candidates::{Counting, Facts, first_selection, reasons, signatures_only};
 use super::estimate::{MAX_SIGNPOSTS, excerpt_room, overhead_total, signpost_room};
 use super::retrieve::{add_hot_paths, error_output, retrieve, search_terms, understood};
 use super::{AssembleError, ChunkSource, Halt, QueryOptions, SHRINK_TRIES, SIGNATURES_BELOW, Step};
@@ -66,9 +66,8 @@ pub struct Plan {
     pub(super) cands: Vec<Candidate>,
     /// The first selection, best first.
     pub(super) chosen: Vec<Candidate>,
-    pub(super) original: HashMap<u32, f32>,
-    pub(super) piece_tokens: HashMap<u32, u32>,
-    pub(super) reasons: HashMap<u32, Signals>,
+    /// The candidates' scores, tokens and signals, by chunk.
+    pub(super) facts: HashMap<u32, Facts>,
     pub(super) scores: Vec<(u32, f32)>,
     /// Excluded chunks that ranked, best first, with their scores.
     pub(super) excluded_ranked: Vec<(u32, f32)>,
@@ -160,10 +159,11 @@ fn planned(
     let counting = Counting::new(pack, source, spec, weights, room.slot, room.room);
     let built = counting.candidates(&scores, &signatures, &mut texts)?;
     let mut cands = built.cands;
+    let mut facts = built.facts;
     // Why the candidates' pieces were chosen, and the files the summaries may follow: the
     // considered candidates only.
     scores.truncate(built.considered);
-    let reasons = reasons(pack, &ranked, &cands);
+    reasons(pack, &ranked, &mut facts);
     drop(ranked);
     let signpost_room = signpost_room(weights, profile, budget, room.piece_room);
     let excerpt_room = excerpt_room(weights, profile, budget, room.piece_room);
@@ -202,9 +202,7 @@ fn planned(
         candidates_count,
         cands,
         chosen,
-        original: built.original,
-        piece_tokens: built.piece_tokens,
-        reasons,
+        facts,
         scores,
         excluded_ranked: ordered.excluded_ranked,
         excluded,
@@ -479,6 +477,21 @@ fn add_the_rest(pack: &IndexPack, scores: &mut Vec<(u32, f32)>) {
 }
 
 impl Plan {
+    /// Candidate `key`'s ranking score, if it is a candidate.
+    pub(super) fn score_of(&self, key: u32) -> Option<f32> {
+        self.facts.get(&key).map(|f| f.score)
+    }
+
+    /// Candidate `key`'s tokens without its header, if it is a candidate.
+    pub(super) fn tokens_of(&self, key: u32) -> Option<u32> {
+        self.facts.get(&key).map(|f| f.tokens)
+    }
+
+    /// Why candidate `key` ranked: all zeros for a chunk ranking did not list.
+    pub(super) fn why_of(&self, key: u32) -> Signals {
+        self.facts.get(&key).map(|f| f.why).unwrap_or_default()
+    }
+
     /// The chunks whose texts composing will most likely read, most needed first: the first
     /// selection, then the best candidates that could fill room given back, then the best
     /// definitions that could go in as signatures. A host reading texts from remote storage

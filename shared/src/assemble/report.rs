@@ -103,7 +103,7 @@ impl Plan {
             .collect();
         let floor = chosen
             .iter()
-            .filter_map(|i: &u32| self.original.get(i).copied())
+            .filter_map(|i: &u32| self.score_of(*i))
             .fold(f32::INFINITY, f32::min);
         let already_delivered = self
             .excluded_ranked

@@ -172,9 +172,9 @@ impl Plan {
             if range.len() > MAX_LINE_BYTES {
                 continue;
             }
-            let score = self.original.get(&key).copied().unwrap_or(0.0);
+            let score = self.score_of(key).unwrap_or(0.0);
             let mut p = to_signpost(piece(pack, i, text, 0, score), k, range, spec);
-            p.reasoning = Some(self.reasons.get(&key).copied().unwrap_or_default());
+            p.reasoning = Some(self.why_of(key));
             let cost = p.tokens + header;
             if cost <= left {
                 draft.push_partial(p, key, cost);

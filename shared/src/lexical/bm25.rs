@@ -306,8 +306,8 @@ impl Bm25Index {
         let avg = self.avg_len.max(1.0);
         // Scores accumulate in one array over the documents (a hash map per posting was the
         // largest cost of a query on a large index); `hit` lists the documents touched.
-        let mut held = ScoreArray::take(self.doc_len.len());
-        let scores = held.scores();
+        let mut held = crate::scratch::Scratch::take(&SCORES, self.doc_len.len());
+        let scores = held.entries();
         let mut hit: Vec<u32> = Vec::new();
         for (weight, docs) in weighted {
             for (doc, tf) in docs {
@@ -339,51 +339,7 @@ thread_local! {
     /// One score per document, all zero between searches: a search of the monorepo corpus's
     /// 180k chunks no longer allocates and zeroes 720 KB (only the documents it touched are
     /// reset), and an isolate's memory does not grow by it either, having kept it anyway.
-    static SCORES: std::cell::RefCell<(Vec<f32>, bool)> = const { std::cell::RefCell::new((Vec::new(), false)) };
-}
-
-/// The thread's score array for one search (or a fresh one when it is in use), every entry
-/// zero.
-struct ScoreArray {
-    array: Vec<f32>,
-    /// Whether the array is the thread's, to be given back.
-    shared: bool,
-}
-
-impl ScoreArray {
-    fn take(len: usize) -> Self {
-        let taken = SCORES.with(|cell| {
-            let mut held = cell.try_borrow_mut().ok()?;
-            let (array, dirty) = &mut *held;
-            // A search that did not finish (a panic) left scores behind: start from zeros.
-            if std::mem::replace(dirty, true) {
-                array.iter_mut().for_each(|s| *s = 0.0);
-            }
-            Some(std::mem::take(array))
-        });
-        let (mut array, shared) = match taken {
-            Some(array) => (array, true),
-            None => (Vec::new(), false),
-        };
-        array.resize(len, 0.0);
-        Self { array, shared }
-    }
-
-    fn scores(&mut self) -> &mut [f32] {
-        &mut self.array
-    }
-
-    /// Every score was taken back to zero: the array may serve the next search as it is.
-    fn cleared(self) {
-        if self.shared {
-            let array = self.array;
-            SCORES.with(|cell| {
-                if let Ok(mut held) = cell.try_borrow_mut() {
-                    *held = (array, false);
-                }
-            });
-        }
-    }
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// What [`Bm25Index::search_found`] found.

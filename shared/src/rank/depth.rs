@@ -211,8 +211,10 @@ fn reorder(
         })
         .collect();
     // The depth chunks with the key they are placed by, and the scores of their places.
-    let mut depth: Vec<(f32, Ranked)> = Vec::new();
-    let mut places: Vec<f32> = Vec::new();
+    // Sized up front: grown by doubling, they were copied over and over (thousands of
+    // candidates of about 80 bytes on a large repository).
+    let mut depth: Vec<(f32, Ranked)> = Vec::with_capacity(ranked.len() + shares.len());
+    let mut places: Vec<f32> = Vec::with_capacity(ranked.len());
     for (r, &is_lead) in ranked.iter().zip(&lead) {
         let share = shares.remove(&r.chunk).map(|(s, _)| s);
         if is_lead {
