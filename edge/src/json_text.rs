@@ -37,55 +37,67 @@ fn escape_lanes(w: u64) -> u64 {
 
 /// Appends `text` to `out` as a JSON string literal, quotes included.
 pub fn push_json_string(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + bytes.len() / 16 + 2);
     out.push(b'"');
+    // `run` is where the bytes not yet copied start, `rest` what is not yet scanned.
     let mut run = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if let Some(word) = bytes.get(i..i + 8) {
-            let w = u64::from_le_bytes([
-                word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-            ]);
-            let flagged = escape_lanes(w);
-            if flagged == 0 {
-                i += 8;
-                continue;
+    let mut rest = bytes;
+    loop {
+        let at = match rest.split_first_chunk::<8>() {
+            Some((word, tail)) => {
+                let flagged = escape_lanes(u64::from_le_bytes(*word));
+                if flagged == 0 {
+                    rest = tail;
+                    continue;
+                }
+                // Straight to the first byte that needs escaping (code has a line break every
+                // few dozen bytes: stepping a byte at a time up to it was most of this loop's
+                // time); lanes above it may be flagged falsely, never the first.
+                (flagged.trailing_zeros() / 8) as usize
             }
-            // Straight to the first byte that needs escaping (code has a line break every few
-            // dozen bytes: stepping a byte at a time up to it was most of this loop's time).
-            i += (flagged.trailing_zeros() / 8) as usize;
-        }
-        let b = bytes[i];
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => &[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ],
-            _ => {
-                i += 1;
-                continue;
-            }
+            None => match rest.iter().position(|&b| needs_escape(b)) {
+                Some(k) => k,
+                None => break,
+            },
         };
+        let i = bytes.len() - rest.len() + at;
         out.extend_from_slice(&bytes[run..i]);
-        out.extend_from_slice(escape);
-        i += 1;
-        run = i;
+        push_byte(out, bytes[i]);
+        run = i + 1;
+        rest = &bytes[run..];
     }
     out.extend_from_slice(&bytes[run..]);
     out.push(b'"');
+}
+
+/// Whether JSON needs `b` escaped in a string: a quote, a backslash or a control character.
+fn needs_escape(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// Appends one byte of a JSON string, escaped as serde_json escapes it.
+#[inline]
+fn push_byte(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        0x00..=0x1f => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 0xf)],
+        ]),
+        _ => out.push(b),
+    }
 }
 
 /// Appends `pieces` as the JSON array serde_json writes for them.
