@@ -11,7 +11,7 @@
 #[path = "support/mod.rs"]
 mod support;
 use support::percentile;
-use support::workerd::{Probe, v8_profile, workerd_pids};
+use support::workerd::{PerfRecording, Probe, v8_profile, workerd_pids};
 
 #[allow(dead_code)]
 #[path = "../tests/api/host.rs"]
@@ -279,6 +279,11 @@ fn measure(name: &str, home: &Path) -> String {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
                 let mut block = Vec::new();
+                // CTXGATE_WORKER_PERF=FILE (with a soak): perf records workerd over those calls,
+                // past the tier-up of the line's first ones (`scripts/workerd_perf_split.py`).
+                let perf = (soak > 0)
+                    .then(|| PerfRecording::start(&workerd_pids(w.process_group())))
+                    .flatten();
                 for i in 0..soak {
                     let b = body(QUERIES[i % QUERIES.len()]).to_string();
                     let (s, _, (_, busy)) = probe.send("POST", "/v1/context", Some(&key), Some(&b));
@@ -293,6 +298,7 @@ fn measure(name: &str, home: &Path) -> String {
                         );
                     }
                 }
+                drop(perf);
                 // CTXGATE_SCALE_PROFILE=1: where the isolate spends the warm calls (V8's
                 // sampling profiler; shares, not CPU time), on stderr.
                 if std::env::var_os("CTXGATE_SCALE_PROFILE").is_some() {

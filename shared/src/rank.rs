@@ -141,8 +141,17 @@ pub use weights::*;
 
 /// Sorts candidates best first: score descending ([`f32::total_cmp`]), then chunk index (each
 /// chunk is ranked once, so the order is total).
+/// Sorted as small keys with their positions, then gathered once: a candidate is about 80
+/// bytes, which a radix sort's passes would each move.
 pub(crate) fn sort_best_first(ranked: &mut [Ranked]) {
-    ranked.sort_unstable_by_key(|r| crate::order::best_first_key(r.score, r.chunk));
+    let mut order: Vec<(u64, u32)> = ranked
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (crate::order::best_first_key(r.score, r.chunk), k as u32))
+        .collect();
+    crate::order::sort_keys(&mut order, |o| o.0);
+    let sorted: Vec<Ranked> = order.iter().map(|&(_, k)| ranked[k as usize]).collect();
+    ranked.copy_from_slice(&sorted);
 }
 
 /// A scored candidate.
@@ -292,7 +301,7 @@ fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
             .filter(|o| o.0 > 0.0)
             .map(|(score, c)| (crate::order::best_first_key(score, c), score)),
     );
-    order.sort_unstable_by_key(|o| o.0);
+    crate::order::sort_keys(&mut order, |o| o.0);
     // Sized up front: a filtered collect grows by doubling, copying the candidates built so far
     // (thousands on a large repository) each time.
     let mut ranked = Vec::with_capacity(order.len());

@@ -260,7 +260,8 @@ pub(super) fn first_selection(
     piece_room: u32,
     max_pieces: Option<usize>,
 ) -> Vec<Candidate> {
-    cands.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+    // Best first by priority, then pack index: the order of best-first keys.
+    crate::order::sort_keys(cands, |c| crate::order::best_first_key(c.score, c.key));
     let mut chosen = select_greedy(cands.to_vec(), piece_room, 0).chosen;
     if let Some(m) = max_pieces {
         chosen.truncate(m);

@@ -252,7 +252,7 @@ fn reorder(
         .enumerate()
         .map(|(k, (key, r))| (crate::order::best_first_key(*key, r.chunk), k as u32))
         .collect();
-    order.sort_unstable_by_key(|o| o.0);
+    crate::order::sort_keys(&mut order, |o| o.0);
     let lowest = ranked.last().map_or(0.0, |r| r.score);
     let mut queue = order.into_iter().map(|(_, k)| depth[k as usize]);
     let mut out = Vec::with_capacity(ranked.len() + queue.len());
