@@ -141,6 +141,7 @@ pub use weights::*;
 
 /// Sorts candidates best first: score descending ([`f32::total_cmp`]), then chunk index (each
 /// chunk is ranked once, so the order is total).
+///
 /// Sorted as small keys with their positions, then gathered once: a candidate is about 80
 /// bytes, which a radix sort's passes would each move.
 pub(crate) fn sort_best_first(ranked: &mut [Ranked]) {
