@@ -145,20 +145,10 @@ fn add_callers_and_callees(
             .derived()
             .calls
             .get_or_compute(*file, || calls_in_file(pack, range.clone()));
-        for (c, per_name) in calls.iter() {
-            for users in per_name {
-                for &(s, share, prior) in list {
-                    if s == *c {
-                        // Its callers: the file's chunks that use a name it defines.
-                        for &u in users.iter().filter(|u| **u != s) {
-                            give(u, share, prior);
-                        }
-                    } else if users.binary_search(&s).is_ok() {
-                        // Its callee: this chunk defines a name it uses.
-                        give(*c, share, prior);
-                    }
-                }
-            }
+        let chunks: Vec<u32> = list.iter().map(|s| s.0).collect();
+        for (c, k) in calls.related(&chunks) {
+            let (_, share, prior) = list[k];
+            give(c, share, prior);
         }
     }
 }
@@ -167,7 +157,7 @@ fn add_callers_and_callees(
 /// file that use each name (the relation does not depend on the query: it is kept with the
 /// version, [`crate::index::file_calls`]).
 fn calls_in_file(pack: &IndexPack, range: std::ops::Range<u32>) -> CallsInFile {
-    let mut out = CallsInFile::new();
+    let mut out = Vec::new();
     for c in range.clone() {
         let Some(chunk) = pack.chunks.get(c as usize).filter(|c| c.symbol.is_some()) else {
             continue;
@@ -180,7 +170,7 @@ fn calls_in_file(pack: &IndexPack, range: std::ops::Range<u32>) -> CallsInFile {
             out.push((c, per_name));
         }
     }
-    out
+    CallsInFile::new(out)
 }
 
 /// The reordering itself, for chunks whose file `file_of` gives.
