@@ -292,7 +292,7 @@ pub fn rank(
 fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
     // Sorted as small keys, then built in order: moving whole candidates about in the sort was
     // a tenth of a warm query on a large repository.
-    let mut order: Vec<(u64, f32)> = Vec::with_capacity(touched.chunks.len());
+    let mut order: Vec<u64> = Vec::with_capacity(touched.chunks.len());
     order.extend(
         touched
             .chunks
@@ -300,18 +300,18 @@ fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
             .zip(&touched.signals)
             .map(|(&c, s)| (weights.score(s), c))
             .filter(|o| o.0 > 0.0)
-            .map(|(score, c)| (crate::order::best_first_key(score, c), score)),
+            .map(|(score, c)| crate::order::best_first_key(score, c)),
     );
-    crate::order::sort_keys(&mut order, |o| o.0);
+    radsort::sort(&mut order);
     // Sized up front: a filtered collect grows by doubling, copying the candidates built so far
     // (thousands on a large repository) each time.
     let mut ranked = Vec::with_capacity(order.len());
-    ranked.extend(order.into_iter().filter_map(|(key, score)| {
+    ranked.extend(order.into_iter().filter_map(|key| {
         let chunk = crate::order::id_of(key);
         let signals = *touched.get(chunk)?;
         Some(Ranked {
             chunk,
-            score,
+            score: crate::order::score_of(key),
             signals,
         })
     }));
