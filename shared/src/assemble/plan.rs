@@ -229,9 +229,13 @@ fn set_aside_note(pack: &IndexPack, hits: &[(u32, f32)], ranked: &[Ranked]) -> O
     if aside.is_empty() {
         return None;
     }
-    // A named file is ranked like any other: it was not left out.
+    // A named file is ranked like any other: it was not left out. (Only a set-aside file can
+    // be in `aside`: the test before the look-up spares thousands of them a call.)
+    let is_aside = |f: u32| matches!(paths.set_aside.get(f as usize), Some(Some(_)));
     for f in ranked.iter().filter_map(|r| file_of(r.chunk)) {
-        aside.remove(&f);
+        if is_aside(f) {
+            aside.remove(&f);
+        }
     }
     if aside.is_empty() {
         return None;
