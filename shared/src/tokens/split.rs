@@ -126,6 +126,19 @@ impl<'t> Scan<'t> {
         let mut offsets = Vec::with_capacity(n + 1);
         let mut chars = Vec::with_capacity(n);
         let mut bits = Vec::with_capacity(n);
+        // Most text counted per call (headers, paths, code) is ASCII: a character per byte, so
+        // the three arrays fill straight from the bytes, without decoding a character at a time.
+        if text.is_ascii() {
+            offsets.extend(0..=n);
+            chars.extend(text.bytes().map(char::from));
+            bits.extend(text.bytes().map(|b| classes.ascii[usize::from(b & 0x7f)]));
+            return Self {
+                text,
+                offsets,
+                chars,
+                bits,
+            };
+        }
         for (at, c) in text.char_indices() {
             offsets.push(at);
             chars.push(c);
