@@ -302,7 +302,7 @@ fn best_first(touched: &Touched, weights: &Weights) -> Vec<Ranked> {
             .filter(|o| o.0 > 0.0)
             .map(|(score, c)| crate::order::best_first_key(score, c)),
     );
-    radsort::sort(&mut order);
+    crate::order::sort_keys(&mut order, |&k| k);
     // Sized up front: a filtered collect grows by doubling, copying the candidates built so far
     // (thousands on a large repository) each time.
     let mut ranked = Vec::with_capacity(order.len());

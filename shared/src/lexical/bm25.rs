@@ -252,12 +252,15 @@ impl Bm25Index {
         }
         let mut idf = Vec::with_capacity(lists.len());
         let mut weighted = Vec::with_capacity(lists.len());
+        let mut postings = 0usize;
         for (qtf, bytes) in lists {
-            let term_idf = self.idf_of(postings_count(bytes));
+            let count = postings_count(bytes);
+            postings += count as usize;
+            let term_idf = self.idf_of(count);
             idf.push(term_idf);
             weighted.push((term_idf * f32::from(qtf).sqrt(), Postings { bytes, doc: 0 }));
         }
-        let out = self.scores_of(weighted, params, limit);
+        let out = self.scores_of(weighted, postings, params, limit);
         Ok(Searched { hits: out, idf })
     }
 }
@@ -278,27 +281,30 @@ impl Bm25Index {
         let mut idf = Vec::with_capacity(terms.len());
         let mut live = Vec::with_capacity(terms.len());
         let mut weighted = Vec::with_capacity(terms.len());
+        let mut postings = 0usize;
         for (qtf, layers) in terms {
             let docs = layer_docs(layers);
             live.push(!docs.is_empty());
             if docs.is_empty() {
                 continue;
             }
+            postings += docs.len();
             let term_idf = self.idf_of(docs.len() as u32);
             idf.push(term_idf);
             weighted.push((term_idf * f32::from(*qtf).sqrt(), docs.into_iter()));
         }
-        let out = self.scores_of(weighted, params, limit);
+        let out = self.scores_of(weighted, postings, params, limit);
         (Searched { hits: out, idf }, live)
     }
 }
 
 impl Bm25Index {
     /// The best `limit` documents of the terms' postings (each term's weight, its documents
-    /// with their term frequencies), best first.
+    /// with their term frequencies; `postings` of them in all), best first.
     fn scores_of<I: Iterator<Item = (u32, u32)>>(
         &self,
         weighted: Vec<(f32, I)>,
+        postings: usize,
         params: Bm25Params,
         limit: usize,
     ) -> Vec<(u32, f32)> {
@@ -308,7 +314,8 @@ impl Bm25Index {
         // largest cost of a query on a large index); `hit` lists the documents touched.
         let mut held = crate::scratch::Scratch::take(&SCORES, self.doc_len.len());
         let scores = held.entries();
-        let mut hit: Vec<u32> = Vec::new();
+        // Sized once: grown by doubling, it was copied a dozen times on a large repository.
+        let mut hit: Vec<u32> = Vec::with_capacity(postings.min(self.doc_len.len()));
         for (weight, docs) in weighted {
             for (doc, tf) in docs {
                 let Some(&len) = self.doc_len.get(doc as usize) else {
