@@ -62,9 +62,9 @@ pub fn best_first_top(pairs: &mut Vec<(u32, f32)>, limit: usize) {
 const BUCKETED_FROM: usize = 1024;
 
 /// The high bits of a key that choose its bucket: the sign, the exponent and five bits of the
-/// mantissa, so a bucket spans about 2% of a score. A monorepo query's 55k BM25 hits for 4,096
-/// places left a quarter of them to a choice among all (coarser buckets, such as a byte, hold
-/// most scores of a query in two or three).
+/// mantissa, so a bucket spans about 3% of a score (16 KiB of counts). A byte (sign and seven
+/// bits of the exponent) puts the scores of a query, which span a few powers of two, in two or
+/// three buckets, and the choice is then among nearly all of them again.
 const BUCKET_BITS: u32 = 14;
 
 /// The keys of the pairs in the buckets that hold the best `limit` (`limit` ≥ 1): every bucket

@@ -252,6 +252,7 @@ pub fn rank(
     let evidence = signals::touch_lexical(&mut touched, pack, hits);
     signals::touch_dense(&mut touched, &derived.chunk_file, dense);
     signals::set_file(&mut touched, &evidence, weights);
+    evidence.release(&touched.files);
     let mentioned = signals::mentioned_files(pack, analysis);
     let named_doc = signals::touch_mentioned(&mut touched, pack, &mentioned);
     let wanted = signals::wanted_symbols(analysis);

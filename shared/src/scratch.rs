@@ -36,6 +36,11 @@ impl<T: Copy + Default + PartialEq + 'static> Scratch<T> {
         &mut self.array
     }
 
+    /// The entries, to read.
+    pub fn view(&self) -> &[T] {
+        &self.array
+    }
+
     /// The entries, read only.
     pub fn get(&self, i: usize) -> Option<T> {
         self.array.get(i).copied()

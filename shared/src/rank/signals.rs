@@ -8,14 +8,43 @@ use crate::index::path_tables::PathTables;
 use crate::index::references::{defined_names, name_key};
 use crate::intent::{Intent, QueryAnalysis};
 
+use crate::scratch::Scratch;
+
 use super::{REFERENCE_USERS, Touched, Weights, path_matches};
 
+thread_local! {
+    /// [`FileEvidence::best`] between requests.
+    static FILE_BEST: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// [`FileEvidence::sum`] between requests.
+    static FILE_SUM: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// [`set_graph`]'s strength of each file between requests.
+    static FILE_STRENGTH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// [`set_graph`]'s neighbours' share of each file between requests.
+    static FILE_NEAR: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Each file's raw BM25 evidence, kept until every hit is in so the best file can scale it.
+/// Per-file arrays of the thread, as [`Touched`]'s: the monorepo's 46k files made each query
+/// allocate and zero five of them, where it touches a few thousand files.
 pub(super) struct FileEvidence {
     /// The best chunk score in each file.
-    best: Vec<f32>,
+    best: Scratch<f32>,
     /// The sum of the chunk scores in each file.
-    sum: Vec<f32>,
+    sum: Scratch<f32>,
+}
+
+impl FileEvidence {
+    /// Gives the arrays back, zero again: `files` holds every file of a hit (the touched
+    /// chunks' files: touching only adds to them).
+    pub(super) fn release(mut self, files: &[u32]) {
+        let (best, sum) = (self.best.entries(), self.sum.entries());
+        for &f in files {
+            best[f as usize] = 0.0;
+            sum[f as usize] = 0.0;
+        }
+        self.best.cleared();
+        self.sum.cleared();
+    }
 }
 
 /// Touches the BM25 hits with their scaled lexical score, and sums their scores per file.
@@ -28,8 +57,9 @@ pub(super) fn touch_lexical(
     let chunk_file = &pack.derived().chunk_file;
     let best = hits.iter().map(|h| h.1).fold(0.0f32, f32::max);
     // File evidence: best chunk plus a share of the others.
-    let mut file_best = vec![0.0f32; files];
-    let mut file_sum = vec![0.0f32; files];
+    let mut best_of = Scratch::take(&FILE_BEST, files);
+    let mut sum_of = Scratch::take(&FILE_SUM, files);
+    let (file_best, file_sum) = (best_of.entries(), sum_of.entries());
     for &(c, s) in hits {
         let Some(&file) = chunk_file.get(c as usize) else {
             continue;
@@ -43,8 +73,8 @@ pub(super) fn touch_lexical(
         file_sum[f] += s;
     }
     FileEvidence {
-        best: file_best,
-        sum: file_sum,
+        best: best_of,
+        sum: sum_of,
     }
 }
 
@@ -59,10 +89,14 @@ pub(super) fn touch_dense(touched: &mut Touched, chunk_file: &[u32], dense: &[(u
 
 /// Gives the chunks touched so far their file's evidence, scaled by the best file's.
 pub(super) fn set_file(touched: &mut Touched, evidence: &FileEvidence, weights: &Weights) {
-    let files = evidence.best.len();
-    let (file_best, file_sum) = (&evidence.best, &evidence.sum);
+    let (file_best, file_sum) = (evidence.best.view(), evidence.sum.view());
     let file_raw = |f: usize| file_best[f] + weights.file_spread * (file_sum[f] - file_best[f]);
-    let file_max = (0..files).map(file_raw).fold(0.0f32, f32::max);
+    // Over the touched chunks' files: every file with evidence is one, the rest weigh 0.
+    let file_max = touched
+        .files
+        .iter()
+        .map(|&f| file_raw(f as usize))
+        .fold(0.0f32, f32::max);
     // The file signal goes to chunks with evidence of their own (not to those touched below
     // only because their file or symbol is named).
     if file_max > 0.0 {
@@ -335,41 +369,53 @@ pub(super) fn set_recency(touched: &mut Touched, pack: &IndexPack) {
     }
 }
 
-/// The best score without the graph's share in each file, so the graph never feeds on itself.
-fn file_strength(touched: &Touched, files: usize, weights: &Weights) -> Vec<f32> {
-    let mut file_strength = vec![0.0f32; files];
-    for (k, &f) in touched.files.iter().enumerate() {
-        let f = f as usize;
-        file_strength[f] = file_strength[f].max(weights.base(&touched.signals[k]));
-    }
-    file_strength
-}
-
 /// Sets the graph signal of chunks with lexical evidence: a strong file's neighbours share it.
+/// A file's strength is its best score without the graph's share, so the graph never feeds on
+/// itself.
 pub(super) fn set_graph(touched: &mut Touched, pack: &IndexPack, weights: &Weights) {
     let files = pack.files.len();
     let derived = pack.derived();
-    let file_strength = file_strength(touched, files, weights);
-    let top = file_strength.iter().copied().fold(0.0f32, f32::max);
+    let mut strength_of = Scratch::take(&FILE_STRENGTH, files);
+    let strength = strength_of.entries();
+    for (k, &f) in touched.files.iter().enumerate() {
+        let f = f as usize;
+        strength[f] = strength[f].max(weights.base(&touched.signals[k]));
+    }
+    let top = touched
+        .files
+        .iter()
+        .map(|&f| strength[f as usize])
+        .fold(0.0f32, f32::max);
     if top > 0.0 {
-        let mut near = vec![f32::NAN; files];
-        for (k, &f) in touched.files.iter().enumerate() {
+        // A file's share once worked out: its bits, marked by a bit above them (0 is "not yet").
+        let mut near_of = Scratch::take(&FILE_NEAR, files);
+        let near = near_of.entries();
+        for k in 0..touched.files.len() {
             if touched.signals[k].lexical <= 0.0 {
                 continue;
             }
-            let f = f as usize;
-            if near[f].is_nan() {
-                near[f] = derived
+            let f = touched.files[k] as usize;
+            if near[f] == 0 {
+                let share = derived
                     .neighbours(f)
                     .iter()
-                    .filter_map(|&g| file_strength.get(g as usize))
+                    .filter_map(|&g| strength.get(g as usize))
                     .copied()
                     .fold(0.0f32, f32::max)
                     / top;
+                near[f] = (1 << 32) | u64::from(share.to_bits());
             }
-            touched.signals[k].graph = near[f];
+            touched.signals[k].graph = f32::from_bits(near[f] as u32);
         }
+        for &f in &touched.files {
+            near[f as usize] = 0;
+        }
+        near_of.cleared();
     }
+    for &f in &touched.files {
+        strength[f as usize] = 0.0;
+    }
+    strength_of.cleared();
 }
 
 #[cfg(test)]
