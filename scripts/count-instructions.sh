@@ -13,12 +13,16 @@
 #     turn), counters zeroed, 50 calls, dumped; prints `instructions_per_call=` (the dump's total
 #     over 50) and leaves the dump in OUT_DIR/callgrind-<label>.out for callgrind_annotate.
 # <label> is BIN's file name; copy each build aside under its own name to compare builds.
+# CTXGATE_COUNT_CORPUS=mono counts over target/bench-scale/mono instead (any folder name there that
+# scripts/bench-scale.sh exported; give each corpus its own OUT_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "$1")
 out=$(realpath -m "${2:-target/count-instructions}")
 label=$(basename "$bin")
-corpus=$PWD/target/bench-scale/deno
+name=${CTXGATE_COUNT_CORPUS:-deno}
+corpus=$PWD/target/bench-scale/$name
+export PROFILE_PROJECT=$name
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 [ -d "$corpus" ] || { echo "no $corpus: run scripts/bench-scale.sh once (it exports deno)" >&2; exit 1; }
 mkdir -p "$out"
@@ -27,7 +31,7 @@ if [ ! -s "$out/key" ]; then
   rm -rf "$CTXGATE_HOME"
   "$bin" org create acme >/dev/null
   "$bin" key create --org acme 2>/dev/null | head -n1 >"$out/key"
-  "$bin" project add --org acme --name deno "$corpus" >/dev/null
+  "$bin" project add --org acme --name "$name" "$corpus" >/dev/null
 fi
 key=$(head -n1 "$out/key")
 
@@ -41,9 +45,9 @@ rm -f "$out/serve.out"
 "$bin" serve --addr 127.0.0.1:0 --format json >"$out/serve.out" 2>/dev/null &
 pid=$!
 url=$(wait_listening "$out/serve.out")
-python3 - "$url" "$key" "$out/answers-$label" <<'PY'
+python3 - "$url" "$key" "$out/answers-$label" "$name" <<'PY'
 import http.client, json, os, sys
-url, key, folder = sys.argv[1:4]
+url, key, folder, project = sys.argv[1:5]
 os.makedirs(folder, exist_ok=True)
 queries = [
     "where are command line arguments parsed and validated",
@@ -58,7 +62,7 @@ queries = [
 conn = http.client.HTTPConnection(url.split("//", 1)[1])
 for i, q in enumerate(queries):
     for budget in (2000, 8000, 32000, 128000):
-        conn.request("POST", "/v1/context", json.dumps({"project": "deno", "query": q, "budget": budget}),
+        conn.request("POST", "/v1/context", json.dumps({"project": project, "query": q, "budget": budget}),
                      {"authorization": f"Bearer {key}", "content-type": "application/json"})
         answer = json.loads(conn.getresponse().read())
         answer.pop("continuation", None)
