@@ -271,6 +271,38 @@ fn code_and_signposts(pieces: &[Piece]) -> (Vec<&Piece>, Vec<&Piece>) {
     pieces.iter().partition(|p| p.form != PieceForm::Signpost)
 }
 
+/// Where each of `pieces` goes in the report, with its block: the prompt's order, the code by
+/// file and block, then the signposts, each a block of its own. Every piece once.
+fn report_order(pieces: &[Piece]) -> Vec<(usize, u32)> {
+    let (code, signposts): (Vec<(usize, &Piece)>, Vec<(usize, &Piece)>) = pieces
+        .iter()
+        .enumerate()
+        .partition(|(_, p)| p.form != PieceForm::Signpost);
+    let mut files: Vec<&str> = Vec::new();
+    for (_, p) in &code {
+        if !files.contains(&p.path.as_str()) {
+            files.push(&p.path);
+        }
+    }
+    let mut order = Vec::with_capacity(pieces.len());
+    let mut block = 0u32;
+    for f in files {
+        let mut ps: Vec<(usize, &Piece)> =
+            code.iter().copied().filter(|(_, p)| p.path == f).collect();
+        ps.sort_by_key(|(_, p)| (p.start_line, p.end_line));
+        let refs: Vec<&Piece> = ps.iter().map(|&(_, p)| p).collect();
+        for b in blocks(&refs) {
+            order.extend(b.iter().map(|&(k, _)| (ps[k].0, block)));
+            block += 1;
+        }
+    }
+    for (k, _) in signposts {
+        order.push((k, block));
+        block += 1;
+    }
+    order
+}
+
 /// A stretch of the prompt whose base-encoding count is already known.
 type KnownSpan = (std::ops::Range<usize>, u32);
 
@@ -491,32 +523,14 @@ pub fn fit_with_summaries(
         let (prompt, spans) = render_with_spans(&pieces, &summaries, query);
         let tokens = count_prompt(&prompt, &spans, tokenizer);
         if tokens <= budget {
-            let mut order: Vec<Piece> = Vec::with_capacity(pieces.len());
-            // Report pieces in prompt order: the code by file and block, then the signposts,
-            // each a block of its own.
-            let (code, signposts) = code_and_signposts(&pieces);
-            let mut files: Vec<&str> = Vec::new();
-            for p in &code {
-                if !files.contains(&p.path.as_str()) {
-                    files.push(&p.path);
-                }
-            }
-            let mut block = 0u32;
-            for f in files {
-                let mut ps: Vec<&Piece> = code.iter().copied().filter(|p| p.path == f).collect();
-                ps.sort_by_key(|p| (p.start_line, p.end_line));
-                for b in blocks(&ps) {
-                    order.extend(b.iter().map(|&(k, _)| Piece {
-                        block,
-                        ..ps[k].clone()
-                    }));
-                    block += 1;
-                }
-            }
-            for p in signposts {
-                order.push(Piece { block, ..p.clone() });
-                block += 1;
-            }
+            // The pieces move into their report order: cloned, their texts were the prompt's
+            // size again in copies.
+            let order = report_order(&pieces);
+            let mut slots: Vec<Option<Piece>> = pieces.into_iter().map(Some).collect();
+            let order: Vec<Piece> = order
+                .into_iter()
+                .filter_map(|(k, block)| slots[k].take().map(|p| Piece { block, ..p }))
+                .collect();
             return Ok(Composition {
                 prompt,
                 tokens,
