@@ -11,7 +11,16 @@ pub fn push_varint(out: &mut Vec<u8>, mut v: u32) {
 }
 
 /// The next LEB128 value of `bytes`, advancing it; `None` at the end or on a malformed value.
+#[inline]
 pub fn read_varint(bytes: &mut &[u8]) -> Option<u32> {
+    // Most values of a postings list (a gap between near documents, a term's count) are one
+    // byte: read without the loop.
+    if let Some((&byte, rest)) = bytes.split_first()
+        && byte < 0x80
+    {
+        *bytes = rest;
+        return Some(u32::from(byte));
+    }
     let mut v = 0u32;
     for shift in (0..35).step_by(7) {
         let (&byte, rest) = bytes.split_first()?;
