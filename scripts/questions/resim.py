@@ -19,9 +19,13 @@ Signals (values in 0-1):
   examples   1 for a candidate under an examples/, demo/ or samples/ folder (use w < 0)
   docids     how many code names (backticked, snake_case, camelCase, --flags) of the best
              `--docs` documentation candidates the candidate holds, over three, at most 1
+  facets     not a re-scoring but an order: among the first `--facet-top` candidates, each
+             step takes the one whose score × (1 + w × the share of the question's weight that
+             no earlier pick holds) is largest (marginal coverage, for questions that ask two
+             things); the rest follow in their order
 
 Usage: resim.py --dump DIR --data target/questions [--sets hand,settings] [--signal proximity]
-                [--weights 0,0.5,1] [--budgets 3000,6000] [--top 200] [--docs 2]
+                [--weights 0,0.5,1] [--budgets 3000,6000] [--top 200] [--docs 2] [--facet-top 40]
 """
 import argparse
 import json
@@ -179,8 +183,29 @@ def signals(name, q, cands, corpus, docs):
             held = {t.lower().lstrip("-") for t in CODE_NAME.findall("\n".join(corpus.lines(c)))}
             out.append(min(1.0, len(held & names) / 3))
         return out
+    if name == "facets":
+        # Per candidate, the question terms it holds and their weights: the ordering below
+        # raises a candidate by the share of the question's weight no earlier pick holds.
+        whole = sum(idf.values()) or 1.0
+        return [{t: idf[t] / whole for t in qt if t in held}
+                for held in (set(terms("\n".join(l for l in corpus.lines(c) if len(l) <= 240)))
+                             for c in cands)]
     f = {"proximity": proximity, "coverage": coverage}[name]
     return [f(corpus.lines(c), qt, idf) for c in cands]
+
+
+def facet_order(cands, held, w, top):
+    """Greedy: each step takes the candidate whose score times (1 + w × the weight of question
+    terms no earlier pick holds) is largest, among the first `top`; the rest keep their order."""
+    head = list(range(min(top, len(cands))))
+    covered, order = set(), []
+    while head:
+        best = max(head, key=lambda i: cands[i]["score"]
+                   * (1 + w * sum(v for t, v in held[i].items() if t not in covered)))
+        head.remove(best)
+        order.append(best)
+        covered.update(held[best])
+    return order + list(range(len(order), len(cands)))
 
 
 def holds(c, gold):
@@ -193,11 +218,12 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--sets", default="hand,settings")
     ap.add_argument("--signal", default="proximity",
-                    choices=["proximity", "coverage", "examples", "docids"])
+                    choices=["proximity", "coverage", "examples", "docids", "facets"])
     ap.add_argument("--weights", default="0,0.25,0.5,1,2")
     ap.add_argument("--budgets", default="3000,6000")
     ap.add_argument("--top", type=int, default=200)
     ap.add_argument("--docs", type=int, default=2)
+    ap.add_argument("--facet-top", type=int, default=40)
     args = ap.parse_args()
     sets = args.sets.split(",")
     weights = [float(w) for w in args.weights.split(",")]
@@ -226,8 +252,11 @@ def main():
         for w in weights:
             mrr, cov = 0.0, [0.0] * len(budgets)
             for _, cands, sig, held, ngold in rows:
-                score = [c["score"] * (1 + w * x) for c, x in zip(cands, sig)]
-                order = sorted(range(len(cands)), key=lambda i: -score[i])
+                if args.signal == "facets":
+                    order = facet_order(cands, sig, w, args.facet_top)
+                else:
+                    score = [c["score"] * (1 + w * x) for c, x in zip(cands, sig)]
+                    order = sorted(range(len(cands)), key=lambda i: -score[i])
                 first = next((k for k, i in enumerate(order) if any(held[i])), None)
                 mrr += 0 if first is None else 1 / (first + 1)
                 for b, budget in enumerate(budgets):
