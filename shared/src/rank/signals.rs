@@ -25,7 +25,7 @@ thread_local! {
 
 /// Each file's raw BM25 evidence, kept until every hit is in so the best file can scale it.
 /// Per-file arrays of the thread, as [`Touched`]'s: the monorepo's 46k files made each query
-/// allocate and zero five of them, where it touches a few thousand files.
+/// allocate and zero four of them, where it touches a few thousand files.
 pub(super) struct FileEvidence {
     /// The best chunk score in each file.
     best: Scratch<f32>,
