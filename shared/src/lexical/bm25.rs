@@ -139,9 +139,6 @@ pub struct Bm25Index {
     #[serde(deserialize_with = "crate::exact_vec::deserialize")]
     doc_len: Vec<u32>,
     avg_len: f32,
-    /// Which index this is, for the thread's per-document cells ([`Cells`]).
-    #[serde(skip, default = "Generation::fresh")]
-    generation: Generation,
 }
 
 impl Bm25Index {
@@ -158,7 +155,6 @@ impl Bm25Index {
             postings,
             doc_len,
             avg_len: avg as f32,
-            generation: Generation::fresh(),
         }
     }
 
@@ -314,49 +310,32 @@ impl Bm25Index {
     ) -> Vec<(u32, f32)> {
         let Bm25Params { k1, b } = params;
         let avg = self.avg_len.max(1.0);
-        let key = (self.generation.0, k1.to_bits(), b.to_bits());
-        let mut taken =
-            CELLS.with(|c| c.try_borrow_mut().map(|mut c| std::mem::take(&mut *c)).ok());
-        let cells = taken.get_or_insert_with(Cells::default);
-        if cells.key != Some(key) || cells.of.len() != self.doc_len.len() {
-            // The thread's cells were another index's (or other parameters'): a pass over the
-            // lengths, once per index and thread.
-            cells.of.clear();
-            cells.of.extend(self.doc_len.iter().map(|&len| Cell {
-                score: 0.0,
-                norm: k1 * (1.0 - b + b * len as f32 / avg),
-            }));
-            cells.key = Some(key);
-        }
+        // Scores accumulate in one array over the documents (a hash map per posting was the
+        // largest cost of a query on a large index); `hit` lists the documents touched.
+        let mut held = crate::scratch::Scratch::take(&SCORES, self.doc_len.len());
+        let scores = held.entries();
         // Sized once: grown by doubling, it was copied a dozen times on a large repository.
         let mut hit: Vec<u32> = Vec::with_capacity(postings.min(self.doc_len.len()));
         for (weight, docs) in weighted {
             for (doc, tf) in docs {
-                let Some(cell) = cells.of.get_mut(doc as usize) else {
+                let Some(&len) = self.doc_len.get(doc as usize) else {
                     continue;
                 };
                 let tf = tf as f32;
-                // The same floats as `weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len
-                // / avg))`, the norm computed once.
-                let s = weight * tf * (k1 + 1.0) / (tf + cell.norm);
-                if cell.score == 0.0 {
+                let s = weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * len as f32 / avg));
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
                     hit.push(doc);
                 }
-                cell.score += s;
+                *slot += s;
             }
         }
-        // Read and reset in one pass over the touched cells.
+        // Read and reset in one pass over the touched documents.
         let mut out: Vec<(u32, f32)> = hit
             .iter()
-            .map(|&d| (d, std::mem::take(&mut cells.of[d as usize].score)))
+            .map(|&d| (d, std::mem::take(&mut scores[d as usize])))
             .collect();
-        if let Some(cells) = taken {
-            CELLS.with(|c| {
-                if let Ok(mut held) = c.try_borrow_mut() {
-                    *held = cells;
-                }
-            });
-        }
+        held.cleared();
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::best_first_top(&mut out, limit);
         out.dedup_by_key(|e| e.0);
@@ -364,46 +343,11 @@ impl Bm25Index {
     }
 }
 
-/// One document's running score (zero between searches) beside its length norm,
-/// `k1·(1 − b + b·len / avg)`: a posting reads and writes one place instead of a length in the
-/// index and a score in another array. On the monorepo's 180k chunks the two were 720 KB each,
-/// read at the postings' documents, and those reads were a third of a warm call's cache misses.
-#[derive(Clone, Copy, Default)]
-struct Cell {
-    score: f32,
-    norm: f32,
-}
-
-/// The thread's cells and the index and parameters their norms are for.
-#[derive(Default)]
-struct Cells {
-    key: Option<(u64, u32, u32)>,
-    of: Vec<Cell>,
-}
-
 thread_local! {
-    /// Kept between searches, so a warm query neither allocates nor computes the norms again;
-    /// a search within a search (none today) gets fresh cells.
-    static CELLS: std::cell::RefCell<Cells> = std::cell::RefCell::new(Cells::default());
-}
-
-/// A number no other index of this process has: the thread's cells hold one index's norms,
-/// and an index dropped and another built at the same address must not find them.
-#[derive(Clone, Copy, Debug)]
-struct Generation(u64);
-
-impl Generation {
-    fn fresh() -> Self {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        Generation(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
-/// Every generation is equal: it names an index, it is not part of it.
-impl PartialEq for Generation {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
+    /// One score per document, all zero between searches: a search of the monorepo corpus's
+    /// 180k chunks no longer allocates and zeroes 720 KB (only the documents it touched are
+    /// reset), and an isolate's memory does not grow by it either, having kept it anyway.
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// What [`Bm25Index::search_found`] found.
@@ -477,46 +421,6 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
-    }
-
-    #[test]
-    fn the_threads_cells_follow_the_index_and_the_parameters() {
-        // Two indexes of as many documents with other lengths, and other parameters: each
-        // search scores as on a thread that never searched before.
-        let build = |docs: &[&str]| {
-            let mut b = Bm25Builder::default();
-            for d in docs {
-                b.add(&doc_terms(d, "src/a.rs"));
-            }
-            b.finish(Bm25Params::default())
-        };
-        let a = build(&["parse config", "parse parse parse config render", "render"]);
-        let b = build(&["parse config render render render", "parse", "config render"]);
-        let query = query_terms("parse config");
-        let found = |idx: &Bm25Index, params| {
-            let found: Vec<(Found, u16)> = query
-                .iter()
-                .filter_map(|(t, q)| Some((idx.lists().find_in(t, &|_| None).ok()??, *q)))
-                .collect();
-            idx.search_found(&found, params, &|_| None, 10).unwrap().hits
-        };
-        let other = Bm25Params { k1: 0.5, b: 0.2 };
-        let fresh = |idx: &Bm25Index, params| {
-            let idx = idx.clone();
-            std::thread::scope(|s| s.spawn(|| found(&idx, params)).join().unwrap())
-        };
-        let want = [
-            fresh(&a, Bm25Params::default()),
-            fresh(&b, Bm25Params::default()),
-            fresh(&a, other),
-        ];
-        assert_ne!(want[0], want[1]);
-        assert_ne!(want[0], want[2]);
-        for _ in 0..2 {
-            assert_eq!(found(&a, Bm25Params::default()), want[0]);
-            assert_eq!(found(&b, Bm25Params::default()), want[1]);
-            assert_eq!(found(&a, other), want[2]);
-        }
     }
 
     #[test]
