@@ -330,11 +330,10 @@ impl Bm25Index {
                 *slot += s;
             }
         }
-        // Read and reset in one pass over the touched documents.
-        let mut out: Vec<(u32, f32)> = hit
-            .iter()
-            .map(|&d| (d, std::mem::take(&mut scores[d as usize])))
-            .collect();
+        let mut out: Vec<(u32, f32)> = hit.iter().map(|&d| (d, scores[d as usize])).collect();
+        for &d in &hit {
+            scores[d as usize] = 0.0;
+        }
         held.cleared();
         // A document whose terms all weigh 0 was pushed again each time: keep one.
         crate::order::best_first_top(&mut out, limit);
@@ -421,6 +420,23 @@ mod tests {
         assert_eq!(hits[0].0, 0);
         assert!(hits.iter().all(|h| h.1 > 0.0));
         assert!(idx.search(&query_terms("nothing matches zzz")).is_empty());
+    }
+
+    #[test]
+    fn a_document_whose_first_share_is_zero_is_one_hit_with_its_whole_score() {
+        // A zero frequency (no builder writes one; a damaged pack could hold it) adds 0, so the
+        // document is listed again when the next term reaches it: it must come out once, with
+        // the next term's share, as it does when scored term by term.
+        let lists = KeyedLists::from_sorted([
+            ("a", encode_postings([(0, 0), (1, 1)])),
+            ("b", encode_postings([(0, 2), (2, 1)])),
+        ]);
+        let idx = Bm25Index::from_parts(Bm25Params::default(), lists, vec![3, 3, 3]);
+        let hits = idx.search(&[("a".to_string(), 1), ("b".to_string(), 1)]);
+        let zero_first: Vec<&(u32, f32)> = hits.iter().filter(|h| h.0 == 0).collect();
+        assert_eq!(zero_first.len(), 1, "{hits:?}");
+        let alone = idx.search(&[("b".to_string(), 1)]);
+        assert_eq!(zero_first[0].1, alone.iter().find(|h| h.0 == 0).unwrap().1);
     }
 
     #[test]
