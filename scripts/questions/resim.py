@@ -17,6 +17,9 @@ Signals (values in 0-1):
              over twice the question's whole weight (what `assemble/excerpts.rs` picks windows by)
   coverage   the share of the question's weight (idf) the candidate holds anywhere
   examples   1 for a candidate under an examples/, demo/ or samples/ folder (use w < 0)
+  raises     for a question about failure or edge behaviour ("what happens", "error", "fail",
+             "invalid", "too many"...), 1 for a candidate whose lines raise, throw, panic,
+             reject, abort or build an error value; 0 for every other question
   docids     how many code names (backticked, snake_case, camelCase, --flags) of the best
              `--docs` documentation candidates the candidate holds, over three, at most 1
   facets     not a re-scoring but an order: among the first `--facet-top` candidates, each
@@ -24,7 +27,7 @@ Signals (values in 0-1):
              no earlier pick holds) is largest (marginal coverage, for questions that ask two
              things); the rest follow in their order
 
-Usage: resim.py --dump DIR --data target/questions [--sets hand,settings] [--signal proximity]
+Usage: resim.py --dump DIR --data target/questions [--sets hand,settings] [--signal proximity|raises|...]
                 [--weights 0,0.5,1] [--budgets 3000,6000] [--top 200] [--docs 2] [--facet-top 40]
 """
 import argparse
@@ -45,6 +48,10 @@ IDENT = re.compile(r"[A-Za-z0-9_\x80-\uffff]+")
 PARTS = re.compile(r"_|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
 CODE_NAME = re.compile(r"--?[A-Za-z][\w-]+|[A-Za-z_][A-Za-z0-9_]*")
+FAILURE_QUESTION = re.compile(
+    r"what happens|what error|error|fail|invalid|wrong|reject|exit code|too many|not found")
+RAISES = re.compile(r"\b(throw|raise|panic!?|reject|abort|Abort|Err\(|Errorf|errors\.New|exit"
+                    r"|\w*Error\(|\w*Exception\()")
 EXAMPLES = re.compile(r"(^|/)(examples?|_examples|demos?|samples?)/", re.I)
 
 
@@ -167,6 +174,10 @@ def code_names(text):
 def signals(name, q, cands, corpus, docs):
     qt = [t for t in query_terms(q["query"]) if corpus.df.get(t, 0) > 0]
     idf = {t: corpus.idf(t) for t in qt}
+    if name == "raises":
+        if not FAILURE_QUESTION.search(q["query"].lower()):
+            return [0.0] * len(cands)
+        return [1.0 if RAISES.search("\n".join(corpus.lines(c))) else 0.0 for c in cands]
     if name == "examples":
         return [1.0 if EXAMPLES.search(c["path"]) else 0.0 for c in cands]
     if name == "docids":
@@ -218,7 +229,7 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--sets", default="hand,settings")
     ap.add_argument("--signal", default="proximity",
-                    choices=["proximity", "coverage", "examples", "docids", "facets"])
+                    choices=["proximity", "coverage", "examples", "docids", "facets", "raises"])
     ap.add_argument("--weights", default="0,0.25,0.5,1,2")
     ap.add_argument("--budgets", default="3000,6000")
     ap.add_argument("--top", type=int, default=200)
