@@ -18,18 +18,7 @@ import argparse
 import json
 import os
 
-
-def holds(c, gold):
-    return [c["path"] == p and c["start_line"] <= b and c["end_line"] >= a for p, a, b in gold]
-
-
-def covered(order, cands, held, ngold, budget):
-    used, got = 0, [False] * ngold
-    for i in order:
-        if used + cands[i]["tokens"] <= budget:
-            used += cands[i]["tokens"]
-            got = [g or h for g, h in zip(got, held[i])]
-    return sum(got) / max(ngold, 1)
+from resim import covered, holds
 
 
 def main():

@@ -49,7 +49,7 @@ PARTS = re.compile(r"_|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
 CODE_NAME = re.compile(r"--?[A-Za-z][\w-]+|[A-Za-z_][A-Za-z0-9_]*")
 FAILURE_QUESTION = re.compile(
-    r"what happens|what error|error|fail|invalid|wrong|reject|exit code|too many|not found")
+    r"what happens|error|fail|invalid|wrong|reject|exit code|too many|not found")
 RAISES = re.compile(r"\b(throw|raise|panic!?|reject|abort|Abort|Err\(|Errorf|errors\.New|exit"
                     r"|\w*Error\(|\w*Exception\()")
 EXAMPLES = re.compile(r"(^|/)(examples?|_examples|demos?|samples?)/", re.I)
@@ -223,6 +223,17 @@ def holds(c, gold):
     return [c["path"] == p and c["start_line"] <= b and c["end_line"] >= a for p, a, b in gold]
 
 
+def covered(order, cands, held, ngold, budget):
+    """The share of the `ngold` gold ranges covered when whole candidates are taken in `order`
+    while they fit `budget` tokens (`held[i]`: which ranges candidate i holds)."""
+    used, got = 0, [False] * ngold
+    for i in order:
+        if used + cands[i]["tokens"] <= budget:
+            used += cands[i]["tokens"]
+            got = [g or h for g, h in zip(got, held[i])]
+    return sum(got) / max(ngold, 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", required=True)
@@ -271,12 +282,7 @@ def main():
                 first = next((k for k, i in enumerate(order) if any(held[i])), None)
                 mrr += 0 if first is None else 1 / (first + 1)
                 for b, budget in enumerate(budgets):
-                    used, got = 0, [False] * ngold
-                    for i in order:
-                        if used + cands[i]["tokens"] <= budget:
-                            used += cands[i]["tokens"]
-                            got = [g or h for g, h in zip(got, held[i])]
-                    cov[b] += sum(got) / max(ngold, 1)
+                    cov[b] += covered(order, cands, held, ngold, budget)
             n = len(rows)
             print(f"  {s} ({n}) w={w:g}: MRR {mrr / n:.3f}, covered "
                   + " / ".join(f"{c / n:.3f}" for c in cov))
